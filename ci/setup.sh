@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs everything vksycl needs on a Debian machine, idempotently: the Vulkan loader,
+# Mesa's lavapipe, headers and a compiler for Kompute, the virtual environment .venv,
+# the patched kp wheel (built once, then cached), and vksycl itself in editable mode.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(libvulkan1 mesa-vulkan-drivers libvulkan-dev libfmt-dev g++ make patch)
+python3 -c 'import ensurepip' 2>/dev/null || packages+=(python3-venv)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=; [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+py=.venv/bin/python
+$py -m pip install -q --disable-pip-version-check -e '.[build,dev]'
+
+wheel=$(third_party/kompute/build.sh "$py" "${XDG_CACHE_HOME:-$HOME/.cache}/vksycl/wheels")
+installed=$($py -c 'import importlib.metadata as m; print(m.version("kp"))' 2>/dev/null || true)
+case "$wheel" in
+  *"kp-$installed-"*) ;;
+  *) $py -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$wheel" ;;
+esac

@@ -1,0 +1,30 @@
+"""Scalar element types. They are numpy's scalar types, so `sycl.float32(x)` casts on the
+host, numpy dtypes work anywhere a type is expected, and the compiler recognises them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+bool_ = np.bool_
+int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
+uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
+float16, float32, float64 = np.float16, np.float32, np.float64
+half, double = float16, float64
+
+SCALAR_TYPES: tuple[type, ...] = (
+    bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64,
+)
+
+
+def as_dtype(t: Any) -> np.dtype:
+    """The numpy dtype of an element type given as a sycl/numpy type, dtype or Python type;
+    Python `int`/`float`/`bool` mean int32/float32/bool as in device code."""
+    if t is int:
+        return np.dtype(np.int32)
+    if t is float:
+        return np.dtype(np.float32)
+    if t is bool:
+        return np.dtype(np.bool_)
+    return np.dtype(t)
