@@ -1,0 +1,103 @@
+"""`sycl.aspect` and how each one follows from a Vulkan device's real features.
+
+`VKSYCL_HIDE_ASPECTS=fp64,fp16` makes every device report the named aspects absent, to
+emulate weaker devices (SwiftShader and many mobile GPUs lack fp64); it is read on every
+query, so it can be changed while the process runs.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+
+from .exceptions import invalid
+from .runtime.devices import VulkanDeviceInfo
+
+HIDE_ASPECTS_ENV = "VKSYCL_HIDE_ASPECTS"
+
+
+class aspect(enum.Enum):
+    cpu = "cpu"
+    gpu = "gpu"
+    accelerator = "accelerator"
+    custom = "custom"
+    emulated = "emulated"
+    host_debuggable = "host_debuggable"
+    fp16 = "fp16"
+    fp64 = "fp64"
+    atomic64 = "atomic64"
+    image = "image"
+    online_compiler = "online_compiler"
+    online_linker = "online_linker"
+    queue_profiling = "queue_profiling"
+    usm_device_allocations = "usm_device_allocations"
+    usm_host_allocations = "usm_host_allocations"
+    usm_atomic_host_allocations = "usm_atomic_host_allocations"
+    usm_shared_allocations = "usm_shared_allocations"
+    usm_atomic_shared_allocations = "usm_atomic_shared_allocations"
+    usm_system_allocations = "usm_system_allocations"
+    ext_oneapi_graph = "ext_oneapi_graph"
+    ext_oneapi_limited_graph = "ext_oneapi_limited_graph"
+    ext_oneapi_virtual_functions = "ext_oneapi_virtual_functions"
+    # vksycl-specific: integer widths beyond 32 bits and below need optional SPIR-V
+    # capabilities (Int64, Int16, Int8) that not every Vulkan device has.
+    int64 = "int64"
+    int16 = "int16"
+    int8 = "int8"
+
+
+_TYPE_ASPECT = {
+    "discrete_gpu": aspect.gpu, "integrated_gpu": aspect.gpu, "virtual_gpu": aspect.gpu,
+    "cpu": aspect.cpu, "other": aspect.custom,
+}
+
+# What vksycl itself provides on every Vulkan device: USM through its own allocator, graphs
+# through pre-recorded command buffers, virtual functions through switch dispatch.
+_ALWAYS = frozenset({
+    aspect.usm_device_allocations, aspect.usm_host_allocations, aspect.usm_shared_allocations,
+    aspect.ext_oneapi_graph, aspect.ext_oneapi_limited_graph,
+    aspect.ext_oneapi_virtual_functions,
+})
+
+
+def vulkan_aspects(info: VulkanDeviceInfo) -> frozenset[aspect]:
+    """The aspects a device really has, before `VKSYCL_HIDE_ASPECTS` applies.
+
+    Absent by construction: `accelerator` (Vulkan has no such device type), `emulated`
+    and `host_debuggable` (no Vulkan driver runs kernels in a host debugger), `image`
+    (no image API yet), `online_compiler`/`online_linker` (no OpenCL C/SPIR path),
+    `usm_system_allocations` (Vulkan cannot access malloc'ed memory), and the
+    `usm_atomic_*` aspects (Vulkan does not promise atomicity between host and device).
+    """
+    f = info.features
+    found = set(_ALWAYS)
+    found.add(_TYPE_ASPECT[info.device_type])
+    if f.get("shaderFloat16"):
+        found.add(aspect.fp16)
+    if f.get("shaderFloat64"):
+        found.add(aspect.fp64)
+    if f.get("shaderInt64"):
+        found.add(aspect.int64)
+        if f.get("shaderBufferInt64Atomics"):
+            found.add(aspect.atomic64)
+    if f.get("shaderInt16"):
+        found.add(aspect.int16)
+    if f.get("shaderInt8"):
+        found.add(aspect.int8)
+    # The compute family's own timestampValidBits decides; timestampComputeAndGraphics
+    # only promises it for every family at once.
+    if info.timestamp_valid_bits > 0:
+        found.add(aspect.queue_profiling)
+    return frozenset(found)
+
+
+def hidden_aspects() -> frozenset[aspect]:
+    """The aspects `VKSYCL_HIDE_ASPECTS` names; a name that is no aspect is an error, so
+    a typo cannot silently leave a test running with the aspect present."""
+    raw = os.environ.get(HIDE_ASPECTS_ENV, "")
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    unknown = [n for n in names if n not in aspect.__members__]
+    if unknown:
+        raise invalid(f"{HIDE_ASPECTS_ENV} names unknown aspects {unknown}; "
+                      f"known: {', '.join(aspect.__members__)}")
+    return frozenset(aspect[n] for n in names)
