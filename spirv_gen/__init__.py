@@ -33,6 +33,7 @@ from .builder import VULKAN_SPIRV_VERSION, Function, ModuleBuilder
 from .control import Loop, Selection, Switch
 from .errors import BuildError, DecodeError, SpirvError, ToolsError, ValidationError
 from .grammar import Grammar, grammar
+from .reader import Instruction, Module, read
 from .tools import assemble, disassemble, optimize, validate
 from .words import Bits, Id
 
@@ -44,7 +45,9 @@ __all__ = [
     "Function",
     "Grammar",
     "Id",
+    "Instruction",
     "Loop",
+    "Module",
     "ModuleBuilder",
     "Selection",
     "SpirvError",
@@ -55,5 +58,6 @@ __all__ = [
     "disassemble",
     "grammar",
     "optimize",
+    "read",
     "validate",
 ]

@@ -21,7 +21,7 @@ from .words import MAGIC, Id, words_to_bytes
 
 # Where an instruction goes.
 _BODY, _TYPE, _STRUCT, _CONST, _SPEC, _VAR, _ANNOT, _DEBUG, _LINE = range(9)
-_CAP, _EXT, _IMPORT, _MODEL, _ENTRY, _MODE, _FORBIDDEN, _TERM, _UNDEF = range(9, 18)
+_CAP, _EXT, _IMPORT, _MODEL, _ENTRY, _MODE, _FORBIDDEN, _TERM, _UNDEF, _ATOMIC = range(9, 19)
 
 _TERMINATORS = frozenset(
     {"OpReturn", "OpReturnValue", "OpKill", "OpUnreachable", "OpTerminateInvocation"}
@@ -71,6 +71,8 @@ def _route(info: InstructionInfo) -> int:
     if name in ("OpLine", "OpNoLine"):
         return _LINE
     cls = info.cls
+    if cls == "Atomic":
+        return _ATOMIC
     if cls == "Type-Declaration":
         return _STRUCT if name in ("OpTypeStruct", "OpTypeForwardPointer") else _TYPE
     if cls == "Constant-Creation":
@@ -268,7 +270,12 @@ class ModuleBuilder(Encoder):
             return self._emit_body(info, args, result_id)
         if route == _DEBUG:
             return self._emit_to(self._debug, info, args, result_id)
-        if route in (_STRUCT, _SPEC, _LINE, _UNDEF):
+        if route == _STRUCT:
+            t = self._emit_to(self._globals, info, args, result_id)
+            if t is not None:
+                self._types[t] = (info.opname, *args)
+            return t
+        if route in (_SPEC, _LINE, _UNDEF):
             return self._emit_to(self._globals, info, args, result_id)
         if route == _ANNOT:
             words = self.encode(info, args)
@@ -277,6 +284,11 @@ class ModuleBuilder(Encoder):
                 self._annotation_set.add(key)
                 self._annotations += ((len(words) + 1) << 16 | info.opcode, *words)
             return None
+        if route == _ATOMIC:
+            if self._block is None:
+                self._no_block(info)
+            self._atomic_width(info, args)
+            return self._emit_body(info, args, result_id)
         if route == _TERM:
             if self._block is None:
                 self._no_block(info)
@@ -298,6 +310,19 @@ class ModuleBuilder(Encoder):
             self._modes += ((len(words) + 1) << 16 | info.opcode, *words)
             return None
         raise AssertionError(route)
+
+    def _atomic_width(self, info: InstructionInfo, args: tuple) -> None:
+        """Atomics on 64-bit integers need Int64Atomics; float atomics need the capability
+        of their width. Both depend on the operand type, which the grammar cannot say."""
+        t = args[0] if info.has_type else self._value_types.get(args[-1]) if args else None
+        width, is_float, _ = self._scalars.get(t, (32, False, False))
+        if is_float:
+            for c in info.requires.capabilities:
+                if f"Float{width}" in c:
+                    self.capability(c)
+                    break
+        elif width == 64:
+            self.capability("Int64Atomics")
 
     def _emit_to(self, section: list[int], info, args, result_id) -> Id | None:
         rt = None
@@ -475,9 +500,7 @@ class ModuleBuilder(Encoder):
     ) -> Id:
         """A new struct type (structs are never merged: each may carry its own
         decorations). ``offsets`` decorates member Offsets; ``block`` decorates Block."""
-        info = self.grammar.instruction("OpTypeStruct")
-        t = self._emit_to(self._globals, info, tuple(members), None)
-        self._types[t] = ("OpTypeStruct", *members)
+        t = self.op("TypeStruct", *members)
         if offsets is not None:
             for i, off in enumerate(offsets):
                 self.member_decorate(t, i, "Offset", off)
