@@ -48,6 +48,8 @@ _MODE_SETTING = {
     "OpExtension": _EXT,
     "OpExtInstImport": _IMPORT,
 }
+# The debug section's three groups: sources and strings, names, module-processed notes.
+_DEBUG_PART = {"OpName": 1, "OpMemberName": 1, "OpModuleProcessed": 2}
 # Capabilities that scalar widths need (the grammar cannot say: they depend on a literal).
 _INT_WIDTH_CAPS = {8: "Int8", 16: "Int16", 64: "Int64"}
 _FLOAT_WIDTH_CAPS = {16: "Float16", 64: "Float64"}
@@ -134,7 +136,8 @@ class ModuleBuilder(Encoder):
         self._model: list[int] = []
         self._entries: list[tuple[str, Id, str, list[Id] | None]] = []
         self._modes: list[int] = []
-        self._debug: list[int] = []
+        self._debug: tuple[list[int], list[int], list[int]] = ([], [], [])  # sources, names,
+        # processes: the three groups of the debug section, in order
         self._annotations: list[int] = []
         self._annotation_set: set[tuple[int, ...]] = set()
         self._globals: list[int] = []
@@ -269,7 +272,8 @@ class ModuleBuilder(Encoder):
         if route in (_LINE, _UNDEF) and self._block is not None:
             return self._emit_body(info, args, result_id)
         if route == _DEBUG:
-            return self._emit_to(self._debug, info, args, result_id)
+            part = _DEBUG_PART.get(info.opname, 0)
+            return self._emit_to(self._debug[part], info, args, result_id)
         if route == _STRUCT:
             t = self._emit_to(self._globals, info, args, result_id)
             if t is not None:
@@ -805,8 +809,10 @@ class ModuleBuilder(Encoder):
         """``with b.if_(c) as s: ...; s.else_(); ...`` — a selection with its merge block."""
         return Selection(self, condition, control)
 
-    def loop(self, control: str = "None") -> Loop:
-        """``with b.loop() as lp: ...`` — a loop with its merge and continue blocks."""
+    def loop(self, control: str | tuple = "None") -> Loop:
+        """``with b.loop() as lp: ...`` — a loop with its merge and continue blocks.
+        ``control`` is a LoopControl mask, or a tuple of the mask and its parameters, e.g.
+        ``("DependencyLength", 4)``."""
         return Loop(self, control)
 
     def switch(self, selector: Id, control: str = "None") -> Switch:
@@ -871,7 +877,8 @@ class ModuleBuilder(Encoder):
             w = self.encode(ep, (model, fid, name, *self._interface(interface)))
             out += ((len(w) + 1) << 16 | ep.opcode, *w)
         out += self._modes
-        out += self._debug
+        for part in self._debug:
+            out += part
         out += self._annotations
         out += self._globals
         label = self._label_opcode

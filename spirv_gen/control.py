@@ -89,7 +89,7 @@ class Loop:
     the two predecessors of a header phi.
     """
 
-    def __init__(self, b: ModuleBuilder, control: str) -> None:
+    def __init__(self, b: ModuleBuilder, control: str | tuple) -> None:
         self.b = b
         self.control = control
         self.preheader: Id | None = None
@@ -113,7 +113,8 @@ class Loop:
             raise BuildError("the loop header has already ended")
         if b.current_block != self.header or b.constructs[-1] is not self:
             raise BuildError("the loop condition must be computed in the loop header itself")
-        b._emit_raw("OpLoopMerge", self.merge, self.continue_label, self.control)
+        ctl = self.control if isinstance(self.control, tuple) else (self.control,)
+        b._emit_raw("OpLoopMerge", self.merge, self.continue_label, *ctl)
         b._fn.targets.add(self.continue_label)
         if cond is None:
             b._branch(self.body_label)
