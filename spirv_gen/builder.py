@@ -10,6 +10,7 @@ unstructured code by accident.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -17,7 +18,7 @@ from .control import Loop, Selection, Switch
 from .encoder import Encoder, ScalarInfo
 from .errors import BuildError
 from .grammar import GLSL_SET, ExtInstSet, Grammar, InstructionInfo, Requirements, grammar
-from .words import MAGIC, Id, words_to_bytes
+from .words import MAGIC, Id, number_words, words_to_bytes
 
 # Where an instruction goes.
 _BODY, _TYPE, _STRUCT, _CONST, _SPEC, _VAR, _ANNOT, _DEBUG, _LINE = range(9)
@@ -143,6 +144,8 @@ class ModuleBuilder(Encoder):
         self._globals: list[int] = []
         self._cache: dict[tuple, Id] = {}
         self._constant_values: dict[int, object] = {}
+        self._constants: dict[tuple, Id] = {}
+        self._shorthand: dict[str, Id] = {}
         self._scalars: dict[int, ScalarInfo] = {}
         self._types: dict[int, tuple] = {}  # type id -> (opname, *operands)
         self._value_types: dict[int, int] = {}
@@ -431,6 +434,14 @@ class ModuleBuilder(Encoder):
 
     # types ---------------------------------------------------------------------------
     def _type(self, info: InstructionInfo, args: tuple) -> Id:
+        quick = (info.opcode, *args)
+        t = self._cache.get(quick)
+        if t is not None:
+            return t
+        t = self._cache[quick] = self._new_type(info, args)
+        return t
+
+    def _new_type(self, info: InstructionInfo, args: tuple) -> Id:
         words = self.encode(info, args)
         key = (info.opcode, *words)
         t = self._cache.get(key)
@@ -542,7 +553,9 @@ class ModuleBuilder(Encoder):
         rt = args[0]
         if rt.__class__ is not Id:
             raise BuildError(f"{info.opname}: result type must be an id, got {rt!r}")
-        words = self.encode(info, args[1:], rt)
+        return self._constant_words(info, rt, self.encode(info, args[1:], rt), args[1:])
+
+    def _constant_words(self, info: InstructionInfo, rt: Id, words: list[int], args) -> Id:
         key = (info.opcode, rt, *words)
         c = self._cache.get(key)
         if c is None:
@@ -550,14 +563,28 @@ class ModuleBuilder(Encoder):
             self._globals += ((len(words) + 3) << 16 | info.opcode, rt, c, *words)
             self._value_types[c] = rt
             if info.opname == "OpConstant":
-                self._constant_values[c] = args[1]
+                self._constant_values[c] = args[0]
         return c
 
     def constant(self, type_id: Id, value) -> Id:
         """A scalar constant (bool, int or float by ``type_id``), deduplicated."""
-        if self._types.get(type_id, ("",))[0] == "OpTypeBool":
-            return self.op("ConstantTrue" if value else "ConstantFalse", type_id)
-        return self._constant(self._constant_info, (type_id, value))
+        quick = (type_id, value, value.__class__)
+        c = self._constants.get(quick)
+        if c is not None:
+            return c
+        scalar = self._scalars.get(type_id)
+        if scalar is not None:
+            try:
+                words = number_words(value, *scalar)
+            except (ValueError, OverflowError, TypeError) as e:
+                raise BuildError(f"OpConstant: {e}") from None
+            c = self._constant_words(self._constant_info, type_id, words, (value,))
+        elif self._types.get(type_id, ("",))[0] == "OpTypeBool":
+            c = self.op("ConstantTrue" if value else "ConstantFalse", type_id)
+        else:
+            raise BuildError(f"constant(): %{type_id} is not a scalar type")
+        self._constants[quick] = c
+        return c
 
     def constant_composite(self, type_id: Id, parts: Sequence[Id]) -> Id:
         return self.op("ConstantComposite", type_id, *parts)
@@ -566,13 +593,23 @@ class ModuleBuilder(Encoder):
         return self.op("ConstantNull", type_id)
 
     def u32(self, value: int) -> Id:
-        return self.constant(self.type_uint(32), value)
+        """A uint32 constant."""
+        return self.constant(self._scalar_type("u32"), value)
 
     def i32(self, value: int) -> Id:
-        return self.constant(self.type_int(32), value)
+        """An int32 constant."""
+        return self.constant(self._scalar_type("i32"), value)
 
     def f32(self, value: float) -> Id:
-        return self.constant(self.type_float(32), value)
+        """A float32 constant."""
+        return self.constant(self._scalar_type("f32"), value)
+
+    def _scalar_type(self, name: str) -> Id:
+        t = self._shorthand.get(name)
+        if t is None:
+            t = self._shorthand[name] = {
+                "u32": self.type_uint, "i32": self.type_int, "f32": self.type_float}[name]()
+        return t
 
     def spec_constant(self, type_id: Id, default, spec_id: int, name: str | None = None) -> Id:
         """A specialization constant with a SpecId, overridable at pipeline creation."""
@@ -909,7 +946,7 @@ class ModuleBuilder(Encoder):
     def _routes_opcode(self, name: str) -> int:
         return self.grammar.instruction(name).opcode
 
-    @property
+    @functools.cached_property
     def _constant_info(self) -> InstructionInfo:
         return self.grammar.instruction("OpConstant")
 
