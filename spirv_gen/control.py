@@ -39,6 +39,7 @@ class Selection:
 
     def __enter__(self) -> Selection:
         b = self.b
+        _leave_loop_header(b)
         self.header = b.current_block
         b._emit_raw("OpSelectionMerge", self.merge, self.control)
         self._patch = b._branch_conditional(self.condition, self.then_label, self._false) + 2
@@ -101,6 +102,7 @@ class Loop:
 
     def __enter__(self) -> Loop:
         b = self.b
+        _leave_loop_header(b)
         self.preheader = b.current_block
         b._branch(self.header)
         b.constructs.append(self)
@@ -197,6 +199,7 @@ class Switch:
 
     def __enter__(self) -> Switch:
         b = self.b
+        _leave_loop_header(b)
         b._emit_raw("OpSelectionMerge", self.merge, self.control)
         self._header = b.current_block
         self._at = len(b._fn.body)
@@ -260,3 +263,12 @@ def _close_to(b: ModuleBuilder, target: Id) -> Id | None:
         return None
     b._branch(target)
     return label
+
+
+def _leave_loop_header(b: ModuleBuilder) -> None:
+    """A construct cannot start inside a loop header (it must end with OpLoopMerge): end
+    the header first, entering the body unconditionally."""
+    if b.constructs:
+        c = b.constructs[-1]
+        if isinstance(c, Loop) and c._state == "header" and b.current_block == c.header:
+            c._end_header(None)
