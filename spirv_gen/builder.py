@@ -935,22 +935,19 @@ class ModuleBuilder(Encoder):
     def _opcode(self, opname: str) -> int:
         return self.grammar.instruction(opname).opcode
 
-    @property
+    @functools.cached_property
     def _label_opcode(self) -> int:
-        return self._routes_opcode("OpLabel")
+        return self._opcode("OpLabel")
 
-    @property
+    @functools.cached_property
     def _function_end_opcode(self) -> int:
-        return self._routes_opcode("OpFunctionEnd")
-
-    def _routes_opcode(self, name: str) -> int:
-        return self.grammar.instruction(name).opcode
+        return self._opcode("OpFunctionEnd")
 
     @functools.cached_property
     def _constant_info(self) -> InstructionInfo:
         return self.grammar.instruction("OpConstant")
 
-    @property
+    @functools.cached_property
     def _function_sc(self) -> int:
         return self.kinds["StorageClass"].by_name["Function"].value
 

@@ -52,8 +52,14 @@ class Encoder:
         if name in _SPECIAL:
             _SPECIAL[name](self, info, list(args), result_type, out)
             return out
-        self._encode_list(info.operands, list(args), 0, out, name, result_type)
+        self._encode_all(info.operands, list(args), out, name, result_type)
         return out
+
+    def _encode_all(self, specs, args: list, out: list[int], where: str, rt) -> None:
+        """Encode ``args`` as exactly the operands ``specs`` describe."""
+        i = self._encode_list(specs, args, 0, out, where, rt)
+        if i < len(args):
+            raise BuildError(f"{where}: {len(args) - i} operand(s) too many: {args[i:]!r}")
 
     def _encode_list(
         self,
@@ -79,8 +85,6 @@ class Encoder:
                 i += 1
                 continue
             i = self._encode_one(spec, args, i, out, where, result_type)
-        if i < n and where.startswith("Op"):
-            raise BuildError(f"{where}: {n - i} operand(s) too many: {args[i:]!r}")
         return i
 
     def _encode_one(
@@ -206,7 +210,7 @@ def _spec_constant_op(enc: Encoder, info, args, rt, out) -> None:
         except KeyError:
             raise BuildError(f"OpSpecConstantOp: unknown opcode {op!r}") from None
     out.append(inner.opcode)
-    enc._encode_list(inner.operands, args[1:], 0, out, inner.opname, rt)
+    enc._encode_all(inner.operands, args[1:], out, inner.opname, rt)
 
 
 def _switch(enc: Encoder, info, args, rt, out) -> None:
@@ -251,7 +255,7 @@ def _ext_inst(enc: Encoder, info, args, rt, out) -> None:
     if not e.requires.empty:
         enc.require(e.requires, f"{ext.name} {e.opname}")
     out.append(e.opcode)
-    enc._encode_list(e.operands, rest, 0, out, f"Op{ext.name}.{e.opname}", rt)
+    enc._encode_all(e.operands, rest, out, f"{ext.name}.{e.opname}", rt)
 
 
 _SPECIAL: dict[str, Callable] = {
