@@ -11,8 +11,11 @@ A standalone package (it knows nothing of SYCL) in four parts:
   helpers ``b.if_``, ``b.loop``, ``b.switch`` (:mod:`spirv_gen.control`).
 - :mod:`spirv_gen.reader` — :func:`read` decodes a binary (ours or glslang's) into
   instructions that can be inspected, patched and encoded again.
+- :mod:`spirv_gen.binary` — small edits of encoded modules: ``entry_points``,
+  ``rename_entry_point``.
 - :mod:`spirv_gen.tools` — SPIRV-Tools in process: :func:`validate`,
-  :func:`disassemble`, :func:`assemble`, :func:`optimize`.
+  :func:`disassemble`, :func:`assemble`, :func:`optimize` (errors: :class:`ValidationError`,
+  :class:`ToolsError`, both :class:`SpirvError`).
 
 Example::
 

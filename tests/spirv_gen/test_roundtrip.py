@@ -8,9 +8,12 @@ import sys
 from pathlib import Path
 
 import kernels
+import kp
+import numpy as np
 import pytest
 
-from spirv_gen import Bits, ModuleBuilder, read, validate
+from spirv_gen import Bits, ModuleBuilder, SpirvError, read, validate
+from spirv_gen.binary import entry_points, rename_entry_point
 from spirv_gen.words import bytes_to_words, read_string
 
 GLSLANG = Path(sys.executable).parent / "glslangValidator"
@@ -241,3 +244,28 @@ def test_patching_a_decoded_module():
     validate(patched)
     specs = [ops for inst, _, _, ops in read(patched).decoded() if ops[1:2] == ["SpecId"]]
     assert specs and specs[0][2] == 9
+
+
+def test_entry_points_are_listed_and_renamed(mgr):
+    b = ModuleBuilder()
+    u32 = b.type_uint()
+    buf = b.storage_buffer(u32, binding=0)
+    with b.function(b.type_void()) as fn:
+        gid = b.load_builtin("GlobalInvocationId", b.type_vector(u32, 3))
+        i = b.op("CompositeExtract", u32, gid, 0)
+        b.op("Store", b.buffer_element(buf, i), b.op("IAdd", u32, i, b.u32(5)))
+    b.entry_point("GLCompute", fn, "__sycl_kernel_iota")
+    b.execution_mode(fn, "LocalSize", 8, 1, 1)
+    spirv = b.to_bytes()
+    assert entry_points(spirv) == [("GLCompute", fn.id, "__sycl_kernel_iota")]
+    renamed = rename_entry_point(spirv, "__sycl_kernel_iota", "main")
+    validate(renamed)
+    assert entry_points(renamed) == [("GLCompute", fn.id, "main")]
+    t = mgr.tensor_t(np.zeros(16, np.uint32), kp.TensorTypes.host)
+    none = np.array([], dtype=np.uint32)
+    seq = mgr.sequence()
+    seq.record(kp.OpAlgoDispatch(mgr.algorithm([t], renamed, [2, 1, 1], none, none)))
+    seq.eval()
+    np.testing.assert_array_equal(t.data(), np.arange(16) + 5)
+    with pytest.raises(SpirvError, match="no entry point named 'nope'"):
+        rename_entry_point(spirv, "nope", "main")
