@@ -126,8 +126,18 @@ class Loop:
         b._open_block(self.body_label)
 
     def while_(self, condition: Id) -> None:
-        """End the header: run the body while ``condition`` holds, else leave the loop."""
-        self._end_header(condition)
+        """Leave the loop unless ``condition`` holds. In the header itself this is the
+        header's conditional branch; if the header already ended (a construct was opened to
+        compute the condition), it is ``if not condition: break`` at this point of the body.
+        """
+        b = self.b
+        if self._state == "header" and b.current_block == self.header:
+            self._end_header(condition)
+            return
+        if self._state != "body" or b.constructs[-1] is not self or b.current_block is None:
+            raise BuildError("while_() must come first in the loop, directly inside it")
+        with b.if_(b.op("LogicalNot", b.type_of(condition), condition)):
+            self.break_()
 
     def _innermost(self, what: str) -> None:
         for c in reversed(self.b.constructs):

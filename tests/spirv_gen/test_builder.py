@@ -1,6 +1,8 @@
 """The builder's guarantees: deduplication, automatic capabilities and extensions, entry
 point interfaces, structured control flow, and errors that name what is wrong."""
 
+import kp
+import numpy as np
 import pytest
 
 from spirv_gen import BuildError, Id, ModuleBuilder, read, validate
@@ -236,3 +238,35 @@ def test_glsl_std_450_calls_import_the_set_once():
     validate(spirv)
     assert decoded(spirv, "OpExtInstImport") == [["GLSL.std.450"]]
     assert [ops[1] for ops in decoded(spirv, "OpExtInst")] == ["Sqrt", "Pow"]
+
+
+def test_loop_condition_computed_with_a_construct(mgr):
+    """`while i < n and data[i] != 0`: the short-circuit `and` needs a selection, so the
+    condition is tested after the header, as `if not c: break`."""
+    b = ModuleBuilder()
+    u32, boolean = b.type_uint(), b.type_bool()
+    data = b.storage_buffer(u32, binding=0)
+    out = b.storage_buffer(u32, binding=1)
+    with b.function(b.type_void()) as fn:
+        with b.loop() as lp:
+            nxt = b.new_id()
+            i = b.phi(u32, (b.u32(0), lp.preheader), (nxt, lp.continue_label))
+            first = b.op("ULessThan", boolean, i, b.u32(16))
+            with b.if_(first) as sel:
+                nonzero = b.op("INotEqual", boolean, b.op("Load", u32, b.buffer_element(data, i)),
+                               b.u32(0))
+            c = b.phi(boolean, (nonzero, sel.then_end), (first, sel.else_end))
+            lp.while_(c)
+            lp.continuing()
+            b.op("IAdd", u32, i, b.u32(1), result_id=nxt)
+        b.op("Store", b.buffer_element(out, b.u32(0)), i)
+    spirv = compute(b, fn)
+    validate(spirv)
+    values = np.array([3, 1, 4, 1, 5, 0, 2, 6] + [7] * 8, dtype=np.uint32)
+    tensors = [mgr.tensor_t(values, kp.TensorTypes.host),
+               mgr.tensor_t(np.zeros(1, np.uint32), kp.TensorTypes.host)]
+    none = np.array([], dtype=np.uint32)
+    seq = mgr.sequence()
+    seq.record(kp.OpAlgoDispatch(mgr.algorithm(tensors, spirv, [1, 1, 1], none, none)))
+    seq.eval()
+    assert tensors[1].data()[0] == 5
