@@ -11,6 +11,7 @@ unstructured code by accident.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -569,6 +570,8 @@ class ModuleBuilder(Encoder):
     def constant(self, type_id: Id, value) -> Id:
         """A scalar constant (bool, int or float by ``type_id``), deduplicated."""
         quick = (type_id, value, value.__class__)
+        if value == 0:  # 0.0 == -0.0 and they hash alike: keep the sign apart
+            quick += (math.copysign(1.0, value),)
         c = self._constants.get(quick)
         if c is not None:
             return c

@@ -25,6 +25,8 @@ def test_types_constants_and_decorations_are_deduplicated():
     assert b.type_int(32, signed=False) == u32 != b.type_int(32)
     assert b.type_pointer("StorageBuffer", u32) == b.op("TypePointer", "StorageBuffer", u32)
     assert b.constant(f32, 1) == b.constant(f32, 1.0) == b.f32(1.0)
+    assert b.f32(0.0) != b.f32(-0.0) == b.constant(f32, -0.0)
+    assert b.constant(b.type_float(64), np.float64(-0.0)) != b.constant(b.type_float(64), 0.0)
     assert b.u32(7) == b.constant(u32, 7) != b.i32(7)
     assert b.type_struct([u32]) != b.type_struct([u32])
     arr = b.type_runtime_array(u32, stride=4)

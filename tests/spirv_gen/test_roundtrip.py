@@ -11,8 +11,10 @@ import kernels
 import kp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from spirv_gen import Bits, ModuleBuilder, SpirvError, read, validate
+from spirv_gen import Bits, DecodeError, ModuleBuilder, SpirvError, read, validate
 from spirv_gen.binary import entry_points, rename_entry_point
 from spirv_gen.words import bytes_to_words, read_string
 
@@ -269,3 +271,35 @@ def test_entry_points_are_listed_and_renamed(mgr):
     np.testing.assert_array_equal(t.data(), np.arange(16) + 5)
     with pytest.raises(SpirvError, match="no entry point named 'nope'"):
         rename_entry_point(spirv, "nope", "main")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_constants_of_every_width_read_back_equal(data):
+    width = data.draw(st.sampled_from([8, 16, 32, 64]))
+    signed = data.draw(st.booleans())
+    lo, hi = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
+    ints = data.draw(st.lists(st.integers(lo, hi), min_size=1, max_size=8))
+    fwidth = data.draw(st.sampled_from([16, 32, 64]))
+    floats = data.draw(st.lists(st.floats(width=fwidth, allow_nan=False), min_size=1,
+                                max_size=8))
+    b = ModuleBuilder()
+    it, ft = b.type_int(width, signed), b.type_float(fwidth)
+    made = {b.constant(it, v): v for v in ints} | {b.constant(ft, v): v for v in floats}
+    spirv = b.to_bytes()
+    roundtrips(spirv)
+    got = {rid: ops[0] for inst, _, rid, ops in read(spirv).decoded()
+           if inst.opname == "OpConstant"}
+    for rid, v in made.items():
+        assert got[rid] == v and math.copysign(1, got[rid]) == math.copysign(1, v)
+
+
+@pytest.mark.parametrize("binary,message", [
+    (b"\x03\x02\x23\x07\x00", "multiple of 4"),
+    (b"\x03\x02\x23\x07" * 2, "too short"),
+    (struct.pack("<5I", 0xDEADBEEF, 0x10300, 0, 1, 0), "bad magic"),
+    (struct.pack("<7I", 0x07230203, 0x10300, 0, 1, 0, (5 << 16) | 17, 1), "bad word count"),
+])
+def test_malformed_binaries_are_refused(binary, message):
+    with pytest.raises(DecodeError, match=message):
+        read(binary)
