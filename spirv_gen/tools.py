@@ -328,24 +328,20 @@ _INSTRUCTION_LINE = re.compile(r"^\s*(%\S+ = )?Op\w+.*$", re.M)
 def _neighbourhood(binary, message: str, index: int, env: str, context: int) -> str:
     """Disassembly lines around the instruction the validator complained about.
 
-    The validator quotes the instruction in its message; it is located in a one-line-per-
-    instruction disassembly (falling back to the diagnostic's instruction index)."""
+    The validator quotes the instruction in its message and gives its position; the quote
+    is located in a one-line-per-instruction disassembly, nearest that position."""
     try:
         text = disassemble(binary, friendly=True, env=env, header=False, indent=False)
     except ToolsError:
         return ""
     lines = text.splitlines()
-    target = -1
+    hint = index - 1 if 0 < index <= len(lines) else -1  # the validator counts from 1
     quoted = [m.group(0).strip() for m in _INSTRUCTION_LINE.finditer(message)]
-    for q in reversed(quoted):
-        for i, line in enumerate(lines):
-            if line.strip() == q:
-                target = i
-                break
-        if target >= 0:
-            break
-    if target < 0 and 0 < index <= len(lines):
-        target = index - 1
+    matches = [i for i, line in enumerate(lines) if quoted and line.strip() == quoted[-1]]
+    if matches:
+        target = min(matches, key=lambda i: abs(i - hint)) if hint >= 0 else matches[0]
+    else:
+        target = hint
     if target < 0:
         return ""
     lo, hi = max(0, target - context), min(len(lines), target + context + 1)

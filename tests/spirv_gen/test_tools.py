@@ -164,3 +164,20 @@ def test_optimizer_pass_list_and_errors():
         optimize(spirv, "speed")
     with pytest.raises(ToolsError, match="spirv-opt"):
         optimize(_bad_add())
+
+
+def test_neighbourhood_is_sized_by_context_lines():
+    b = ModuleBuilder()
+    u32, f32 = b.type_uint(), b.type_float()
+    with b.function(b.type_void(), name="main") as fn:
+        for _ in range(3):
+            b.op("IAdd", u32, b.u32(1), b.u32(2))
+        b.op("Store", b.variable(f32, "Function"), b.u32(1))  # stores a uint into a float
+        b.op("IAdd", u32, b.u32(1), b.u32(2))
+    b.entry_point("GLCompute", fn, "main")
+    b.execution_mode(fn, "LocalSize", 1, 1, 1)
+    with pytest.raises(ValidationError) as e:
+        validate(b.to_bytes(), context_lines=1)
+    lines = e.value.neighbourhood.splitlines()
+    assert len(lines) == 3
+    assert lines[1].startswith(">") and "OpStore" in lines[1]
