@@ -10,6 +10,11 @@ platform is one Vulkan driver (ICD), grouping its devices by driverID / driverNa
 `python -m vksycl info` lists it (`0`, `1`), or a case-insensitive substring of the device
 name. Every selector, `device.get_devices()` and `platform.get_platforms()` see only the
 matching devices; a value that matches none raises `errc.runtime` naming the devices.
+
+Vulkan has no standard compute-unit count: `max_compute_units` is the SM count on NVIDIA
+(VK_NV_shader_sm_builtins), active compute units on AMD, shader cores on ARM, the threads
+llvmpipe runs compute on for lavapipe, and 0 where no extension says (e.g. Intel GPUs).
+`max_work_item_sizes_Nd` list Vulkan's x last: SYCL's last dimension varies fastest.
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ _PCI_VENDORS = {
 
 # Sub-group operation bits (VkSubgroupFeatureFlagBits), by their short names.
 _SUBGROUP_OPS = ("basic", "vote", "arithmetic", "ballot", "shuffle", "shuffle_relative",
-                 "clustered", "quad")
+                 "clustered", "quad", "partitioned_nv", "rotate", "rotate_clustered")
 
 # llvmpipe runs compute work on one thread per logical CPU (or LP_NUM_THREADS), at most
 # LP_MAX_THREADS, which is 32 in the Mesa releases vksycl was tested with (22.3).
@@ -209,8 +209,9 @@ def _query() -> tuple[tuple[VulkanDeviceInfo, ...], tuple[int, int, int]]:
     try:
         instance = vk.vkCreateInstance(create, None)
     except vk.VkError as e:
-        raise exception(errc.runtime, f"no Vulkan instance ({type(e).__name__}): "
-                                      "is a Vulkan driver installed?") from e
+        raise exception(errc.runtime, f"no Vulkan instance ({type(e).__name__}): is a "
+                                      "Vulkan driver installed? VK_LOADER_DEBUG=error,warn "
+                                      "shows why the loader found none") from e
     try:
         handles = vk.vkEnumeratePhysicalDevices(instance)
         devices = tuple(_describe(vk, i, h, version) for i, h in enumerate(handles))
