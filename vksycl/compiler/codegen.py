@@ -1,0 +1,459 @@
+"""Codegen: typed IR to a SPIR-V module through spirv_gen's ModuleBuilder.
+
+Before emitting, a pass walks the code reachable from the kernel: it orders device
+functions callees-first (SPIR-V forbids recursion, so the call graph is a DAG), and finds
+the push-constant fields, buffer bindings and work-group arrays actually used, so unused
+kernel arguments get no binding and no push-constant space.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from spirv_gen import ModuleBuilder
+
+from . import ir
+from .typesys import (
+    VOID,
+    ArrayType,
+    PtrType,
+    Scalar,
+    Struct,
+    TupleType,
+    Type,
+    field_offsets,
+    layout,
+)
+
+SPIRV_VERSION = (1, 3)
+_SIMPLE = (ir.Const, ir.Read, ir.ArgRead, ir.PushField, ir.Builtin)
+_NO_SIDE_EFFECT_OPS = ("OpControlBarrier", "OpGroupNonUniform")
+
+
+@dataclasses.dataclass
+class Usage:
+    functions: list[ir.Function]
+    push: set[int]
+    buffers: list[ir.BufferRoot]
+    shared: list[ir.SharedRoot]
+
+
+def _children(node: Any) -> Any:
+    if isinstance(node, list | tuple):
+        yield from node
+    elif dataclasses.is_dataclass(node):
+        for f in dataclasses.fields(node):
+            if f.name in ("fn", "local", "param", "ty", "shape"):
+                continue
+            yield getattr(node, f.name)
+
+
+def analyse(kernel: ir.Function) -> Usage:
+    """The call tree (callees first) and the memory/arguments the code uses."""
+    order: list[ir.Function] = []
+    seen: set[int] = set()
+    push: set[int] = set()
+    buffers: dict[int, ir.BufferRoot] = {}
+    shared: dict[int, ir.SharedRoot] = {}
+
+    def visit_fn(fn: ir.Function) -> None:
+        if id(fn) in seen:
+            return
+        seen.add(id(fn))
+        stack: list[Any] = [fn.body]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ir.Call):
+                visit_fn(node.fn)
+            elif isinstance(node, ir.PushField):
+                push.add(node.index)
+            elif isinstance(node, ir.BufferRoot):
+                buffers.setdefault(id(node), node)
+            elif isinstance(node, ir.SharedRoot):
+                shared.setdefault(id(node), node)
+            elif isinstance(node, ir.ParamRoot):
+                continue
+            if isinstance(node, list | tuple) or dataclasses.is_dataclass(node):
+                stack.extend(_children(node))
+        order.append(fn)
+
+    visit_fn(kernel)
+    return Usage(order, push, list(buffers.values()), list(shared.values()))
+
+
+class Codegen:
+    def __init__(self, entry_name: str, local_size: tuple[int, int, int]) -> None:
+        self.b = ModuleBuilder(SPIRV_VERSION)
+        self.b.capability("Shader")
+        self.entry_name = entry_name
+        self.local_size = local_size
+        self.types: dict[Any, Any] = {}
+        self.blocks: dict[Any, Any] = {}
+        self.buffer_vars: dict[int, Any] = {}
+        self.shared_vars: dict[int, Any] = {}
+        self.fn_ids: dict[int, Any] = {}
+        self.push_var: Any = None
+        self.push_member: dict[int, int] = {}
+        self.push_types: list[Scalar] = []
+
+    # -- types ----------------------------------------------------------------------------
+    def ty(self, t: Type, explicit: bool = False) -> Any:
+        key = (t, explicit and isinstance(t, Struct | ArrayType))
+        hit = self.types.get(key)
+        if hit is not None:
+            return hit
+        b = self.b
+        if isinstance(t, Scalar):
+            if t.is_bool:
+                r = b.type_bool()
+            elif t.is_float:
+                r = b.type_float(t.bits)
+            else:
+                r = b.type_int(t.bits, t.is_signed)
+        elif t == VOID:
+            r = b.type_void()
+        elif isinstance(t, Struct):
+            members = [self.ty(self.mem(ft), explicit) for _, ft in t.fields]
+            r = b.type_struct(members, offsets=field_offsets(t) if explicit else None,
+                              name=t.name, member_names=[n for n, _ in t.fields])
+        elif isinstance(t, ArrayType):
+            stride = layout(t.elem)[0] if explicit else None
+            r = b.type_array(self.ty(t.elem, explicit), t.length, stride)
+        elif isinstance(t, TupleType):
+            r = b.type_struct([self.ty(x) for x in t.items])
+        else:
+            raise TypeError(f"no SPIR-V type for {t!r}")
+        self.types[key] = r
+        return r
+
+    @staticmethod
+    def mem(t: Type) -> Type:
+        from .frontend import mem_type
+
+        return mem_type(t)
+
+    def storage_caps(self, t: Type) -> None:
+        if isinstance(t, Struct):
+            for _, ft in t.fields:
+                self.storage_caps(self.mem(ft))
+        elif isinstance(t, Scalar) and t.bits == 8:
+            self.b.capability("StorageBuffer8BitAccess")
+            self.b.extension("SPV_KHR_8bit_storage")
+        elif isinstance(t, Scalar) and t.bits == 16:
+            self.b.capability("StorageBuffer16BitAccess")
+            self.b.extension("SPV_KHR_16bit_storage")
+
+    def buffer_block(self, elem: Type) -> Any:
+        m = self.mem(elem)
+        hit = self.blocks.get(m)
+        if hit is None:
+            self.storage_caps(m)
+            et = self.ty(m, explicit=True)
+            arr = self.b.type_runtime_array(et, layout(m)[0])
+            hit = self.blocks[m] = self.b.type_struct([arr], offsets=[0], block=True)
+        return hit
+
+    def root_pointer_type(self, root: ir.Root) -> Any:
+        shape = root.shape if isinstance(root, ir.ParamRoot) else root
+        if isinstance(shape, ir.BufferRoot):
+            return self.b.type_pointer("StorageBuffer", self.buffer_block(shape.elem))
+        arr = self.ty(ArrayType(self.mem(shape.elem), shape.length))
+        sc = "Workgroup" if isinstance(shape, ir.SharedRoot) else "Function"
+        return self.b.type_pointer(sc, arr)
+
+    # -- module ---------------------------------------------------------------------------
+    def module(self, kernel: ir.Function, usage: Usage, push_types: list[Scalar]) -> bytes:
+        b = self.b
+        self.push_types = push_types
+        used = sorted(usage.push)
+        if used:
+            members = [self.ty(push_types[i]) for i in used]
+            offsets, off = [], 0
+            for i in used:
+                size = push_types[i].nbytes
+                off = (off + size - 1) // size * size
+                offsets.append(off)
+                off += size
+            self.push_offsets = dict(zip(used, offsets, strict=True))
+            self.push_size = off
+            st = b.type_struct(members, offsets=offsets, block=True, name="Args")
+            self.push_var = b.variable(st, "PushConstant", name="args")
+            self.push_member = {i: k for k, i in enumerate(used)}
+        else:
+            self.push_offsets, self.push_size = {}, 0
+        for k, root in enumerate(usage.buffers):
+            root.binding = k
+            v = b.variable(self.buffer_block(root.elem), "StorageBuffer", name=f"buf{k}")
+            b.decorate(v, "DescriptorSet", 0)
+            b.decorate(v, "Binding", k)
+            self.buffer_vars[id(root)] = v
+        for root in usage.shared:
+            arr = self.ty(ArrayType(self.mem(root.elem), root.length))
+            self.shared_vars[id(root)] = b.variable(arr, "Workgroup", name=root.name)
+        for fn in usage.functions:
+            self.function(fn, fn is kernel)
+        return b.to_bytes()
+
+    # -- functions ------------------------------------------------------------------------
+    def function(self, fn: ir.Function, is_kernel: bool) -> None:
+        b = self.b
+        ptypes = []
+        for p in fn.params:
+            ptypes.append(self.root_pointer_type(p.root) if p.root is not None else self.ty(p.ty))
+        f = b.begin_function(self.ty(fn.ret), ptypes, name=fn.name)
+        self.fn_ids[id(fn)] = f.id
+        self.params = {id(p): pid for p, pid in zip(fn.params, f.params, strict=True)}
+        self.locals: dict[int, Any] = {}
+        for local in fn.locals:
+            t = self.ty(local.ty)
+            init = b.constant_null(t) if isinstance(local.ty, ArrayType) else None
+            self.locals[id(local)] = b.variable(t, "Function", initializer=init, name=local.name)
+        self.scopes: list[dict[int, Any]] = [{}]
+        self.loops: list[Any] = []
+        self.ret_type = fn.ret
+        self.stmts(fn.body)
+        if b.current_block is not None and fn.ret != VOID:
+            b.ret(b.constant_null(self.ty(fn.ret)))
+        b.end_function()
+        if is_kernel:
+            b.entry_point("GLCompute", f, self.entry_name)
+            b.execution_mode(f, "LocalSize", *self.local_size)
+
+    # -- statements -----------------------------------------------------------------------
+    def stmts(self, body: list[ir.Stmt]) -> None:
+        for s in body:
+            if self.b.current_block is None:
+                return
+            self.stmt(s)
+
+    def scoped(self, body: list[ir.Stmt]) -> None:
+        self.scopes.append({})
+        try:
+            self.stmts(body)
+        finally:
+            self.scopes.pop()
+
+    def stmt(self, s: ir.Stmt) -> None:
+        b = self.b
+        if isinstance(s, ir.Assign):
+            b.op("Store", self.locals[id(s.local)], self.ev(s.value))
+        elif isinstance(s, ir.Store):
+            value = self.ev(s.value)
+            b.op("Store", self.chain(s.place), value)
+        elif isinstance(s, ir.Eval):
+            self.ev(s.value)
+        elif isinstance(s, ir.If):
+            c = self.ev(s.cond)
+            with b.if_(c) as sel:
+                self.scoped(s.then)
+                if s.orelse:
+                    sel.else_()
+                    self.scoped(s.orelse)
+        elif isinstance(s, ir.Loop):
+            self.loop(s)
+        elif isinstance(s, ir.Break):
+            self.loops[-1].break_()
+        elif isinstance(s, ir.Continue):
+            self.loops[-1].continue_()
+        elif isinstance(s, ir.Return):
+            if s.value is None:
+                b.ret()
+            else:
+                b.ret(self.ev(s.value))
+        else:
+            raise TypeError(f"unknown statement {s!r}")
+
+    def loop(self, s: ir.Loop) -> None:
+        b = self.b
+        with b.loop() as lp:
+            self.loops.append(lp)
+            self.scopes.append({})
+            if s.cond is not None and not s.pre and _straight(s.cond):
+                lp.while_(self.ev(s.cond))
+            else:
+                self.stmts(s.pre)
+                if s.cond is not None:
+                    c = self.ev(s.cond)
+                    with b.if_(b.op("LogicalNot", self.ty(s.cond.ty), c)):
+                        lp.break_()
+            self.stmts(s.body)
+            self.scopes.pop()
+            lp.continuing()
+            self.scopes.append({})
+            self.stmts(s.step)
+            self.scopes.pop()
+            self.loops.pop()
+
+    # -- expressions ----------------------------------------------------------------------
+    def ev(self, v: ir.Value) -> Any:
+        key = id(v)
+        for scope in reversed(self.scopes):
+            hit = scope.get(key)
+            if hit is not None:
+                return hit[1]
+        r = self.emit(v)
+        self.scopes[-1][key] = (v, r)
+        return r
+
+    def emit(self, v: ir.Value) -> Any:
+        b = self.b
+        if isinstance(v, ir.Const):
+            return self.const(v.ty, v.value)
+        if isinstance(v, ir.Read):
+            return b.op("Load", self.ty(v.ty), self.locals[id(v.local)])
+        if isinstance(v, ir.ArgRead):
+            return self.params[id(v.param)]
+        if isinstance(v, ir.PushField):
+            t = self.ty(v.ty)
+            member = self.push_member[v.index]
+            p = b.op("AccessChain", b.type_pointer("PushConstant", t), self.push_var,
+                     b.i32(member))
+            return b.op("Load", t, p)
+        if isinstance(v, ir.Builtin):
+            return self.builtin(v)
+        if isinstance(v, ir.Op):
+            args = [self.operand(a) for a in v.args]
+            if v.ty == VOID:
+                return b.op(v.opname, *args)
+            return b.op(v.opname, self.ty(v.ty), *args)
+        if isinstance(v, ir.Ext):
+            return b.glsl(v.name, self.ty(v.ty), *(self.ev(a) for a in v.args))
+        if isinstance(v, ir.Cond):
+            return self.cond(v)
+        if isinstance(v, ir.Call):
+            args = [self.root_id(a) if isinstance(a, ir.Root) else self.ev(a) for a in v.args]
+            return b.op("FunctionCall", self.ty(v.ty), self.fn_ids[id(v.fn)], *args)
+        if isinstance(v, ir.Extract):
+            return b.op("CompositeExtract", self.ty(v.ty), self.ev(v.base), v.index)
+        if isinstance(v, ir.Compose):
+            return b.op("CompositeConstruct", self.ty(v.ty), *(self.ev(p) for p in v.parts))
+        if isinstance(v, ir.Seq):
+            self.stmts(v.stmts)
+            return self.ev(v.value)
+        if isinstance(v, ir.Load):
+            ptr = self.chain(v.place)
+            return b.op("Load", self.ty(v.ty), ptr)
+        if isinstance(v, ir.Atomic):
+            return self.atomic(v)
+        raise TypeError(f"unknown value {v!r}")
+
+    def operand(self, a: Any) -> Any:
+        if isinstance(a, ir.Lit):
+            return a.value
+        if isinstance(a, ir.ScopeId):
+            return self.b.u32(a.value)
+        return self.ev(a)
+
+    def const(self, t: Type, value: Any) -> Any:
+        assert isinstance(t, Scalar)
+        b = self.b
+        if t.is_bool:
+            return b.constant(self.ty(t), bool(value))
+        if t.is_float:
+            return b.constant(self.ty(t), float(value))
+        v = int(value)
+        if not t.is_signed and v < 0:
+            v += 1 << t.bits
+        return b.constant(self.ty(t), v)
+
+    def builtin(self, v: ir.Builtin) -> Any:
+        b = self.b
+        u32 = b.type_uint(32)
+        if v.name in ("GlobalInvocationId", "LocalInvocationId", "WorkgroupId",
+                      "NumWorkgroups"):
+            vec = b.type_vector(u32, 3)
+            raw = b.op("CompositeExtract", u32, b.load_builtin(v.name, vec), v.component)
+        else:
+            raw = b.load_builtin(v.name, u32)
+        return b.op("Bitcast", self.ty(v.ty), raw)
+
+    def cond(self, v: ir.Cond) -> Any:
+        b = self.b
+        c = self.ev(v.cond)
+        if not v.pre_a and not v.pre_b and _straight(v.a) and _straight(v.b):
+            return b.op("Select", self.ty(v.ty), c, self.ev(v.a), self.ev(v.b))
+        with b.if_(c) as sel:
+            self.scopes.append({})
+            self.stmts(v.pre_a)
+            ra = self.ev(v.a)
+            self.scopes.pop()
+            sel.else_()
+            self.scopes.append({})
+            self.stmts(v.pre_b)
+            rb = self.ev(v.b)
+            self.scopes.pop()
+        return b.phi(self.ty(v.ty), (ra, sel.then_end), (rb, sel.else_end))
+
+    def root_id(self, root: ir.Root) -> Any:
+        if isinstance(root, ir.BufferRoot):
+            return self.buffer_vars[id(root)]
+        if isinstance(root, ir.SharedRoot):
+            return self.shared_vars[id(root)]
+        if isinstance(root, ir.PrivateRoot):
+            return self.locals[id(root.local)]
+        if isinstance(root, ir.ParamRoot):
+            return self.params[id(root.param)]
+        raise TypeError(root)
+
+    def chain(self, place: ir.Place) -> Any:
+        b = self.b
+        root = place.root
+        shape = root.shape if isinstance(root, ir.ParamRoot) else root
+        base = self.root_id(root)
+        idx = [self.ev(place.index)] + [b.i32(m) for m in place.members]
+        if isinstance(shape, ir.BufferRoot):
+            sc, explicit = "StorageBuffer", True
+            idx.insert(0, b.i32(0))
+        else:
+            sc, explicit = ("Workgroup" if isinstance(shape, ir.SharedRoot) else "Function",
+                            False)
+        pt = b.type_pointer(sc, self.ty(place.ty, explicit))
+        return b.op("AccessChain", pt, base, *idx)
+
+    def atomic(self, v: ir.Atomic) -> Any:
+        b = self.b
+        ptr = self.chain(v.place)
+        scope, sem = b.u32(v.scope), b.u32(v.semantics)
+        t = v.ty
+        if isinstance(t, Scalar) and t.is_float and "EXT" in v.opname:
+            if "FAdd" in v.opname:
+                b.extension("SPV_EXT_shader_atomic_float_add")
+                b.capability(f"AtomicFloat{t.bits}AddEXT")
+            else:
+                b.extension("SPV_EXT_shader_atomic_float_min_max")
+                b.capability(f"AtomicFloat{t.bits}MinMaxEXT")
+        if isinstance(t, Scalar) and t.bits == 64 and not t.is_float:
+            b.capability("Int64Atomics")
+        args = [self.ev(a) for a in v.args]
+        if v.opname == "OpAtomicStore":
+            return b.op("AtomicStore", ptr, scope, sem, *args)
+        if v.opname == "OpAtomicCompareExchange":
+            unequal = v.semantics & ~0xC
+            if v.semantics & 0x8:
+                unequal |= 0x2
+            return b.op("AtomicCompareExchange", self.ty(t), ptr, scope, sem, b.u32(unequal),
+                        *args)
+        return b.op(v.opname, self.ty(t), ptr, scope, sem, *args)
+
+
+def _straight(v: ir.Value) -> bool:
+    """Whether evaluating v needs no control flow and has no side effects (so it may be
+    evaluated speculatively by OpSelect)."""
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, _SIMPLE):
+            continue
+        if isinstance(x, ir.Op):
+            if x.opname.startswith(_NO_SIDE_EFFECT_OPS):
+                return False
+            stack.extend(a for a in x.args if isinstance(a, ir.Value))
+        elif isinstance(x, ir.Ext):
+            stack.extend(x.args)
+        else:
+            return False
+    return True
+
+
+__all__ = ["Codegen", "PtrType", "analyse"]

@@ -1,0 +1,306 @@
+"""The typed IR between the frontend and codegen.
+
+Expressions are trees whose operations are already resolved to SPIR-V operations with
+exact types (the frontend applied promotion and Python semantics); statements form
+structured control flow. Pointers never appear as values: memory is reached through a
+`Place` (a root object plus an index path), which is what logical SPIR-V requires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .typesys import Type
+
+
+class Value:
+    ty: Type
+
+
+@dataclass(eq=False)
+class Const(Value):
+    ty: Type
+    value: Any
+
+
+@dataclass(eq=False)
+class Local:
+    """A function-scope variable (an OpVariable in the Function storage class)."""
+
+    name: str
+    ty: Type  # Scalar, or ArrayType for private arrays
+
+
+@dataclass(eq=False)
+class Read(Value):
+    local: Local
+    ty: Type = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        self.ty = self.local.ty
+
+
+@dataclass(eq=False)
+class Param:
+    """A SPIR-V function parameter: a scalar value or a pointer to a memory root."""
+
+    name: str
+    ty: Type
+    root: Root | None = None  # set for pointer parameters
+
+
+@dataclass(eq=False)
+class ArgRead(Value):
+    param: Param
+    ty: Type = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        self.ty = self.param.ty
+
+
+@dataclass(eq=False)
+class PushField(Value):
+    """A kernel argument passed in the push-constant block."""
+
+    index: int
+    ty: Type
+
+
+@dataclass(eq=False)
+class Builtin(Value):
+    """A component of a compute built-in input (GlobalInvocationId, ...), as int32."""
+
+    name: str
+    component: int
+    ty: Type
+
+
+@dataclass(eq=False)
+class Op(Value):
+    """One SPIR-V instruction; `args` are Values or `Lit` literal operands."""
+
+    opname: str
+    ty: Type
+    args: list[Any]
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A literal (non-id) operand."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class ScopeId:
+    """An id operand holding a uint32 constant (scopes, memory semantics)."""
+
+    value: int
+
+
+@dataclass(eq=False)
+class Ext(Value):
+    """A GLSL.std.450 extended instruction."""
+
+    name: str
+    ty: Type
+    args: list[Value]
+
+
+@dataclass(eq=False)
+class Cond(Value):
+    """`a if c else b`, evaluating only the taken side."""
+
+    cond: Value
+    a: Value
+    b: Value
+    ty: Type
+    pre_a: list[Stmt] = field(default_factory=list)
+    pre_b: list[Stmt] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Call(Value):
+    fn: Function
+    args: list[Any]  # Values, or Root for pointer parameters
+    ty: Type
+
+
+@dataclass(eq=False)
+class Extract(Value):
+    """A member of a composite value (multi-value returns)."""
+
+    base: Value
+    index: int
+    ty: Type
+
+
+@dataclass(eq=False)
+class Compose(Value):
+    ty: Type
+    parts: list[Value]
+
+
+@dataclass(eq=False)
+class Seq(Value):
+    """Statements then a value: lets an expression need control flow (loops)."""
+
+    stmts: list[Stmt]
+    value: Value
+    ty: Type = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        self.ty = self.value.ty
+
+
+# -- memory ----------------------------------------------------------------------------
+
+class Root:
+    """Something memory hangs off: a buffer binding, a shared array, a private array, or
+    a pointer parameter of a device function."""
+
+    elem: Type
+    space: str
+
+
+@dataclass(eq=False)
+class BufferRoot(Root):
+    """A kernel pointer argument: a storage buffer binding of `elem`s."""
+
+    elem: Type
+    arg: int  # index into the kernel's argument list
+    space: str = "global"
+    binding: int = -1
+
+
+@dataclass(eq=False)
+class SharedRoot(Root):
+    """Work-group memory: a Workgroup array of `length` elements."""
+
+    elem: Type
+    length: int
+    name: str = "shared"
+    space: str = "local"
+    shape: tuple[int, ...] = ()
+
+
+@dataclass(eq=False)
+class PrivateRoot(Root):
+    """A fixed-size private array (a Function-scope array variable)."""
+
+    elem: Type
+    length: int
+    local: Local = None  # type: ignore[assignment]
+    space: str = "private"
+    shape: tuple[int, ...] = ()
+
+
+@dataclass(eq=False)
+class ParamRoot(Root):
+    """A pointer parameter of a device function: which root shape it carries."""
+
+    shape: Root
+    param: Param = None  # type: ignore[assignment]
+
+    @property
+    def elem(self) -> Type:  # type: ignore[override]
+        return self.shape.elem
+
+    @property
+    def space(self) -> str:  # type: ignore[override]
+        return self.shape.space
+
+
+@dataclass(eq=False)
+class Place:
+    """An element of a root at `index`, then struct member indices `members`."""
+
+    root: Root
+    index: Value
+    members: tuple[int, ...]
+    ty: Type
+
+
+@dataclass(eq=False)
+class Load(Value):
+    place: Place
+    ty: Type = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        self.ty = self.place.ty
+
+
+@dataclass(eq=False)
+class Atomic(Value):
+    opname: str
+    place: Place
+    args: list[Value]
+    ty: Type
+    scope: int
+    semantics: int
+
+
+# -- statements --------------------------------------------------------------------------
+
+class Stmt:
+    pass
+
+
+@dataclass(eq=False)
+class Assign(Stmt):
+    local: Local
+    value: Value
+
+
+@dataclass(eq=False)
+class Store(Stmt):
+    place: Place
+    value: Value
+
+
+@dataclass(eq=False)
+class Eval(Stmt):
+    value: Value
+
+
+@dataclass(eq=False)
+class If(Stmt):
+    cond: Value
+    then: list[Stmt]
+    orelse: list[Stmt]
+
+
+@dataclass(eq=False)
+class Loop(Stmt):
+    """while True: pre; if not cond: break; body; (continue lands here) step"""
+
+    pre: list[Stmt]
+    cond: Value | None
+    body: list[Stmt]
+    step: list[Stmt]
+
+
+class Break(Stmt):
+    pass
+
+
+class Continue(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Return(Stmt):
+    value: Value | None
+
+
+@dataclass(eq=False)
+class Function:
+    """A device function instance (one specialisation of a Python function)."""
+
+    name: str
+    params: list[Param]
+    ret: Type
+    body: list[Stmt] = field(default_factory=list)
+    locals: list[Local] = field(default_factory=list)
+    calls: list[Function] = field(default_factory=list)

@@ -1,0 +1,226 @@
+"""Compiling a kernel: frontend, passes, codegen, validation, reflection, and the caches.
+
+A compiled kernel is cached in memory (keyed cheaply by code object, launch shape and the
+types of captured values) and on disk (keyed by a fingerprint of the sources along the
+static call tree, the types, the options and the compiler version), so a second process
+loads the SPIR-V and its reflection instead of compiling again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import logging
+import os
+import pickle
+import types as pytypes
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import spirv_gen
+
+from ..config import cache_dir
+from ..exceptions import errc, exception
+from .codegen import Codegen, analyse
+from .module import ArgSlot, KernelModule, KernelSpec
+from .source import function_source
+
+COMPILER_VERSION = "vksycl-compiler-1"
+
+
+def _compiler_digest() -> str:
+    """The compiler's own sources: editing the compiler invalidates the disk cache."""
+    h = hashlib.sha256(COMPILER_VERSION.encode())
+    for f in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+_DIGEST = _compiler_digest()
+log = logging.getLogger("vksycl.compiler")
+
+
+@dataclass
+class CompiledKernel:
+    """A validated SPIR-V kernel and its reflection record."""
+
+    name: str
+    entry: str
+    binary: bytes
+    spec: KernelSpec
+    args: list[ArgSlot]  # the arguments the code uses, with bindings and push offsets
+    num_buffers: int
+    push_size: int
+    local_size: tuple[int, int, int]  # Vulkan order x, y, z
+    aspects: frozenset[str]
+    device_globals: list[Any] = field(default_factory=list)
+    virtual_tables: list[Any] = field(default_factory=list)
+
+    def spirv(self) -> bytes:
+        return self.binary
+
+    def spirv_asm(self) -> str:
+        return spirv_gen.disassemble(self.binary)
+
+    def reflection(self) -> dict[str, Any]:
+        return {
+            "entry": self.entry, "local_size": self.local_size, "push_size": self.push_size,
+            "num_buffers": self.num_buffers, "aspects": sorted(self.aspects),
+            "args": [{"path": a.path, "kind": a.kind, "binding": a.binding,
+                      "push_offset": a.push_offset,
+                      "dtype": None if a.dtype is None else str(a.dtype)} for a in self.args],
+            "device_globals": self.device_globals, "virtual_tables": self.virtual_tables,
+        }
+
+
+def kernel_name(pyfn: Any) -> str:
+    name = getattr(pyfn, "__name__", "kernel")
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "kernel"
+
+
+def local_size_xyz(local: tuple[int, ...]) -> tuple[int, int, int]:
+    rev = (*reversed(local), 1, 1, 1)
+    return rev[0], rev[1], rev[2]
+
+
+def compile_kernel(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
+    """Compile without caches: lower, analyse, emit, validate."""
+    lowered = KernelModule(pyfn, spec).lower()
+    usage = analyse(lowered.kernel)
+    entry = f"__sycl_kernel_{spec.name}"
+    cg = Codegen(entry, local_size_xyz(spec.local))
+    try:
+        binary = cg.module(lowered.kernel, usage, lowered.push_types)
+        spirv_gen.validate(binary, "vulkan1.1")
+    except spirv_gen.SpirvError as ex:
+        src = function_source(pyfn)
+        raise exception(errc.build, f"{src.filename}:{src.node.lineno}: internal compiler "
+                        f"error in kernel {spec.name}: {ex}") from ex
+    bound = {id(r): r for r in usage.buffers}
+    args = []
+    for a in lowered.args:
+        a = dataclasses.replace(a)
+        a.push_offset = cg.push_offsets.get(a.push_index, -1)
+        if a.kind == "ptr":
+            root = a.root
+            a.binding = root.binding if id(root) in bound else -1
+            a.dtype = np.dtype(getattr(root.elem, "dtype", None) or np.uint8) \
+                if not hasattr(root.elem, "pyclass") else root.elem.pyclass.dtype
+        a.root = None
+        if a.binding >= 0 or a.push_offset >= 0:
+            args.append(a)
+    return CompiledKernel(spec.name, entry, binary, spec, args, len(usage.buffers),
+                          cg.push_size, local_size_xyz(spec.local),
+                          frozenset(lowered.aspects))
+
+
+# -- caches ----------------------------------------------------------------------------------
+
+_MEMORY: dict[Any, CompiledKernel] = {}
+_DISK_ENV = "VKSYCL_CACHE_DIR"
+
+
+def _describe(v: Any, seen: set[int], depth: int = 0) -> Any:
+    """A stable description of a value a kernel refers to, for the disk-cache key."""
+    if hasattr(v, "allocation") and hasattr(v, "byte_offset"):
+        return ("ptr", str(v.dtype))
+    if isinstance(v, bool | int | float | np.generic | str | type(None)):
+        return (type(v).__name__, repr(v))
+    if isinstance(v, pytypes.FunctionType):
+        return ("fn", _fingerprint(v, seen, depth + 1))
+    if isinstance(v, pytypes.ModuleType):
+        return ("module", v.__name__)
+    if isinstance(v, type):
+        st = getattr(v, "__vksycl_struct__", None)
+        return ("type", v.__module__, v.__qualname__, repr(st.fields) if st else "")
+    if isinstance(v, tuple):
+        return tuple(_describe(x, seen, depth) for x in v)
+    st = getattr(type(v), "__vksycl_struct__", None)
+    if st is not None:
+        return ("struct", repr(st.fields), tuple(_describe(getattr(v, n), seen, depth)
+                                                 for n, _ in st.fields))
+    return ("object", type(v).__module__, type(v).__qualname__,
+            repr(getattr(v, "__dict__", ""))[:200])
+
+
+def _names(code: Any) -> set[str]:
+    out = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, pytypes.CodeType):
+            out |= _names(c)
+    return out
+
+
+def _fingerprint(pyfn: Any, seen: set[int], depth: int = 0) -> str:
+    if id(pyfn) in seen or depth > 16:
+        return "rec:" + getattr(pyfn, "__qualname__", "?")
+    seen.add(id(pyfn))
+    try:
+        src = function_source(pyfn).text
+    except exception:
+        return "nosrc:" + getattr(pyfn, "__qualname__", "?")
+    h = hashlib.sha256(src.encode())
+    g = pyfn.__globals__
+    for name in sorted(_names(pyfn.__code__)):
+        if name in g:
+            h.update(repr((name, _describe(g[name], seen, depth))).encode())
+    for name, cell in zip(pyfn.__code__.co_freevars, pyfn.__closure__ or (), strict=False):
+        with contextlib.suppress(ValueError):
+            h.update(repr((name, _describe(cell.cell_contents, seen, depth))).encode())
+    return h.hexdigest()
+
+
+def disk_key(pyfn: Any, spec: KernelSpec) -> str:
+    h = hashlib.sha256(_DIGEST.encode())
+    h.update(_fingerprint(pyfn, set()).encode())
+    h.update(repr(spec).encode())
+    h.update(spirv_gen.tools.version().encode())
+    return h.hexdigest()
+
+
+def _disk_dir() -> Path | None:
+    try:
+        return cache_dir("kernels")
+    except OSError:
+        return None
+
+
+def load_or_compile(pyfn: Any, spec: KernelSpec, memory_key: Any) -> CompiledKernel:
+    """The compiled kernel from memory, disk, or a fresh compile."""
+    hit = _MEMORY.get(memory_key)
+    if hit is not None:
+        return hit
+    key = disk_key(pyfn, spec)
+    d = _disk_dir()
+    path = d / f"{key}.pkl" if d is not None else None
+    ck = None
+    if path is not None and path.exists():
+        try:
+            ck = pickle.loads(path.read_bytes())
+        except Exception:  # a corrupt or stale entry is recompiled
+            ck = None
+    if ck is None:
+        ck = compile_kernel(pyfn, spec)
+        if path is not None:
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            try:
+                tmp.write_bytes(pickle.dumps(ck))
+                os.replace(tmp, path)
+            except OSError as ex:
+                log.debug("cannot write the kernel cache: %s", ex)
+    dump = os.environ.get("VKSYCL_DUMP_SPIRV")
+    if dump:
+        out = Path(dump)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"{spec.name}_{key[:12]}.spv").write_bytes(ck.binary)
+        (out / f"{spec.name}_{key[:12]}.spvasm").write_text(ck.spirv_asm())
+    _MEMORY[memory_key] = ck
+    return ck
+
+
+def clear_memory_cache() -> None:
+    _MEMORY.clear()

@@ -1,0 +1,333 @@
+"""From a Python kernel and a launch shape to a `KernelLaunch` command.
+
+The first launch of a kernel shape compiles it (or loads it from the caches) and prepares
+a marshaller: how to fetch each argument the code uses (closure cell, module global,
+explicit argument, launch range) and a `struct.Struct` packing the push constants. Later
+launches only fetch, pack and build the command, which keeps eager launches cheap.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+import types as pytypes
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import errc, exception
+from ..runtime.commands import KernelLaunch
+from . import device as dev
+from .kernel import CompiledKernel, kernel_name, load_or_compile
+from .module import KernelSpec
+
+RANGE_LOCAL = {1: (128,), 2: (8, 16), 3: (4, 4, 8)}
+_FORMAT = {"i": "i", "u": "I", "f": "f", "b": "I"}
+_FORMAT64 = {"i": "q", "u": "Q", "f": "d"}
+_ASPECT_FEATURES = {
+    "atomic_float32_add": "shaderBufferFloat32AtomicAdd",
+    "atomic_float64_add": "shaderBufferFloat64AtomicAdd",
+    "atomic_float32_minmax": "shaderBufferFloat32AtomicMinMax",
+    "atomic_float64_minmax": "shaderBufferFloat64AtomicMinMax",
+}
+
+
+def _fmt(dtype: np.dtype) -> str:
+    if dtype.itemsize == 8:
+        return _FORMAT64[dtype.kind]
+    return _FORMAT[dtype.kind]
+
+
+class Prepared:
+    """A compiled kernel plus everything needed to launch it quickly."""
+
+    __slots__ = ("checked", "ck", "launch_slots", "n", "packer", "ptrs", "scalars")
+
+    def __init__(self, ck: CompiledKernel, pyfn: Any) -> None:
+        self.ck = ck
+        self.checked: set[Any] = set()
+        slots = sorted((a for a in ck.args if a.push_offset >= 0), key=lambda a: a.push_offset)
+        fmt, at = "<", 0
+        for a in slots:
+            if a.push_offset > at:
+                fmt += f"{a.push_offset - at}x"
+                at = a.push_offset
+            dt = np.dtype(np.uint32) if a.kind == "ptr" else np.dtype(a.dtype)
+            fmt += _fmt(dt)
+            at += dt.itemsize
+        if ck.push_size > at:
+            fmt += f"{ck.push_size - at}x"
+        self.packer = struct.Struct(fmt)
+        self.n = len(slots)
+        order = {id(a): k for k, a in enumerate(slots)}
+        # (getter, push position or -1, binding or -1, itemsize, dtype) per pointer argument
+        self.ptrs = []
+        self.scalars = []
+        self.launch_slots = []
+        for a in ck.args:
+            pos = order.get(id(a), -1)
+            if a.kind == "ptr":
+                self.ptrs.append((_getter(a.path, pyfn), pos, a.binding,
+                                  np.dtype(a.dtype).itemsize, np.dtype(a.dtype), a.path))
+            elif a.kind == "scalar":
+                self.scalars.append((_getter(a.path, pyfn), pos, a.dtype.kind == "b"
+                                     or np.dtype(a.dtype).kind == "b"))
+            else:
+                self.launch_slots.append((a.path[1], a.path[2], pos))
+
+    def arguments(self, pyfn: Any, args: tuple, launch: Any) -> tuple[list, bytes]:
+        values: list[Any] = [0] * self.n
+        buffers: list[Any] = [None] * self.ck.num_buffers
+        for get, pos, binding, itemsize, dtype, path in self.ptrs:
+            p = get(pyfn, args)
+            if not hasattr(p, "allocation"):
+                raise exception(errc.kernel_argument, f"kernel argument {_name(path)} must "
+                                f"be a USM pointer, got {type(p).__name__}")
+            if binding >= 0:
+                buffers[binding] = p.allocation.kernel_buffer()
+            if pos >= 0:
+                off, rem = divmod(p.byte_offset, itemsize)
+                if rem:
+                    raise exception(errc.kernel_argument, f"pointer {_name(path)} is not "
+                                    f"aligned to its element type {dtype}")
+                values[pos] = off
+        for get, pos, is_bool in self.scalars:
+            v = get(pyfn, args)
+            values[pos] = int(bool(v)) if is_bool else v
+        for what, d, pos in self.launch_slots:
+            values[pos] = _launch_value(launch, what, d)
+        try:
+            push = self.packer.pack(*values)
+        except struct.error as ex:
+            raise exception(errc.kernel_argument, f"a kernel argument does not fit its "
+                            f"type: {ex}") from None
+        return buffers, push
+
+
+def _launch_value(launch: Any, what: str, d: int) -> int:
+    if what == "range":
+        g = launch.get_global_range() if hasattr(launch, "get_global_range") else launch
+        return int(g[d])
+    return int(launch.get_offset()[d])
+
+
+def _name(path: tuple) -> str:
+    if path[0] == "param":
+        return f"#{path[1]}" + "".join(f".{p}" for p in path[2:])
+    return ".".join(str(p) for p in path[2 if path[0] == "global" else 1:])
+
+
+def _getter(path: tuple, pyfn: Any) -> Any:
+    fields = path[2:] if path[0] in ("cell", "param") else path[3:]
+    if path[0] == "cell":
+        i = pyfn.__code__.co_freevars.index(path[1])
+        base = lambda fn, args: fn.__closure__[i].cell_contents
+    elif path[0] == "param":
+        i = path[1]
+        base = lambda fn, args: args[i]
+    else:
+        mod, name = path[1], path[2]
+        if mod == pyfn.__module__:
+            base = lambda fn, args: fn.__globals__[name]
+        else:
+            base = lambda fn, args: sys.modules[mod].__dict__[name]
+    if not fields:
+        return base
+
+    def get(fn: Any, args: tuple) -> Any:
+        v = base(fn, args)
+        for f in fields:
+            v = getattr(v, f)
+        return v
+
+    return get
+
+
+# -- cache keys --------------------------------------------------------------------------------
+
+def _sig(v: Any) -> Any:
+    t = type(v)
+    if t in (int, float, bool):
+        return t
+    if hasattr(v, "allocation") and hasattr(v, "byte_offset"):
+        return ("p", v.dtype)
+    if isinstance(v, np.generic):
+        return v.dtype
+    if isinstance(v, dev.work_group_memory):
+        return ("w", v.dtype, v.shape)
+    st = getattr(t, "__vksycl_struct__", None)
+    if st is not None:
+        return ("s", t, tuple(_sig(getattr(v, n)) for n, ft in st.fields
+                              if not hasattr(ft, "bits")))
+    try:
+        hash(v)
+        return ("o", v)
+    except TypeError:
+        return ("id", id(v))
+
+
+_GLOBAL_NAMES: dict[Any, tuple[str, ...]] = {}
+
+
+def _global_scalars(pyfn: Any) -> tuple:
+    code = pyfn.__code__
+    names = _GLOBAL_NAMES.get(code)
+    g = pyfn.__globals__
+    if names is None:
+        from .kernel import _names
+
+        names = tuple(sorted(n for n in _names(code) if n in g and isinstance(
+            g[n], int | float | bool | np.generic)))
+        _GLOBAL_NAMES[code] = names
+    return tuple(g.get(n) for n in names)
+
+
+_PREPARED: dict[Any, Prepared] = {}
+
+
+def _prepare(pyfn: Any, spec_key: tuple, spec_fn: Any) -> Prepared:
+    cells = pyfn.__closure__
+    key = (pyfn.__code__, spec_key,
+           tuple(_sig(c.cell_contents) for c in cells) if cells else (),
+           _global_scalars(pyfn))
+    p = _PREPARED.get(key)
+    if p is None:
+        spec = spec_fn()
+        ck = load_or_compile(pyfn, spec, key)
+        p = _PREPARED[key] = Prepared(ck, pyfn)
+    return p
+
+
+# -- launching ---------------------------------------------------------------------------------
+
+def _kernel_function(kernel: Any) -> tuple[Any, Any]:
+    """(python function, free-function kernel info or None)."""
+    info = getattr(kernel, "__vksycl_kernel__", None)
+    if info is not None:
+        return info.function, info
+    if isinstance(kernel, pytypes.FunctionType):
+        return kernel, None
+    if isinstance(kernel, pytypes.MethodType):
+        raise exception(errc.invalid, "a kernel must be a function, not a bound method")
+    raise exception(errc.invalid, f"a kernel must be a Python function, got "
+                    f"{type(kernel).__name__}")
+
+
+def _shape(launch: Any) -> tuple[str, int, tuple[int, ...], bool]:
+    if launch is None:
+        return "single_task", 1, (1,), False
+    if hasattr(launch, "get_local_range"):
+        local = tuple(launch.get_local_range())
+        return "nd_range", len(local), local, any(launch.get_offset())
+    dims = len(launch)
+    return "range", dims, RANGE_LOCAL[dims], False
+
+
+def _scratch(properties: Any) -> int:
+    for p in properties or ():
+        if isinstance(p, dev.work_group_scratch_size):
+            return p.nbytes
+    return 0
+
+
+def _groups(ck: CompiledKernel, launch: Any, device: Any) -> tuple[int, int, int]:
+    kind, dims = ck.spec.kind, ck.spec.dims
+    if kind == "single_task":
+        return (1, 1, 1)
+    g = tuple(launch.get_global_range()) if kind == "nd_range" else tuple(launch)
+    local = ck.spec.local
+    counts = [-(-g[d] // local[d]) for d in range(dims)][::-1] + [1] * (3 - dims)
+    limits = device.vulkan.max_compute_work_group_count
+    if dims == 1 and counts[0] > limits[0]:
+        x = limits[0]
+        y = -(-counts[0] // x)
+        if y > limits[1]:
+            raise exception(errc.nd_range, f"{g[0]} work-items need more work-groups than "
+                            "this device can dispatch")
+        return (x, y, 1)
+    for c, lim in zip(counts, limits, strict=True):
+        if c > lim:
+            raise exception(errc.nd_range, f"range {g} needs {counts} work-groups; this "
+                            f"device dispatches at most {limits}")
+    return (counts[0], counts[1], counts[2])
+
+
+def _check(p: Prepared, device: Any) -> None:
+    from ..aspects import aspect
+
+    ck = p.ck
+    vk = device.vulkan
+    for a in ck.aspects:
+        if a in ("fp64", "fp16", "atomic64"):
+            if not device.has(getattr(aspect, a)):
+                raise exception(errc.kernel_not_supported, f"kernel {ck.name} uses {a}, which "
+                                f"{vk.name} does not support")
+        elif a in _ASPECT_FEATURES and not vk.features.get(_ASPECT_FEATURES[a], False):
+            raise exception(errc.kernel_not_supported, f"kernel {ck.name} needs "
+                            f"{_ASPECT_FEATURES[a]}, which {vk.name} does not support")
+    if ck.push_size > vk.max_push_constants_size:
+        raise exception(errc.kernel_argument, f"kernel {ck.name} needs {ck.push_size} bytes "
+                        f"of arguments; this device takes {vk.max_push_constants_size}")
+    n = 1
+    for s in ck.local_size:
+        n *= s
+    if n > vk.max_compute_work_group_invocations or any(
+            s > m for s, m in zip(ck.local_size, vk.max_compute_work_group_size, strict=True)):
+        raise exception(errc.nd_range, f"work-group size {ck.spec.local} exceeds this "
+                        "device's limits")
+    p.checked.add(device)
+
+
+def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple | None,
+            param_types: tuple | None = None) -> KernelLaunch:
+    pyfn, info = _kernel_function(kernel)
+    kind, dims, local, has_offset = _shape(launch)
+    if info is not None:
+        info.check_launch(kind, dims)
+        param_types = info.param_types()
+        if args is None:
+            raise exception(errc.invalid, f"free function kernel {info.name} needs its "
+                            "arguments (use syclexp.nd_launch / single_task with arguments)")
+        if len(args) != len(param_types):
+            raise exception(errc.invalid, f"kernel {info.name} takes {len(param_types)} "
+                            f"arguments, got {len(args)}")
+    scratch = _scratch(properties)
+    spec_key = (kind, dims, local, has_offset, scratch, param_types)
+    name = info.name if info is not None else kernel_name(pyfn)
+
+    def spec() -> KernelSpec:
+        return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch)
+
+    p = _prepare(pyfn, spec_key, spec)
+    if device not in p.checked:
+        _check(p, device)
+    buffers, push = p.arguments(pyfn, args or (), launch)
+    ck = p.ck
+    return KernelLaunch(ck.name, ck.binary, ck.entry, buffers, push, _groups(ck, launch, device))
+
+
+def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None) -> KernelLaunch:
+    """The command for a closure kernel (captured values become arguments)."""
+    return _launch(device, kernel, launch, properties, None)
+
+
+def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
+                      properties: Any = None) -> KernelLaunch:
+    """The command for a kernel whose arguments are passed explicitly."""
+    return _launch(device, kernel, launch, properties, tuple(args))
+
+
+def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None,
+             args: tuple | None = None) -> CompiledKernel:
+    """The compiled kernel a launch would use (for `spirv()`, `spirv_asm()`, reflection)."""
+    pyfn, info = _kernel_function(kernel)
+    kind, dims, local, has_offset = _shape(launch)
+    param_types = info.param_types() if info is not None else None
+    scratch = _scratch(properties)
+    spec_key = (kind, dims, local, has_offset, scratch, param_types)
+    name = info.name if info is not None else kernel_name(pyfn)
+    return _prepare(pyfn, spec_key, lambda: KernelSpec(name, kind, dims, local, has_offset,
+                                                       param_types, scratch)).ck
+
+
+__all__ = ["build_launch", "build_launch_args", "compiled"]

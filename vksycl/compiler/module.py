@@ -1,0 +1,504 @@
+"""One kernel's compilation: kernel arguments, memory roots, device-function instances,
+feature use, then the passes (call tree, dead arguments, layout) and codegen.
+
+Kernel arguments are created lazily, the first time kernel code reads a captured value or
+parameter, so arguments a kernel never uses cost nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import errc, exception
+from . import device as dev
+from . import ir
+from .frontend import FunctionLowering, Restart, mem_type, source_of
+from .intrinsics import Intrinsics
+from .typesys import (
+    BOOL,
+    F32,
+    I32,
+    U32,
+    VOID,
+    ArrayType,
+    PtrType,
+    Scalar,
+    Struct,
+    TupleType,
+    Type,
+    promote,
+    scalar_of,
+)
+from .values import AggV, FixedSlot, ItemV, PtrV, PyV, TupV
+from .workitem import Groups, Queries
+
+MAX_RESTARTS = 32
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What a kernel is compiled for (everything that changes the generated code)."""
+
+    name: str
+    kind: str  # "single_task", "range", "nd_range"
+    dims: int
+    local: tuple[int, ...]  # SYCL order
+    has_offset: bool = False
+    params: tuple[Any, ...] | None = None  # device types of explicit parameters
+    scratch_bytes: int = 0
+
+
+@dataclass
+class ArgSlot:
+    """One kernel argument the generated code reads, and where it goes."""
+
+    path: tuple
+    kind: str  # "scalar", "ptr", "launch"
+    dtype: Any  # storage dtype (scalar), element dtype (ptr)
+    push_index: int = -1  # index into the push-constant members
+    binding: int = -1
+    push_offset: int = -1
+    root: Any = None
+
+
+@dataclass
+class Lowered:
+    kernel: ir.Function
+    functions: list[ir.Function]
+    args: list[ArgSlot]
+    push_types: list[Scalar]
+    shared: list[ir.SharedRoot]
+    aspects: set[str] = field(default_factory=set)
+    uses_subgroups: bool = False
+
+
+def _is_usm_ptr(obj: Any) -> bool:
+    return hasattr(obj, "allocation") and hasattr(obj, "byte_offset") and hasattr(obj, "dtype")
+
+
+def push_storage(t: Scalar) -> Scalar:
+    """Push constants hold 8/16-bit values and bools widened to 32 bits."""
+    if t.is_bool:
+        return U32
+    if t.bits < 32:
+        return Scalar(t.kind, 32)
+    return t
+
+
+class KernelModule:
+    def __init__(self, pyfn: Any, spec: KernelSpec) -> None:
+        self.pyfn = pyfn
+        self.spec = spec
+        self.kind = spec.kind
+        self.dims = spec.dims
+        self.local = spec.local
+        self.has_offset = spec.has_offset
+        self.intr = Intrinsics(self)
+        self.queries = Queries(self)
+        self.groups = Groups(self)
+        self.args: list[ArgSlot] = []
+        self.push_types: list[Scalar] = []
+        self.captures: dict[tuple, Any] = {}
+        self.functions: dict[tuple, ir.Function] = {}
+        self.shared: dict[Any, ir.SharedRoot] = {}
+        self.stack: list[Any] = []
+        self.aspects: set[str] = set()
+        self.uses_subgroups = False
+        self.kernel_fl: FunctionLowering | None = None
+        self.names: dict[str, int] = {}
+
+    # -- entry ---------------------------------------------------------------------------
+    def lower(self) -> Lowered:
+        src = source_of(self.pyfn)
+        node = src.node
+        params = [a.arg for a in node.args.args]
+        spec = self.spec
+        if spec.params is not None:
+            if len(params) != len(spec.params):
+                raise exception(errc.build, f"{src.filename}:{node.lineno}: kernel "
+                                f"{src.name} has {len(params)} parameters, "
+                                f"{len(spec.params)} types given")
+            bound = [(p, self.materialize(("param", i), t, node))
+                     for i, (p, t) in enumerate(zip(params, spec.params, strict=True))]
+        else:
+            want = 0 if spec.kind == "single_task" else 1
+            if len(params) != want:
+                what = "no parameter" if want == 0 else "one parameter (the work-item)"
+                raise exception(errc.build, f"{src.filename}:{node.lineno}: a "
+                                f"{spec.kind} kernel takes {what}, {src.name} takes "
+                                f"{len(params)}")
+            bound = []
+            if want:
+                kind = "nd_item" if spec.kind == "nd_range" else "item"
+                bound = [(params[0], FixedSlot(ItemV(kind, spec.dims)))]
+        self.stack.append(self.pyfn)
+        fn, fl = self.lower_function(self.pyfn, src, "kernel", bound, kernel=True)
+        self.stack.pop()
+        for rnode, _, value in fl.returns:
+            if value is not None:
+                raise fl.err(rnode, "a kernel cannot return a value")
+        fn.ret = VOID
+        if spec.kind == "range" or (spec.kind == "nd_range" and spec.dims == 1):
+            fn.body.insert(0, ir.If(self.queries.guard(), [ir.Return(None)], []))
+        return Lowered(fn, [], self.args, self.push_types, list(self.shared.values()),
+                       self.aspects, self.uses_subgroups)
+
+    def lower_function(self, pyfn: Any, src: Any, name: str, params: list[tuple[str, Any]],
+                       kernel: bool = False) -> tuple[ir.Function, FunctionLowering]:
+        hints: dict[str, Type] = {}
+        for _ in range(MAX_RESTARTS):
+            fl = FunctionLowering(self, pyfn, src, name, hints)
+            if kernel:
+                self.kernel_fl = fl
+            try:
+                fn = fl.lower(params)
+            except Restart:
+                continue
+            return fn, fl
+        raise fl.err(src.node, "variable types do not settle")
+
+    # -- kernel arguments ------------------------------------------------------------------
+    def push_field(self, t: Scalar) -> ir.Value:
+        st = push_storage(t)
+        self.push_types.append(st)
+        return ir.PushField(len(self.push_types) - 1, st)
+
+    def scalar_arg(self, path: tuple, t: Scalar) -> ir.Value:
+        pf = self.push_field(t)
+        self.args.append(ArgSlot(path, "scalar", push_storage(t).dtype, pf.index))
+        if t.is_bool:
+            return ir.Op("OpINotEqual", BOOL, [pf, ir.Const(U32, 0)])
+        if t == pf.ty:
+            return pf
+        self.use_type(t)
+        if t.is_float:
+            return ir.Op("OpFConvert", t, [pf])
+        return ir.Op("OpSConvert" if t.is_signed else "OpUConvert", t, [pf])
+
+    def ptr_arg(self, path: tuple, elem: Type) -> PtrV:
+        pf = self.push_field(U32)
+        root = ir.BufferRoot(elem, len(self.args))
+        slot = ArgSlot(path, "ptr", None, pf.index, root=root)
+        self.args.append(slot)
+        return PtrV(root, ir.Op("OpBitcast", I32, [pf]))
+
+    def launch_value(self, what: str, d: int) -> ir.Value:
+        key = ("launch", what, d)
+        v = self.captures.get(key)
+        if v is None:
+            pf = self.push_field(U32)
+            self.args.append(ArgSlot(key, "launch", np.dtype(np.uint32), pf.index))
+            v = self.captures[key] = ir.Op("OpBitcast", I32, [pf])
+        return v
+
+    def materialize(self, path: tuple, t: Any, node: ast.AST) -> Any:
+        """A kernel argument of a declared type (free function kernel parameters)."""
+        if isinstance(t, Scalar):
+            return self.scalar_arg(path, t)
+        if isinstance(t, PtrType):
+            return self.ptr_arg(path, t.elem)
+        if isinstance(t, Struct):
+            return AggV(t, [self.materialize((*path, n), ft, node) for n, ft in t.fields])
+        raise exception(errc.build, f"unsupported kernel parameter type {t!r}")
+
+    def captured(self, fl: FunctionLowering, path: tuple, obj: Any, node: ast.AST) -> Any:
+        """The device value of a name captured from a closure cell or module global."""
+        in_kernel = fl is self.kernel_fl
+        if path[0] == "cell" and not in_kernel:
+            if _is_usm_ptr(obj) or hasattr(type(obj), "__vksycl_struct__"):
+                raise fl.err(node, f"a device function captures '{path[-1]}' from its "
+                             "enclosing scope; pass it as an argument")
+            return PyV(obj)
+        key = path
+        hit = self.captures.get(key)
+        if hit is not None:
+            return hit
+        value = self.classify(fl, path, obj, node, runtime=path[0] == "cell")
+        self.captures[key] = value
+        return value
+
+    def classify(self, fl: FunctionLowering, path: tuple, obj: Any, node: ast.AST,
+                 runtime: bool) -> Any:
+        if _is_usm_ptr(obj):
+            return self.ptr_arg(path, dev.element_type(obj.dtype))
+        st = getattr(type(obj), "__vksycl_struct__", None)
+        if st is not None:
+            fields = []
+            for name, ft in st.fields:
+                sub = (*path, name)
+                if isinstance(ft, Scalar):
+                    fields.append(self.scalar_arg(sub, ft))
+                else:
+                    fields.append(self.classify(fl, sub, getattr(obj, name), node, True))
+            return AggV(st, fields)
+        if isinstance(obj, dev.work_group_memory):
+            return self.shared_array(fl, obj.dtype, obj.shape, node, key=path)
+        if isinstance(obj, np.ndarray):
+            raise fl.err(node, f"'{path[-1]}' is a numpy array: kernels read memory through "
+                         "USM pointers (sycl.malloc_shared / malloc_device)")
+        if runtime and isinstance(obj, bool | int | float | np.generic):
+            t = scalar_of(obj.dtype) if isinstance(obj, np.generic) else scalar_of(type(obj))
+            if t is None:
+                raise fl.err(node, f"'{path[-1]}' has an unsupported type {type(obj)}")
+            return self.scalar_arg(path, t)
+        return PyV(obj)
+
+    # -- memory ----------------------------------------------------------------------------
+    def shared_array(self, fl: FunctionLowering, dtype: Any, shape: Any, node: ast.AST,
+                     key: Any = None) -> PtrV:
+        if isinstance(shape, int):
+            shape = (shape,)
+        shape = tuple(int(s) for s in shape)
+        elem = dev.element_type(np.dtype(dtype))
+        if key is None:
+            key = ("site", fl.src.filename, node.lineno, node.col_offset)
+        root = self.shared.get(key)
+        if root is None:
+            length = int(np.prod(shape)) if shape else 1
+            root = ir.SharedRoot(elem, length, f"local{len(self.shared)}", shape=shape or (1,))
+            self.shared[key] = root
+        return PtrV(root, ir.Const(I32, 0))
+
+    def private_array(self, fl: FunctionLowering, dtype: Any, shape: Any,
+                      node: ast.AST) -> PtrV:
+        if isinstance(shape, int):
+            shape = (shape,)
+        shape = tuple(int(s) for s in shape)
+        length = int(np.prod(shape))
+        if length <= 0:
+            raise fl.err(node, "a private array needs a positive constant size")
+        elem = dev.element_type(np.dtype(dtype))
+        local = fl.new_local("array", ArrayType(mem_type(elem), length))
+        return PtrV(ir.PrivateRoot(elem, length, local, shape=shape), ir.Const(I32, 0))
+
+    def scratch_memory(self, fl: FunctionLowering, dtype: Any, node: ast.AST) -> PtrV:
+        elem = dev.element_type(np.dtype(dtype))
+        size = np.dtype(dtype).itemsize
+        if self.spec.scratch_bytes < size:
+            raise fl.err(node, "get_work_group_scratch_memory needs the kernel property "
+                         "work_group_scratch_size(bytes)")
+        root = self.shared.get("scratch")
+        if root is None:
+            root = ir.SharedRoot(elem, self.spec.scratch_bytes // size, "scratch",
+                                 shape=(self.spec.scratch_bytes // size,))
+            self.shared["scratch"] = root
+        elif root.elem != elem:
+            raise fl.err(node, "work-group scratch memory is used with two element types")
+        return PtrV(root, ir.Const(I32, 0))
+
+    def group_scratch(self, t: Scalar) -> ir.SharedRoot:
+        key = ("group", t)
+        root = self.shared.get(key)
+        if root is None:
+            n = int(np.prod(self.local))
+            root = self.shared[key] = ir.SharedRoot(t, n, f"group_{t!r}", shape=(n,))
+        return root
+
+    # -- queries and features --------------------------------------------------------------
+    def need_nd(self, fl: FunctionLowering, node: ast.AST, what: str) -> None:
+        if self.kind != "nd_range":
+            raise fl.err(node, f"{what} needs an nd_range kernel (an nd_item); this is a "
+                         f"{self.kind} kernel")
+
+    def free_query(self, fl: FunctionLowering, name: str, args: list[Any],
+                   node: ast.AST) -> ItemV:
+        if name == "get_sub_group":
+            self.need_nd(fl, node, name)
+            return ItemV("sub_group", 1)
+        dims = fl.m.intr.const(fl, args[0], node) if args else self.dims
+        if dims != self.dims:
+            raise fl.err(node, f"{name}({dims}) in a {self.dims}-dimensional kernel")
+        if name == "get_nd_item":
+            self.need_nd(fl, node, name)
+            return ItemV("nd_item", dims)
+        self.need_nd(fl, node, name)
+        return ItemV("group", dims)
+
+    def use_type(self, t: Type) -> None:
+        if isinstance(t, Scalar):
+            if t.is_float and t.bits == 64:
+                self.aspects.add("fp64")
+            elif t.is_float and t.bits == 16:
+                self.aspects.add("fp16")
+
+    def use_storage(self, root: ir.Root, t: Type) -> None:
+        self.use_type(t)
+
+    def use_atomic(self, t: Scalar, name: str, node: ast.AST) -> None:
+        if t.bits == 64:
+            self.aspects.add("atomic64")
+        if t.is_float and name in ("fetch_add", "fetch_sub", "fetch_min", "fetch_max"):
+            what = "add" if name in ("fetch_add", "fetch_sub") else "minmax"
+            self.aspects.add(f"atomic_float{t.bits}_{what}")
+
+    # -- device functions ------------------------------------------------------------------
+    def call_device_function(self, fl: FunctionLowering, pyfn: Any,
+                             named: list[tuple[str, Any]], node: ast.AST) -> Any:
+        if pyfn in self.stack:
+            chain = " -> ".join(f.__name__ for f in self.stack[self.stack.index(pyfn):])
+            raise fl.err(node, f"recursion is not supported in device code (SPIR-V forbids "
+                         f"it): {chain} -> {pyfn.__name__}")
+        sig: list[Any] = []
+        params: list[ir.Param] = []
+        call_args: list[Any] = []
+        callee: list[tuple[str, Any]] = []
+        for name, v in named:
+            callee.append((name, self.flatten(fl, name, v, sig, params, call_args, node)))
+        key = (pyfn, tuple(sig))
+        fn = self.functions.get(key)
+        if fn is None:
+            src = source_of(pyfn, node)
+            base = pyfn.__name__
+            n = self.names.get(base, 0)
+            self.names[base] = n + 1
+            self.stack.append(pyfn)
+            try:
+                fn, cfl = self.lower_function(pyfn, src, f"{base}_{n}" if n else base, callee)
+            finally:
+                self.stack.pop()
+            fn.params = params
+            self.finish_returns(cfl, fn)
+            self.functions[key] = fn
+        call = ir.Call(fn, call_args, fn.ret)
+        if fn.ret == VOID:
+            fl.emit(ir.Eval(call))
+            return PyV(None)
+        shape = getattr(fn, "ret_shape", None)
+        if shape is None:
+            return call
+        tmp = fl.new_local("ret", fn.ret)
+        fl.emit(ir.Assign(tmp, call))
+        leaves = [ir.Extract(ir.Read(tmp), i, t) for i, t in enumerate(fn.ret.items)]
+        return _rebuild(shape, iter(leaves))
+
+    def flatten(self, fl: FunctionLowering, name: str, v: Any, sig: list, params: list,
+                call_args: list, node: ast.AST) -> Any:
+        if isinstance(v, PyV) and isinstance(v.obj, bool | int | float | np.generic):
+            v = fl.scalar(v, node)
+        if isinstance(v, ir.Value):
+            p = ir.Param(name, v.ty)
+            params.append(p)
+            call_args.append(v)
+            sig.append(("s", v.ty))
+            return ir.ArgRead(p)
+        if isinstance(v, PtrV) and isinstance(v.root, ir.BufferRoot):
+            # storage-buffer pointers cannot be function parameters without variable
+            # pointers: the function is specialised for the buffer, the offset is passed
+            poff = ir.Param(name + ".offset", I32)
+            params.append(poff)
+            call_args.append(v.offset)
+            sig.append(("b", id(v.root)))
+            return PtrV(v.root, ir.ArgRead(poff))
+        if isinstance(v, PtrV):
+            shape = v.root.shape if isinstance(v.root, ir.ParamRoot) else v.root
+            root = ir.ParamRoot(shape)
+            pbase = ir.Param(name, PtrType(v.elem, v.root.space), root)
+            root.param = pbase
+            poff = ir.Param(name + ".offset", I32)
+            params += [pbase, poff]
+            call_args += [v.root, v.offset]
+            sig.append(("p", _shape_key(shape)))
+            return PtrV(root, ir.ArgRead(poff))
+        if isinstance(v, AggV):
+            sig.append(("a", v.sty))
+            return AggV(v.sty, [self.flatten(fl, f"{name}.{n}", f, sig, params, call_args, node)
+                                for (n, _), f in zip(v.sty.fields, v.fields, strict=True)])
+        if isinstance(v, TupV):
+            sig.append(("t", len(v.items)))
+            return TupV([self.flatten(fl, f"{name}.{i}", f, sig, params, call_args, node)
+                         for i, f in enumerate(v.items)])
+        if isinstance(v, ItemV):
+            sig.append(("i", v.kind, v.dims))
+            return FixedSlot(v)
+        if isinstance(v, PyV):
+            try:
+                hash(v.obj)
+                sig.append(("c", v.obj))
+            except TypeError:
+                sig.append(("c", id(v.obj)))
+            return FixedSlot(v)
+        raise fl.err(node, f"cannot pass this value to a device function ({name})")
+
+    def finish_returns(self, fl: FunctionLowering, fn: ir.Function) -> None:
+        rets = fl.returns
+        values = [v for _, _, v in rets if v is not None]
+        if not values:
+            fn.ret = VOID
+            return
+        if len(values) != len(rets):
+            raise fl.err(rets[0][0], f"{fn.name} returns a value on some paths only")
+        first = values[0]
+        if isinstance(first, AggV | TupV):
+            shape = _shape(first)
+            types: list[Scalar] | None = None
+            flat_all = []
+            for rnode, _, v in rets:
+                if _shape(v) != shape:
+                    raise fl.err(rnode, "all returns must have the same structure")
+                leaves = [fl.scalar(x, rnode) for x in _leaves(v, fl, rnode)]
+                flat_all.append(leaves)
+                lt = [x.ty for x in leaves]
+                types = lt if types is None else [promote(a, b) if a != b else a
+                                                  for a, b in zip(types, lt, strict=True)]
+            assert types is not None
+            tt = TupleType(tuple(types))
+            for (_, ret, _), leaves in zip(rets, flat_all, strict=True):
+                ret.value = ir.Compose(tt, [fl.convert(x, t) for x, t in
+                                            zip(leaves, types, strict=True)])
+            fn.ret = tt
+            fn.ret_shape = shape  # type: ignore[attr-defined]
+            return
+        runtime = [fl.scalar(v, n) for n, _, v in rets if not isinstance(v, PyV)]
+        t = runtime[0].ty if runtime else fl.scalar(values[0], rets[0][0]).ty
+        for r in runtime[1:]:
+            if r.ty != t:
+                t = BOOL if t.is_bool and r.ty.is_bool else promote(t, r.ty)
+        for rnode, ret, v in rets:
+            if isinstance(v, PtrV):
+                raise fl.err(rnode, "returning a pointer from a device function is not "
+                             "supported")
+            ret.value = fl.convert(fl.scalar(v, rnode, t), t, rnode)
+        fn.ret = t
+
+
+def _shape_key(root: ir.Root) -> tuple:
+    if isinstance(root, ir.BufferRoot):
+        return ("global", root.elem)
+    if isinstance(root, ir.SharedRoot):
+        return ("local", root.elem, root.length)
+    if isinstance(root, ir.PrivateRoot):
+        return ("private", root.elem, root.length)
+    raise TypeError(root)
+
+
+def _shape(v: Any) -> Any:
+    if isinstance(v, AggV):
+        return ("a", v.sty, tuple(_shape(f) for f in v.fields))
+    if isinstance(v, TupV):
+        return ("t", tuple(_shape(f) for f in v.items))
+    return "s"
+
+
+def _leaves(v: Any, fl: FunctionLowering, node: ast.AST) -> list[Any]:
+    if isinstance(v, AggV):
+        return [x for f in v.fields for x in _leaves(f, fl, node)]
+    if isinstance(v, TupV):
+        return [x for f in v.items for x in _leaves(f, fl, node)]
+    if isinstance(v, PtrV):
+        raise fl.err(node, "returning a pointer from a device function is not supported")
+    return [v]
+
+
+def _rebuild(shape: Any, leaves: Any) -> Any:
+    if shape == "s":
+        return next(leaves)
+    if shape[0] == "a":
+        return AggV(shape[1], [_rebuild(s, leaves) for s in shape[2]])
+    return TupV([_rebuild(s, leaves) for s in shape[1]])
+
+
+__all__ = ["F32", "KernelModule", "KernelSpec", "Lowered"]

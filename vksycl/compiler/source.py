@@ -1,0 +1,97 @@
+"""Finding a Python function's AST and positions, for compiling it and for diagnostics.
+
+Whole source files are parsed once (cached by name and modification time) and the
+function's node is found by its first line, so lambdas and nested functions work and
+every diagnostic carries the user's real file:line:col.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import linecache
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ..exceptions import errc, exception
+
+
+@dataclass(eq=False)
+class Source:
+    filename: str
+    node: ast.FunctionDef | ast.Lambda
+    text: str
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    @property
+    def name(self) -> str:
+        return getattr(self.node, "name", "<lambda>")
+
+
+def error(filename: str, node: ast.AST | None, message: str) -> exception:
+    """A build error at a node: `file:line:col: message`."""
+    line = getattr(node, "lineno", 0)
+    col = getattr(node, "col_offset", -1) + 1
+    return exception(errc.build, f"{filename}:{line}:{col}: {message}")
+
+
+_FILES: dict[str, tuple[float, ast.Module, list[str]]] = {}
+_BY_CODE: dict[Any, Source] = {}
+
+
+def _parse_file(filename: str) -> tuple[ast.Module, list[str]]:
+    try:
+        mtime = os.path.getmtime(filename)
+    except OSError:
+        mtime = -1.0
+    hit = _FILES.get(filename)
+    if hit is not None and hit[0] == mtime:
+        return hit[1], hit[2]
+    linecache.checkcache(filename)
+    lines = linecache.getlines(filename)
+    if not lines:
+        raise exception(errc.build, f"{filename}: the source of a kernel is not available "
+                        "(kernels must be defined in a file)")
+    tree = ast.parse("".join(lines), filename)
+    _FILES[filename] = (mtime, tree, lines)
+    return tree, lines
+
+
+def function_source(fn: Any) -> Source:
+    """The AST node and source text of a Python function or lambda."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        raise exception(errc.build, f"{fn!r} is not a Python function")
+    hit = _BY_CODE.get(code)
+    if hit is not None:
+        return hit
+    tree, lines = _parse_file(code.co_filename)
+    first = code.co_firstlineno
+    want_lambda = code.co_name == "<lambda>"
+    argnames = code.co_varnames[: code.co_argcount]
+    candidates = []
+    for node in ast.walk(tree):
+        if want_lambda and isinstance(node, ast.Lambda):
+            start = node.lineno
+        elif not want_lambda and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if node.name != code.co_name:
+                continue
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        else:
+            continue
+        if start == first and tuple(a.arg for a in node.args.args) == argnames:
+            candidates.append(node)
+    if not candidates:
+        raise exception(errc.build, f"{code.co_filename}:{first}: cannot find the source "
+                        f"of {code.co_name}")
+    node = candidates[0]
+    text = "".join(lines[node.lineno - 1: node.end_lineno])
+    if want_lambda:
+        text += f"#{node.col_offset}"
+    src = Source(code.co_filename, node, text)
+    _BY_CODE[code] = src
+    return src

@@ -1,0 +1,200 @@
+"""Device-code types: scalars, structs, pointers, fixed arrays, and C++ promotion.
+
+Types are small frozen values so they can key caches and specialise device functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+class Type:
+    """Base of every device type."""
+
+
+@dataclass(frozen=True)
+class Scalar(Type):
+    kind: str  # 'b' bool, 'i' signed, 'u' unsigned, 'f' float
+    bits: int
+
+    @property
+    def dtype(self) -> np.dtype:
+        if self.kind == "b":
+            return np.dtype(np.bool_)
+        return np.dtype(f"{self.kind}{self.bits // 8}")
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in "iu"
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind == "i"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "b"
+
+    @property
+    def nbytes(self) -> int:
+        return 1 if self.kind == "b" else self.bits // 8
+
+    def __repr__(self) -> str:
+        return "bool" if self.kind == "b" else self.dtype.name
+
+
+@dataclass(frozen=True)
+class Void(Type):
+    def __repr__(self) -> str:
+        return "void"
+
+
+@dataclass(frozen=True, eq=False)
+class Struct(Type):
+    """A user struct (`@sycl.struct` class): named typed fields, C layout in memory."""
+
+    name: str
+    fields: tuple[tuple[str, Type], ...]
+    pyclass: Any = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Struct) and other.pyclass is self.pyclass \
+            and other.fields == self.fields
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.fields))
+
+    def field_index(self, name: str) -> int:
+        for i, (n, _) in enumerate(self.fields):
+            if n == name:
+                return i
+        return -1
+
+    @property
+    def is_pod(self) -> bool:
+        """Whether it can live in device memory (no pointer fields)."""
+        return all(not isinstance(t, PtrType) and (not isinstance(t, Struct) or t.is_pod)
+                   for _, t in self.fields)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class PtrType(Type):
+    """A USM pointer (`sycl.ptr[T]`): a binding plus an element offset."""
+
+    elem: Type
+    space: str = "global"  # global, local, private
+
+    def __repr__(self) -> str:
+        return f"ptr[{self.elem!r}]"
+
+
+@dataclass(frozen=True)
+class ArrayType(Type):
+    elem: Type
+    length: int
+
+
+@dataclass(frozen=True)
+class TupleType(Type):
+    items: tuple[Type, ...]
+
+
+BOOL = Scalar("b", 8)
+I8, I16, I32, I64 = (Scalar("i", b) for b in (8, 16, 32, 64))
+U8, U16, U32, U64 = (Scalar("u", b) for b in (8, 16, 32, 64))
+F16, F32, F64 = (Scalar("f", b) for b in (16, 32, 64))
+VOID = Void()
+
+_BY_DTYPE = {t.dtype: t for t in (BOOL, I8, I16, I32, I64, U8, U16, U32, U64, F16, F32, F64)}
+
+
+def scalar_of(t: Any) -> Scalar | None:
+    """The scalar type a Python/numpy type or dtype names, or None."""
+    if t is int:
+        return I32
+    if t is float:
+        return F32
+    if t is bool:
+        return BOOL
+    try:
+        return _BY_DTYPE.get(np.dtype(t))
+    except TypeError:
+        return None
+
+
+def layout(t: Type) -> tuple[int, int]:
+    """(size, alignment) in bytes of a type stored in device memory (C rules)."""
+    if isinstance(t, Scalar):
+        return t.nbytes, t.nbytes
+    if isinstance(t, ArrayType):
+        size, align = layout(t.elem)
+        return size * t.length, align
+    if isinstance(t, Struct):
+        offset, align = 0, 1
+        for _, ft in t.fields:
+            size, a = layout(ft)
+            offset = (offset + a - 1) // a * a + size
+            align = max(align, a)
+        return (offset + align - 1) // align * align, align
+    raise TypeError(f"{t!r} has no memory layout")
+
+
+def field_offsets(t: Struct) -> list[int]:
+    offsets, offset = [], 0
+    for _, ft in t.fields:
+        size, a = layout(ft)
+        offset = (offset + a - 1) // a * a
+        offsets.append(offset)
+        offset += size
+    return offsets
+
+
+def struct_dtype(t: Struct) -> np.dtype:
+    """The numpy structured dtype with the same layout as the device struct."""
+    names, formats, offsets = [], [], field_offsets(t)
+    for name, ft in t.fields:
+        names.append(name)
+        formats.append(struct_dtype(ft) if isinstance(ft, Struct) else ft.dtype)
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                     "itemsize": layout(t)[0]})
+
+
+def _int_rank_promote(t: Scalar) -> Scalar:
+    """C++ integral promotion: bool and integers narrower than int become int."""
+    if t.kind == "b" or (t.is_int and t.bits < 32):
+        return I32
+    return t
+
+
+def promote(a: Scalar, b: Scalar) -> Scalar:
+    """C++ usual arithmetic conversions."""
+    if a.is_float or b.is_float:
+        bits = max(t.bits for t in (a, b) if t.is_float)
+        return Scalar("f", bits)
+    a, b = _int_rank_promote(a), _int_rank_promote(b)
+    if a == b:
+        return a
+    if a.kind == b.kind:
+        return a if a.bits > b.bits else b
+    s, u = (a, b) if a.is_signed else (b, a)
+    if u.bits >= s.bits:
+        return u
+    return s
+
+
+def literal_int_type(v: int) -> Scalar:
+    if -(2**31) <= v < 2**31:
+        return I32
+    if -(2**63) <= v < 2**63:
+        return I64
+    return U64

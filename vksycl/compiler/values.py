@@ -1,0 +1,100 @@
+"""Frontend values: what a Python expression in a kernel evaluates to at compile time.
+
+A runtime scalar is an IR `Value`; everything else (pointers, structs, tuples, work-item
+objects, compile-time Python objects) is one of these wrappers, flattened before it
+reaches the IR, so aggregates never need SPIR-V composites or pointer variables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import ir
+from .typesys import Struct, Type
+
+
+@dataclass(eq=False)
+class PyV:
+    """A compile-time Python object (literal, global constant, module, function, type)."""
+
+    obj: Any
+
+
+@dataclass(eq=False)
+class PtrV:
+    """A pointer: a static memory root plus an element offset (int32 Value)."""
+
+    root: ir.Root
+    offset: ir.Value
+
+    @property
+    def elem(self) -> Type:
+        return self.root.elem
+
+
+@dataclass(eq=False)
+class AggV:
+    """A struct value, held field by field."""
+
+    sty: Struct
+    fields: list[Any]
+
+
+@dataclass(eq=False)
+class TupV:
+    items: list[Any]
+
+
+@dataclass(eq=False)
+class ItemV:
+    """A work-item object: id, item, nd_item, group, sub_group, range."""
+
+    kind: str
+    dims: int
+
+
+@dataclass(eq=False)
+class AtomicV:
+    place: ir.Place
+    order: int
+    scope: int
+
+
+@dataclass(eq=False)
+class MethodV:
+    """An attribute of a device object waiting to be called."""
+
+    base: Any
+    name: str
+
+
+# -- variable slots ----------------------------------------------------------------------
+
+@dataclass(eq=False)
+class ScalarSlot:
+    local: ir.Local
+
+
+@dataclass(eq=False)
+class PtrSlot:
+    root: ir.Root
+    offset: ir.Local
+
+
+@dataclass(eq=False)
+class AggSlot:
+    sty: Struct
+    fields: list[Any]
+
+
+@dataclass(eq=False)
+class TupSlot:
+    items: list[Any]
+
+
+@dataclass(eq=False)
+class FixedSlot:
+    """A name bound once to a value that needs no storage (constants, objects, arrays)."""
+
+    value: Any

@@ -1,0 +1,381 @@
+"""Work-item queries (`item`, `nd_item`, `group`, `sub_group`) and group algorithms.
+
+SYCL dimension d of an N-dimensional range is Vulkan component N-1-d, so the last SYCL
+dimension varies fastest, as in DPC++. One-dimensional kernels compute their group id as
+`x + y * num_groups_x`, which lets the runtime split dispatches wider than the device's
+maxComputeWorkGroupCount over y.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import numpy as np
+
+from . import ir
+from .typesys import BOOL, I32, Scalar
+from .values import ItemV, PyV
+
+_INDEX_KIND_QUERY = {
+    "id": "get_id", "range": "get_range", "global_id": "get_global_id",
+    "local_id": "get_local_id", "group_id": "get_group_id", "global_range": "get_global_range",
+    "local_range": "get_local_range", "group_range": "get_group_range",
+}
+_BARRIER_SEM = 0x8 | 0x40 | 0x100
+
+
+def builtin(name: str, comp: int = 0) -> ir.Value:
+    return ir.Builtin(name, comp, I32)
+
+
+class Queries:
+    def __init__(self, module: Any) -> None:
+        self.m = module
+
+    # building blocks -------------------------------------------------------------------
+    def comp(self, d: int) -> int:
+        return self.m.dims - 1 - d
+
+    def local_id(self, d: int) -> ir.Value:
+        return builtin("LocalInvocationId", self.comp(d))
+
+    def local_range(self, d: int) -> ir.Value:
+        return ir.Const(I32, self.m.local[d])
+
+    def group_id(self, d: int) -> ir.Value:
+        if self.m.dims == 1:
+            return ir.Op("OpIAdd", I32, [builtin("WorkgroupId", 0), ir.Op("OpIMul", I32, [
+                builtin("WorkgroupId", 1), builtin("NumWorkgroups", 0)])])
+        return builtin("WorkgroupId", self.comp(d))
+
+    def global_id(self, d: int) -> ir.Value:
+        gid = ir.Op("OpIAdd", I32, [ir.Op("OpIMul", I32, [self.group_id(d), self.local_range(d)]),
+                                     self.local_id(d)])
+        if self.m.has_offset:
+            gid = ir.Op("OpIAdd", I32, [gid, self.m.launch_value("offset", d)])
+        return gid
+
+    def global_range(self, d: int) -> ir.Value:
+        return self.m.launch_value("range", d)
+
+    def group_range(self, d: int) -> ir.Value:
+        return ir.Op("OpSDiv", I32, [self.global_range(d), self.local_range(d)])
+
+    def linear(self, part: Any, ranges: Any) -> ir.Value:
+        out = part(0)
+        for d in range(1, self.m.dims):
+            out = ir.Op("OpIAdd", I32, [ir.Op("OpIMul", I32, [out, ranges(d)]), part(d)])
+        return out
+
+    def guard(self) -> ir.Value:
+        """True for work-items outside the real range (range kernels are rounded up)."""
+        cond: ir.Value | None = None
+        for d in range(self.m.dims):
+            c = ir.Op("OpSGreaterThanEqual", BOOL, [self.global_id(d), self.global_range(d)])
+            cond = c if cond is None else ir.Op("OpLogicalOr", BOOL, [cond, c])
+        assert cond is not None
+        return cond
+
+    # the query methods ---------------------------------------------------------------
+    def call(self, fl: Any, obj: ItemV, name: str, args: list[Any], node: ast.AST) -> Any:
+        kind = obj.kind
+        if kind in _INDEX_KIND_QUERY and name in ("get", "__getitem__"):
+            return self.index(fl, obj, args[0], node)
+        if kind in ("range", "local_range", "global_range", "group_range") and name == "size":
+            q = _INDEX_KIND_QUERY[kind]
+            out = self.scalar_query(fl, q, 0, node)
+            for d in range(1, obj.dims):
+                out = ir.Op("OpIMul", I32, [out, self.scalar_query(fl, q, d, node)])
+            return out
+        table = _METHODS.get(kind, {})
+        target = table.get(name)
+        if target is None:
+            raise fl.err(node, f"{kind} has no method {name}()")
+        if target == "barrier":
+            fl.emit(ir.Eval(barrier(2)))
+            return PyV(None)
+        if target.startswith("obj:"):
+            if args:
+                return self.scalar_query(fl, "get_group_id",
+                                         self.dim(fl, args[0], obj.dims, node), node)
+            self.m.need_nd(fl, node, name)
+            return ItemV(target[4:], obj.dims)
+        if target.startswith("sg_"):
+            return self.sub_group_value(target)
+        if target.startswith("lin_"):
+            return self.linear_query(fl, target[4:], node)
+        if target == "leader":
+            if kind == "sub_group":
+                return ir.Op("OpGroupNonUniformElect", BOOL, [ir.ScopeId(3)])
+            return ir.Op("OpIEqual", BOOL, [builtin("LocalInvocationIndex"), ir.Const(I32, 0)])
+        if target == "max_local_range":
+            return ir.Const(I32, int(np.prod(self.m.local)))
+        if not args:
+            if obj.dims == 1:
+                return self.scalar_query(fl, target, 0, node)
+            return ItemV(_QUERY_KIND[target], obj.dims)
+        return self.scalar_query(fl, target, self.dim(fl, args[0], obj.dims, node), node)
+
+    def dim(self, fl: Any, v: Any, dims: int, node: ast.AST) -> int:
+        if not isinstance(v, PyV) or not isinstance(v.obj, int):
+            raise fl.err(node, "the dimension must be a constant integer")
+        if not 0 <= v.obj < dims:
+            raise fl.err(node, f"dimension {v.obj} is out of range for {dims} dimensions")
+        return v.obj
+
+    def index(self, fl: Any, obj: ItemV, index: Any, node: ast.AST) -> Any:
+        q = _INDEX_KIND_QUERY.get(obj.kind)
+        if q is None:
+            raise fl.err(node, f"a {obj.kind} cannot be indexed")
+        return self.scalar_query(fl, q, self.dim(fl, index, obj.dims, node), node)
+
+    def scalar_query(self, fl: Any, q: str, d: int, node: ast.AST) -> ir.Value:
+        if q in ("get_id", "get_global_id"):
+            return self.global_id(d)
+        if q in ("get_range", "get_global_range"):
+            return self.global_range(d)
+        self.m.need_nd(fl, node, q)
+        if q == "get_local_id":
+            return self.local_id(d)
+        if q == "get_local_range":
+            return self.local_range(d)
+        if q == "get_group_id":
+            return self.group_id(d)
+        if q == "get_group_range":
+            return self.group_range(d)
+        raise fl.err(node, f"unknown query {q}")
+
+    def linear_query(self, fl: Any, what: str, node: ast.AST) -> ir.Value:
+        if what == "global_id":
+            return self.linear(self.global_id, self.global_range)
+        self.m.need_nd(fl, node, what)
+        if what == "local_id":
+            return builtin("LocalInvocationIndex")
+        if what == "group_id":
+            return self.linear(self.group_id, self.group_range)
+        if what == "group_range":
+            out = self.group_range(0)
+            for d in range(1, self.m.dims):
+                out = ir.Op("OpIMul", I32, [out, self.group_range(d)])
+            return out
+        if what == "local_range":
+            return ir.Const(I32, int(np.prod(self.m.local)))
+        raise fl.err(node, f"unknown query {what}")
+
+    def sub_group_value(self, what: str) -> ir.Value:
+        self.m.uses_subgroups = True
+        return builtin({"sg_local_id": "SubgroupLocalInvocationId", "sg_group_id": "SubgroupId",
+                        "sg_group_range": "NumSubgroups", "sg_local_range": "SubgroupSize",
+                        "sg_max_local_range": "SubgroupSize"}[what])
+
+
+_QUERY_KIND = {v: k for k, v in _INDEX_KIND_QUERY.items()}
+_QUERY_KIND["get_id"] = "id"
+_QUERY_KIND["get_global_id"] = "global_id"
+
+_METHODS: dict[str, dict[str, str]] = {
+    "item": {"get_id": "get_id", "get_range": "get_range", "get_linear_id": "lin_global_id"},
+    "nd_item": {
+        "get_global_id": "get_global_id", "get_local_id": "get_local_id",
+        "get_group": "obj:group", "get_group_range": "get_group_range",
+        "get_local_range": "get_local_range", "get_global_range": "get_global_range",
+        "get_global_linear_id": "lin_global_id", "get_local_linear_id": "lin_local_id",
+        "get_group_linear_id": "lin_group_id", "get_group_linear_range": "lin_group_range",
+        "get_sub_group": "obj:sub_group", "barrier": "barrier",
+    },
+    "group": {
+        "get_group_id": "get_group_id", "get_local_id": "get_local_id",
+        "get_local_range": "get_local_range", "get_group_range": "get_group_range",
+        "get_group_linear_id": "lin_group_id", "get_local_linear_id": "lin_local_id",
+        "get_group_linear_range": "lin_group_range", "get_local_linear_range":
+            "lin_local_range", "leader": "leader", "get_max_local_range": "max_local_range",
+    },
+    "sub_group": {
+        "get_local_id": "sg_local_id", "get_local_linear_id": "sg_local_id",
+        "get_local_range": "sg_local_range", "get_local_linear_range": "sg_local_range",
+        "get_max_local_range": "sg_max_local_range", "get_group_id": "sg_group_id",
+        "get_group_linear_id": "sg_group_id", "get_group_range": "sg_group_range",
+        "get_group_linear_range": "sg_group_range", "leader": "leader",
+    },
+}
+_METHODS["id"] = _METHODS["item"]
+
+
+def barrier(scope: int) -> ir.Op:
+    from ..compiler.typesys import VOID
+
+    return ir.Op("OpControlBarrier", VOID, [ir.ScopeId(scope), ir.ScopeId(scope),
+                                            ir.ScopeId(_BARRIER_SEM)])
+
+
+# -- group algorithms -----------------------------------------------------------------------
+
+_GROUP_OPS = {  # name -> (signed int, unsigned int, float, bool)
+    "plus": ("IAdd", "IAdd", "FAdd", None), "multiplies": ("IMul", "IMul", "FMul", None),
+    "minimum": ("SMin", "UMin", "FMin", None), "maximum": ("SMax", "UMax", "FMax", None),
+    "bit_and": ("BitwiseAnd", "BitwiseAnd", None, "LogicalAnd"),
+    "bit_or": ("BitwiseOr", "BitwiseOr", None, "LogicalOr"),
+    "bit_xor": ("BitwiseXor", "BitwiseXor", None, "LogicalNotEqual"),
+    "logical_and": (None, None, None, "LogicalAnd"), "logical_or": (None, None, None,
+                                                                   "LogicalOr"),
+}
+
+
+def _identity(op: str, t: Scalar) -> Any:
+    if op in ("plus", "bit_or", "bit_xor", "logical_or"):
+        return False if t.is_bool else 0
+    if op in ("multiplies",):
+        return 1
+    if op in ("bit_and", "logical_and"):
+        return True if t.is_bool else (-1 if t.is_signed else (1 << t.bits) - 1)
+    info = np.finfo(t.dtype) if t.is_float else np.iinfo(t.dtype)
+    if op == "minimum":
+        return float("inf") if t.is_float else int(info.max)
+    return float("-inf") if t.is_float else int(info.min)
+
+
+class Groups:
+    """Group functions and algorithms over a `group` or a `sub_group`."""
+
+    def __init__(self, module: Any) -> None:
+        self.m = module
+
+    def call(self, fl: Any, name: str, args: list[Any], kwargs: dict[str, Any],
+             node: ast.AST) -> Any:
+        if not args or not isinstance(args[0], ItemV) or args[0].kind not in ("group",
+                                                                               "sub_group"):
+            raise fl.err(node, f"{name} needs a group or sub_group as its first argument")
+        g = args[0]
+        self.m.need_nd(fl, node, name)
+        sub = g.kind == "sub_group"
+        if sub:
+            self.m.uses_subgroups = True
+        if name == "group_barrier":
+            fl.emit(ir.Eval(barrier(3 if sub else 2)))
+            return PyV(None)
+        if name in ("reduce_over_group", "inclusive_scan_over_group",
+                    "exclusive_scan_over_group"):
+            return self.algorithm(fl, g, name, args[1:], node)
+        x = fl.scalar(args[1], node) if len(args) > 1 else None
+        if name in ("any_of_group", "all_of_group", "none_of_group"):
+            pred = fl.truth(args[1], node)
+            op = "OpGroupNonUniformAll" if name == "all_of_group" else "OpGroupNonUniformAny"
+            if sub:
+                r = ir.Op(op, BOOL, [ir.ScopeId(3), pred])
+            else:
+                r = fl.convert(self.work_group(fl, "logical_and" if name == "all_of_group"
+                                               else "logical_or", fl.convert(pred, I32), node,
+                                               "reduce"), BOOL)
+            return ir.Op("OpLogicalNot", BOOL, [r]) if name == "none_of_group" else r
+        assert x is not None
+        ty = x.ty
+        if ty.is_bool:
+            x = fl.convert(x, I32)
+        if name in ("group_broadcast", "select_from_group"):
+            idx = fl.convert(fl.scalar(args[2], node), I32) if len(args) > 2 else \
+                ir.Const(I32, 0)
+            if sub:
+                r = ir.Op("OpGroupNonUniformShuffle", x.ty, [ir.ScopeId(3), x,
+                                                              fl.convert(idx, I32)])
+            else:
+                r = self.broadcast(fl, x, idx)
+            return fl.convert(r, ty) if ty.is_bool else r
+        if not sub:
+            raise fl.err(node, f"{name} works on a sub_group")
+        delta = fl.convert(fl.scalar(args[2], node), I32)
+        op = {"shift_group_left": "OpGroupNonUniformShuffleDown",
+              "shift_group_right": "OpGroupNonUniformShuffleUp",
+              "permute_group_by_xor": "OpGroupNonUniformShuffleXor"}[name]
+        r = ir.Op(op, x.ty, [ir.ScopeId(3), x, delta])
+        return fl.convert(r, ty) if ty.is_bool else r
+
+    def algorithm(self, fl: Any, g: ItemV, name: str, rest: list[Any], node: ast.AST) -> Any:
+        if len(rest) == 2:
+            x, opobj = rest
+            init = None
+        elif len(rest) == 3:
+            x, init, opobj = rest
+        else:
+            raise fl.err(node, f"{name}(g, x, [init,] binary_op)")
+        if not isinstance(opobj, PyV) or not hasattr(opobj.obj, "op"):
+            raise fl.err(node, f"{name} needs a SYCL function object (sycl.plus(), ...)")
+        op = opobj.obj.op
+        v = fl.scalar(x, node)
+        if init is not None:
+            v = fl.convert(v, fl.scalar(init, node, v.ty).ty if not isinstance(
+                init, PyV) else v.ty)
+        kind = {"reduce_over_group": "reduce", "inclusive_scan_over_group": "inclusive",
+                "exclusive_scan_over_group": "exclusive"}[name]
+        if g.kind == "sub_group":
+            r = self.sub_group_op(fl, op, v, kind, node)
+        else:
+            r = self.work_group(fl, op, v, node, kind)
+        if init is not None:
+            iv = fl.convert(fl.scalar(init, node, v.ty), v.ty)
+            r = self.combine(fl, op, iv, r, node)
+        return r
+
+    def opname(self, fl: Any, op: str, t: Scalar, node: ast.AST) -> str:
+        names = _GROUP_OPS[op]
+        n = names[3] if t.is_bool else names[2] if t.is_float else names[0] if t.is_signed \
+            else names[1]
+        if n is None:
+            raise fl.err(node, f"{op} does not apply to {t!r}")
+        return n
+
+    def combine(self, fl: Any, op: str, a: ir.Value, b: ir.Value, node: ast.AST) -> ir.Value:
+        n = self.opname(fl, op, a.ty, node)
+        if n in ("SMin", "UMin", "FMin", "SMax", "UMax", "FMax"):
+            return ir.Ext(n, a.ty, [a, b])
+        return ir.Op("Op" + n, a.ty, [a, b])
+
+    def sub_group_op(self, fl: Any, op: str, v: ir.Value, kind: str, node: ast.AST) -> ir.Value:
+        n = self.opname(fl, op, v.ty, node)
+        group_op = {"reduce": "Reduce", "inclusive": "InclusiveScan",
+                    "exclusive": "ExclusiveScan"}[kind]
+        self.m.uses_subgroups = True
+        return ir.Op("OpGroupNonUniform" + n, v.ty, [ir.ScopeId(3), ir.Lit(group_op), v])
+
+    def broadcast(self, fl: Any, x: ir.Value, idx: ir.Value) -> ir.Value:
+        scratch = self.m.group_scratch(x.ty)
+        lid = builtin("LocalInvocationIndex")
+        fl.emit(ir.If(ir.Op("OpIEqual", BOOL, [lid, idx]),
+                      [ir.Store(ir.Place(scratch, ir.Const(I32, 0), (), x.ty), x)], []))
+        fl.emit(ir.Eval(barrier(2)))
+        out = fl.new_local("bcast", x.ty)
+        fl.emit(ir.Assign(out, ir.Load(ir.Place(scratch, ir.Const(I32, 0), (), x.ty))))
+        fl.emit(ir.Eval(barrier(2)))
+        return ir.Read(out)
+
+    def work_group(self, fl: Any, op: str, v: ir.Value, node: ast.AST, kind: str) -> ir.Value:
+        """Work-group reduce/scan: sub-group results through work-group memory."""
+        t = v.ty
+        self.m.uses_subgroups = True
+        scratch = self.m.group_scratch(t)
+        total = self.sub_group_op(fl, op, v, "reduce", node)
+        part = None if kind == "reduce" else self.sub_group_op(fl, op, v, kind, node)
+        tl = fl.new_local("wg.total", t)
+        fl.emit(ir.Assign(tl, total))
+        if part is not None:
+            pl = fl.new_local("wg.part", t)
+            fl.emit(ir.Assign(pl, part))
+        sid, lane = builtin("SubgroupId"), builtin("SubgroupLocalInvocationId")
+        fl.emit(ir.If(ir.Op("OpIEqual", BOOL, [lane, ir.Const(I32, 0)]),
+                      [ir.Store(ir.Place(scratch, sid, (), t), ir.Read(tl))], []))
+        fl.emit(ir.Eval(barrier(2)))
+        acc = fl.new_local("wg.acc", t)
+        i = fl.new_local("wg.i", I32)
+        fl.emit(ir.Assign(acc, ir.Const(t, _identity(op, t))))
+        fl.emit(ir.Assign(i, ir.Const(I32, 0)))
+        limit = builtin("NumSubgroups") if kind == "reduce" else builtin("SubgroupId")
+        body = [ir.Assign(acc, self.combine(fl, op, ir.Read(acc),
+                                            ir.Load(ir.Place(scratch, ir.Read(i), (), t)),
+                                            node))]
+        step = [ir.Assign(i, ir.Op("OpIAdd", I32, [ir.Read(i), ir.Const(I32, 1)]))]
+        fl.emit(ir.Loop([], ir.Op("OpSLessThan", BOOL, [ir.Read(i), limit]), body, step))
+        fl.emit(ir.Eval(barrier(2)))
+        if part is None:
+            return ir.Read(acc)
+        return self.combine(fl, op, ir.Read(acc), ir.Read(pl), node)
+
