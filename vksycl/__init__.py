@@ -1,0 +1,112 @@
+"""vksycl: SYCL's programming model in Python, on Vulkan.
+
+    import vksycl as sycl
+    from vksycl.ext.oneapi import experimental as syclexp
+"""
+
+from . import info
+from .aspects import aspect
+from .compiler import MATH as _MATH
+from .compiler import (
+    all_of_group,
+    any_of_group,
+    atomic_ref,
+    bit_and,
+    bit_or,
+    bit_xor,
+    exclusive_scan_over_group,
+    group_barrier,
+    group_broadcast,
+    inclusive_scan_over_group,
+    logical_and,
+    logical_or,
+    maximum,
+    memory_order,
+    memory_scope,
+    minimum,
+    multiplies,
+    native,
+    none_of_group,
+    permute_group_by_xor,
+    plus,
+    private_array,
+    reduce_over_group,
+    select_from_group,
+    shift_group_left,
+    shift_group_right,
+    struct,
+)
+from .exceptions import errc, exception, exception_list
+from .platform_device import backend, device, platform
+from .properties import property
+from .ranges import id, nd_range, range
+from .runtime.context import context
+from .runtime.event import event
+from .runtime.handler import handler, interop_handle
+from .runtime.malloc import (
+    aligned_alloc_device,
+    aligned_alloc_host,
+    aligned_alloc_shared,
+    free,
+    get_pointer_device,
+    get_pointer_type,
+    malloc,
+    malloc_device,
+    malloc_host,
+    malloc_shared,
+)
+from .runtime.queue import queue
+from .runtime.usm import alloc as _alloc
+from .runtime.usm import ptr
+from .selectors import (
+    accelerator_selector_v,
+    aspect_selector,
+    cpu_selector_v,
+    default_selector_v,
+    gpu_selector_v,
+)
+from .types import (
+    bool_,
+    double,
+    float16,
+    float32,
+    float64,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+
+
+class usm:  # noqa: N801 - SYCL spelling (sycl::usm::alloc)
+    alloc = _alloc
+
+
+__version__ = "0.1.0"
+
+# SYCL math functions (sycl.sqrt, sycl.fmin, ...): compiled in kernels, numpy on the host
+globals().update(_MATH)
+
+__all__ = [
+    "accelerator_selector_v", "aligned_alloc_device", "aligned_alloc_host",
+    "aligned_alloc_shared", "aspect", "aspect_selector", "backend", "bool_", "context",
+    "cpu_selector_v", "default_selector_v", "device", "double", "errc", "event", "exception",
+    "exception_list", "float16", "float32", "float64", "free", "get_pointer_device",
+    "get_pointer_type", "gpu_selector_v", "half", "handler", "id", "info", "int8", "int16",
+    "int32", "int64", "interop_handle", "malloc", "malloc_device", "malloc_host",
+    "malloc_shared", "nd_range", "platform", "property", "ptr", "queue", "range", "uint8",
+    "uint16", "uint32", "uint64", "usm",
+    # device code (the kernel compiler)
+    "all_of_group", "any_of_group", "atomic_ref", "bit_and", "bit_or", "bit_xor",
+    "exclusive_scan_over_group", "group_barrier", "group_broadcast",
+    "inclusive_scan_over_group", "logical_and", "logical_or", "maximum", "memory_order",
+    "memory_scope", "minimum", "multiplies", "native", "none_of_group",
+    "permute_group_by_xor", "plus", "private_array", "reduce_over_group",
+    "select_from_group", "shift_group_left", "shift_group_right", "struct",
+    *_MATH,
+]
