@@ -49,7 +49,6 @@ _GLSL_UNARY = {
     "tanh": "Tanh", "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh", "exp": "Exp",
     "exp2": "Exp2", "log": "Log", "log2": "Log2", "floor": "Floor", "ceil": "Ceil",
     "trunc": "Trunc", "fract": "Fract", "degrees": "Degrees", "radians": "Radians",
-    "rint": "RoundEven",
 }
 _GLSL_64 = {"Sqrt", "InverseSqrt", "Floor", "Ceil", "Trunc", "Fract", "RoundEven", "Round",
             "FAbs", "FSign", "FMin", "FMax", "FClamp", "FMix", "Step", "Fma", "NMin", "NMax"}
@@ -271,7 +270,7 @@ class Intrinsics:
             x = fl.scalar(args[0], node)
             if not x.ty.is_float:
                 return x
-            return fl.convert(ir.Ext("RoundEven", x.ty, [x]), I32, node)
+            return fl.convert(round_even(x, x.ty), I32, node)
         if name == "len":
             v = args[0]
             if isinstance(v, TupV):
@@ -353,6 +352,8 @@ class Intrinsics:
         c = lambda v: ir.Const(t, v)
         if name == "pow":
             return self.power(fl, vals[0], vals[1], args[1], node)
+        if name == "rint":
+            return round_even(x, t)
         if name == "isnan":
             return ir.Op("OpIsNan", BOOL, [x])
         if name == "isinf":
@@ -548,6 +549,20 @@ class Intrinsics:
         if t.is_float and name == "fetch_sub":
             v = ir.Op("OpFNegate", t, [v])
         return ir.Atomic(op, a.place, [v], t, a.scope, sem)
+
+
+def round_even(x: ir.Value, t: Scalar) -> ir.Value:
+    """Round half to even, exactly (drivers' RoundEven is not reliable for float64)."""
+    f = ir.Ext("Floor", t, [x])
+    d = ir.Op("OpFSub", t, [x, f])
+    half, one, two = ir.Const(t, 0.5), ir.Const(t, 1.0), ir.Const(t, 2.0)
+    up = ir.Op("OpFAdd", t, [f, one])
+    f_even = ir.Op("OpFOrdEqual", BOOL, [
+        ir.Op("OpFSub", t, [f, ir.Op("OpFMul", t, [two, ir.Ext("Floor", t, [
+            ir.Op("OpFMul", t, [f, half])])])]), ir.Const(t, 0.0)])
+    tie = ir.Op("OpSelect", t, [f_even, f, up])
+    r = ir.Op("OpSelect", t, [ir.Op("OpFOrdGreaterThan", BOOL, [d, half]), up, tie])
+    return ir.Op("OpSelect", t, [ir.Op("OpFOrdLessThan", BOOL, [d, half]), f, r])
 
 
 def floor_mod(x: ir.Value, y: ir.Value, t: Scalar) -> ir.Value:
