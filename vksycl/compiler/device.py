@@ -65,7 +65,7 @@ def struct(cls: type) -> type:
     from .typesys import struct_dtype
 
     fields = []
-    for name, ann in inspect.get_annotations(cls).items():
+    for name, ann in inspect.get_annotations(cls, eval_str=True).items():
         t = type_of_annotation(ann)
         if t is None:
             raise invalid(f"struct {cls.__name__}: field {name} has no device type ({ann!r})")

@@ -279,6 +279,8 @@ class FunctionLowering:
                            "reassigned")
 
     def bind(self, name: str, value: Any, node: ast.AST) -> None:
+        if isinstance(value, ItemV) and value.kind in ("id", "item") and value.dims == 1:
+            value = self.scalar(value, node)
         slot = self.env.get(name)
         if slot is None:
             slot = self.new_slot(name, value, node)
@@ -381,12 +383,27 @@ class FunctionLowering:
             if len(items) != len(target.elts):
                 raise self.err(target, f"cannot unpack {len(items)} values into "
                                f"{len(target.elts)}")
+            items = [self.snapshot(v) for v in items]  # all values before any store
             for t, v in zip(target.elts, items, strict=True):
                 self.store_target(t, v)
         elif isinstance(target, ast.Subscript | ast.Attribute):
             (place_fn or self.lvalue(target))(value)
         else:
             raise self.err(target, "unsupported assignment target")
+
+    def snapshot(self, v: Any) -> Any:
+        """The value computed now, so later stores cannot change it."""
+        if isinstance(v, ir.Value) and not isinstance(v, ir.Const | ir.PushField):
+            tmp = self.new_local("tmp", v.ty)
+            self.emit(ir.Assign(tmp, v))
+            return ir.Read(tmp)
+        if isinstance(v, PtrV):
+            return PtrV(v.root, self.snapshot(v.offset))
+        if isinstance(v, AggV):
+            return AggV(v.sty, [self.snapshot(f) for f in v.fields])
+        if isinstance(v, TupV):
+            return TupV([self.snapshot(f) for f in v.items])
+        return v
 
     def lvalue(self, target: ast.Subscript | ast.Attribute) -> Callable[[Any], Any]:
         """A function that stores its argument to the target, or loads it when given None

@@ -18,7 +18,7 @@ from .typesys import BOOL, I32, Scalar
 from .values import ItemV, PyV
 
 _INDEX_KIND_QUERY = {
-    "id": "get_id", "range": "get_range", "global_id": "get_global_id",
+    "id": "get_id", "item": "get_id", "range": "get_range", "global_id": "get_global_id",
     "local_id": "get_local_id", "group_id": "get_group_id", "global_range": "get_global_range",
     "local_range": "get_local_range", "group_range": "get_group_range",
 }
