@@ -96,7 +96,7 @@ def test_descending_and_variable_step_ranges(q, mem):
         for k in range(0, 30, step):
             s -= k
         if i % 2 == 0:
-            for k in range(10, -5, -(i % 3 + 1)):
+            for _k in range(10, -5, -(i % 3 + 1)):
                 s += 1
         out[i] = s
 
@@ -372,7 +372,7 @@ def test_captured_scalars_change_without_recompiling(q, mem):
         factor = float(k)
 
         def body(i):
-            out[i] = i * factor
+            out[i] = i * factor  # noqa: B023 - launched before the next iteration
 
         q.parallel_for(sycl.range(4), body).wait()
         np.testing.assert_array_equal(mem.view(out, 4), np.arange(4) * float(k))

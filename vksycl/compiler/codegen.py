@@ -14,6 +14,7 @@ from typing import Any
 from spirv_gen import ModuleBuilder
 
 from . import ir
+from .passes import remove_dead_stores
 from .typesys import (
     VOID,
     ArrayType,
@@ -61,6 +62,7 @@ def analyse(kernel: ir.Function) -> Usage:
         if id(fn) in seen:
             return
         seen.add(id(fn))
+        remove_dead_stores(fn)
         stack: list[Any] = [fn.body]
         while stack:
             node = stack.pop()

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import ir
-from .typesys import BOOL, I32, Scalar
+from .typesys import BOOL, I32, U32, Scalar
 from .values import ItemV, PyV
 
 _INDEX_KIND_QUERY = {
@@ -277,13 +277,13 @@ class Groups:
                 ir.Const(I32, 0)
             if sub:
                 r = ir.Op("OpGroupNonUniformShuffle", x.ty, [ir.ScopeId(3), x,
-                                                              fl.convert(idx, I32)])
+                                                              fl.convert(idx, U32)])
             else:
                 r = self.broadcast(fl, x, idx)
             return fl.convert(r, ty) if ty.is_bool else r
         if not sub:
             raise fl.err(node, f"{name} works on a sub_group")
-        delta = fl.convert(fl.scalar(args[2], node), I32)
+        delta = fl.convert(fl.scalar(args[2], node), U32)
         op = {"shift_group_left": "OpGroupNonUniformShuffleDown",
               "shift_group_right": "OpGroupNonUniformShuffleUp",
               "permute_group_by_xor": "OpGroupNonUniformShuffleXor"}[name]

@@ -1,0 +1,340 @@
+"""nd_range kernels: work-item queries, atomics, barriers, local memory, sub-groups, group
+algorithms, and free function kernels."""
+
+from __future__ import annotations
+
+import typing
+
+import numpy as np
+import pytest
+
+import vksycl as sycl
+from vksycl.compiler import (
+    get_work_group_scratch_memory,
+    nd_range_kernel,
+    single_task_kernel,
+    this_work_item,
+    work_group_memory,
+    work_group_scratch_size,
+)
+from vksycl.compiler.launch import build_launch_args
+
+
+def test_nd_item_queries(q, mem):
+    g, lo = (4, 24), (2, 8)
+    n = g[0] * g[1]
+    out = mem.zeros(8 * n, np.int32)
+
+    def body(it):
+        k = it.get_global_linear_id() * 8
+        out[k] = it.get_global_id(0)
+        out[k + 1] = it.get_global_id(1)
+        out[k + 2] = it.get_local_id(1)
+        out[k + 3] = it.get_group(0)
+        out[k + 4] = it.get_group().get_group_id(1)
+        out[k + 5] = it.get_local_linear_id()
+        out[k + 6] = it.get_group_linear_id()
+        out[k + 7] = it.get_group_range(1) * 100 + it.get_local_range(0) * 10 \
+            + it.get_global_range(0)
+
+    q.parallel_for(sycl.nd_range(g, lo), body).wait()
+    got = mem.view(out, 8 * n).reshape(g[0], g[1], 8)
+    i, j = np.indices(g)
+    np.testing.assert_array_equal(got[..., 0], i)
+    np.testing.assert_array_equal(got[..., 1], j)
+    np.testing.assert_array_equal(got[..., 2], j % lo[1])
+    np.testing.assert_array_equal(got[..., 3], i // lo[0])
+    np.testing.assert_array_equal(got[..., 4], j // lo[1])
+    np.testing.assert_array_equal(got[..., 5], (i % lo[0]) * lo[1] + j % lo[1])
+    np.testing.assert_array_equal(got[..., 6], (i // lo[0]) * (g[1] // lo[1]) + j // lo[1])
+    np.testing.assert_array_equal(got[..., 7], (g[1] // lo[1]) * 100 + lo[0] * 10 + g[0])
+
+
+def test_atomic_histogram_under_contention(q, mem):
+    n, bins = 4096, 16
+    data = np.random.default_rng(7).integers(0, bins, n).astype(np.int32)
+    d = mem.of(data)
+    hist = mem.zeros(bins, np.int32)
+    total = mem.zeros(1, np.uint32)
+
+    def body(it):
+        i = it.get_id(0)
+        sycl.atomic_ref(hist + d[i]).fetch_add(1)
+        sycl.atomic_ref(total).fetch_add(2)
+
+    q.parallel_for(sycl.range(n), body).wait()
+    np.testing.assert_array_equal(mem.view(hist, bins), np.bincount(data, minlength=bins))
+    assert mem.view(total, 1)[0] == 2 * n
+
+
+def test_atomic_operations(q, mem):
+    n = 256
+    vals = np.random.default_rng(3).integers(-1000, 1000, n).astype(np.int32)
+    v = mem.of(vals)
+    acc = mem.of(np.array([1 << 30, -(1 << 30), 0, -1, 0, 0, 100], np.int32))
+    old = mem.zeros(n, np.int32)
+
+    def body(i):
+        x = v[i]
+        sycl.atomic_ref(acc).fetch_min(x)
+        sycl.atomic_ref(acc + 1).fetch_max(x)
+        sycl.atomic_ref(acc + 2).fetch_or(1 << (i % 31))
+        sycl.atomic_ref(acc + 3).fetch_and(~(1 << (i % 17)))
+        sycl.atomic_ref(acc + 4).fetch_xor(x)
+        old[i] = sycl.atomic_ref(acc + 5, sycl.memory_order.acq_rel).exchange(i)
+        sycl.atomic_ref(acc + 6).fetch_sub(1)
+
+    q.parallel_for(sycl.range(n), body).wait()
+    got = mem.view(acc, 7)
+    assert got[0] == vals.min() and got[1] == vals.max()
+    assert got[2] == np.bitwise_or.reduce([1 << (i % 31) for i in range(n)])
+    assert got[3] == -1 & ~np.bitwise_or.reduce([1 << (i % 17) for i in range(n)])
+    assert got[4] == np.bitwise_xor.reduce(vals)
+    assert got[6] == 100 - n
+    # every value but the last one stored was returned exactly once by exchange
+    seen = np.sort(np.append(mem.view(old, n), got[5]))
+    np.testing.assert_array_equal(seen, np.append([0], np.arange(n)))
+
+
+def test_compare_exchange_builds_a_lock_free_counter(q, mem):
+    n = 512
+    counter = mem.zeros(1, np.int32)
+    tickets = mem.zeros(n, np.int32)
+
+    def body(i):
+        a = sycl.atomic_ref(counter)
+        cur = a.load()
+        done = False
+        while not done:
+            ok, seen = a.compare_exchange_strong(cur, cur + 1)
+            if ok:
+                done = True
+            else:
+                cur = seen
+        tickets[i] = cur
+
+    q.parallel_for(sycl.range(n), body).wait()
+    assert mem.view(counter, 1)[0] == n
+    np.testing.assert_array_equal(np.sort(mem.view(tickets, n)), np.arange(n))
+
+
+def test_int64_atomics(q, mem):
+    if not q.get_device().has(sycl.aspect.atomic64):
+        pytest.skip("device has no 64-bit atomics")
+    n = 1000
+    acc = mem.zeros(2, np.int64)
+
+    def body(i):
+        sycl.atomic_ref(acc).fetch_add(sycl.int64(1) << 33)
+        sycl.atomic_ref(acc + 1).fetch_max(sycl.int64(i) * 10000000000)
+
+    q.parallel_for(sycl.range(n), body).wait()
+    np.testing.assert_array_equal(mem.view(acc, 2), [n << 33, (n - 1) * 10000000000])
+
+
+def test_float_atomic_add(q, mem):
+    if not q.get_device().vulkan.features.get("shaderBufferFloat32AtomicAdd"):
+        pytest.skip("device has no float atomic add")
+    n = 1000
+    acc = mem.zeros(1, np.float32)
+
+    def body(i):
+        sycl.atomic_ref(acc).fetch_add(0.5)
+
+    q.parallel_for(sycl.range(n), body).wait()
+    assert mem.view(acc, 1)[0] == 500.0
+
+
+def test_tiled_reduction_with_local_memory_and_barriers(q, mem):
+    n, wg = 4096, 64
+    x = np.random.default_rng(5).uniform(0, 1, n).astype(np.float32)
+    a = mem.of(x)
+    partial = mem.zeros(n // wg, np.float32)
+    tile = work_group_memory(np.float32, wg)
+
+    def body(it):
+        lid = it.get_local_id(0)
+        tile[lid] = a[it.get_global_id(0)]
+        sycl.group_barrier(it.get_group())
+        stride = wg // 2
+        while stride > 0:
+            if lid < stride:
+                tile[lid] += tile[lid + stride]
+            sycl.group_barrier(it.get_group())
+            stride //= 2
+        if lid == 0:
+            partial[it.get_group(0)] = tile[0]
+
+    q.parallel_for(sycl.nd_range((n,), (wg,)), body).wait()
+    np.testing.assert_allclose(mem.view(partial, n // wg), x.reshape(-1, wg).sum(1), rtol=1e-5)
+
+
+TILE = 8
+
+
+def test_tiled_matrix_multiply(q, mem):
+    m, k, n, t = 32, 48, 40, TILE
+    rng = np.random.default_rng(11)
+    ha, hb = rng.uniform(-1, 1, (m, k)).astype(np.float32), \
+        rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    a, b, c = mem.of(ha), mem.of(hb), mem.zeros(m * n, np.float32)
+
+    def body(it):
+        ta = work_group_memory(sycl.float32, (TILE, TILE))
+        tb = work_group_memory(sycl.float32, (TILE, TILE))
+        row, col = it.get_global_id(0), it.get_global_id(1)
+        lr, lc = it.get_local_id(0), it.get_local_id(1)
+        acc = 0.0
+        for kt in range(0, k, t):
+            ta[lr, lc] = a[row * k + kt + lc]
+            tb[lr, lc] = b[(kt + lr) * n + col]
+            sycl.group_barrier(it.get_group())
+            for kk in range(t):
+                acc += ta[lr, kk] * tb[kk, lc]
+            sycl.group_barrier(it.get_group())
+        c[row * n + col] = acc
+
+    q.parallel_for(sycl.nd_range((m, n), (t, t)), body).wait()
+    np.testing.assert_allclose(mem.view(c, m * n).reshape(m, n), ha @ hb, rtol=1e-4, atol=1e-5)
+
+
+def test_work_group_scratch_memory(q, mem):
+    n, wg = 256, 32
+    out = mem.zeros(n, np.int32)
+
+    def body(it):
+        scratch = get_work_group_scratch_memory(sycl.int32)
+        lid = it.get_local_id(0)
+        scratch[lid] = lid * lid
+        sycl.group_barrier(it.get_group())
+        out[it.get_global_id(0)] = scratch[wg - 1 - lid]
+
+    q.parallel_for(sycl.nd_range((n,), (wg,)), body,
+                   properties=[work_group_scratch_size(wg * 4)]).wait()
+    want = np.tile((np.arange(wg)[::-1]) ** 2, n // wg)
+    np.testing.assert_array_equal(mem.view(out, n), want)
+
+
+def test_sub_group_operations(q, mem):
+    n, wg = 128, 32
+    x = np.arange(n, dtype=np.int32) * 3 % 17
+    a = mem.of(x)
+    out = mem.zeros(8 * n, np.int32)
+
+    def body(it):
+        sg = it.get_sub_group()
+        i = it.get_global_id(0)
+        v = a[i]
+        lane = sg.get_local_id()
+        size = sg.get_local_range()
+        k = 8 * i
+        out[k] = sycl.reduce_over_group(sg, v, sycl.plus())
+        out[k + 1] = sycl.inclusive_scan_over_group(sg, v, sycl.plus())
+        out[k + 2] = sycl.exclusive_scan_over_group(sg, v, sycl.maximum())
+        out[k + 3] = sycl.group_broadcast(sg, v, 1)
+        out[k + 4] = sycl.shift_group_left(sg, v, 1) if lane + 1 < size else -1
+        out[k + 5] = sycl.permute_group_by_xor(sg, v, 1)
+        out[k + 6] = sycl.any_of_group(sg, v == 16) * 2 + sycl.all_of_group(sg, v < 17)
+        out[k + 7] = size * 1000 + lane * 10 + sg.get_group_id() * 0 + sg.leader()
+
+    q.parallel_for(sycl.nd_range((n,), (wg,)), body).wait()
+    sgs = q.get_device().vulkan.subgroup_size
+    got = mem.view(out, 8 * n).reshape(n, 8)
+    for start in range(0, n, sgs):
+        seg = x[start:start + sgs]
+        rows = got[start:start + sgs]
+        lanes = np.arange(len(seg))
+        np.testing.assert_array_equal(rows[:, 0], seg.sum())
+        np.testing.assert_array_equal(rows[:, 1], np.cumsum(seg))
+        excl = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int32).min], seg[:-1]]))
+        np.testing.assert_array_equal(rows[:, 2], excl)
+        np.testing.assert_array_equal(rows[:, 3], seg[1])
+        np.testing.assert_array_equal(rows[:-1, 4], seg[1:])
+        assert rows[-1, 4] == -1
+        np.testing.assert_array_equal(rows[:, 5], seg[lanes ^ 1])
+        np.testing.assert_array_equal(rows[:, 6], (seg == 16).any() * 2 + 1)
+        np.testing.assert_array_equal(rows[:, 7], sgs * 1000 + lanes * 10 + (lanes == 0))
+
+
+@pytest.mark.parametrize("dtype,op,ref", [
+    ("int32", sycl.plus, np.sum), ("float32", sycl.maximum, np.max),
+    ("int32", sycl.minimum, np.min), ("uint32", sycl.bit_xor, np.bitwise_xor.reduce),
+])
+def test_work_group_reduce_and_scans(q, mem, dtype, op, ref):
+    n, wg = 512, 128
+    x = np.random.default_rng(2).integers(0, 50, n).astype(dtype)
+    a = mem.of(x)
+    out = mem.zeros(3 * n, dtype)
+
+    def body(it):
+        g = it.get_group()
+        i = it.get_global_id(0)
+        out[3 * i] = sycl.reduce_over_group(g, a[i], op())
+        out[3 * i + 1] = sycl.inclusive_scan_over_group(g, a[i], op())
+        out[3 * i + 2] = sycl.group_broadcast(g, a[i], 5)
+
+    q.parallel_for(sycl.nd_range((n,), (wg,)), body).wait()
+    got = mem.view(out, 3 * n).reshape(-1, wg, 3)
+    groups = x.reshape(-1, wg)
+    for gi, seg in enumerate(groups):
+        np.testing.assert_allclose(got[gi, :, 0], ref(seg))
+        if op is sycl.plus:
+            np.testing.assert_array_equal(got[gi, :, 1], np.cumsum(seg))
+        np.testing.assert_array_equal(got[gi, :, 2], seg[5])
+
+
+@nd_range_kernel(1)
+def iota(start: sycl.float32, ptr: sycl.ptr[sycl.float32]):
+    i = this_work_item.get_nd_item(1).get_global_linear_id()
+    ptr[i] = start + sycl.float32(i)
+
+
+T = typing.TypeVar("T")
+
+
+@nd_range_kernel(1)
+def axpy(alpha: T, x: sycl.ptr[sycl.float64], y: sycl.ptr[sycl.float64], unused: sycl.int32):
+    i = this_work_item.get_nd_item(1).get_global_id(0)
+    y[i] = alpha * x[i] + y[i]
+
+
+@single_task_kernel
+def write_answer(out: sycl.ptr[sycl.int32]):
+    out[0] = 42
+
+
+def test_free_function_kernels(q, mem):
+    dev = q.get_device()
+    a = mem.zeros(64, np.float32)
+    q.execute(build_launch_args(dev, iota, sycl.nd_range((64,), (16,)), (3.5, a)), []).wait()
+    np.testing.assert_array_equal(mem.view(a, 64), 3.5 + np.arange(64))
+
+    x, y = mem.of(np.arange(32.0)), mem.of(np.ones(32))
+    inst = axpy[sycl.float64]
+    q.execute(build_launch_args(dev, inst, sycl.nd_range((32,), (8,)), (2.0, x, y, 7)),
+              []).wait()
+    np.testing.assert_array_equal(mem.view(y, 32), 2 * np.arange(32.0) + 1)
+
+    out = mem.zeros(1, np.int32)
+    q.execute(build_launch_args(dev, write_answer, None, (out,)), []).wait()
+    assert mem.view(out, 1)[0] == 42
+
+
+def test_unused_arguments_cost_nothing(q, mem):
+    from vksycl.compiler.launch import compiled
+
+    used, unused = mem.zeros(8, np.int32), mem.zeros(8, np.int32)
+    big = 12345
+
+    def body(i):
+        if False:
+            unused[i] = big
+        used[i] = i
+
+    ck = compiled(q.get_device(), body, sycl.range(8))
+    refl = ck.reflection()
+    assert refl["num_buffers"] == 1
+    assert [a["path"][1] for a in refl["args"] if a["kind"] != "launch"] == ["used"]
+    inst = axpy[sycl.float64]
+    ck2 = compiled(q.get_device(), inst, sycl.nd_range((32,), (8,)))
+    assert all(a["path"][1] != 3 for a in ck2.reflection()["args"])

@@ -1,0 +1,47 @@
+"""IR passes that run before codegen."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from . import ir
+
+
+def _reads(node: Any, out: set[int]) -> None:
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ir.Read) or isinstance(x, ir.PrivateRoot):
+            out.add(id(x.local))
+        elif isinstance(x, ir.Call):
+            stack.extend(x.args)
+            continue
+        if isinstance(x, list | tuple):
+            stack.extend(x)
+        elif dataclasses.is_dataclass(x) and not isinstance(x, ir.Function | ir.Local):
+            stack.extend(getattr(x, f.name) for f in dataclasses.fields(x)
+                         if f.name not in ("ty", "fn", "param", "shape"))
+
+
+def remove_dead_stores(fn: ir.Function) -> None:
+    """Drop assignments to variables nothing reads (their values have no side effects), so
+    an argument bound to an unused parameter costs no push constant and no binding."""
+    from .codegen import _straight
+
+    read: set[int] = set()
+    _reads(fn.body, read)
+
+    def clean(body: list[ir.Stmt]) -> list[ir.Stmt]:
+        out = []
+        for s in body:
+            if isinstance(s, ir.Assign) and id(s.local) not in read and _straight(s.value):
+                continue
+            if isinstance(s, ir.If):
+                s.then, s.orelse = clean(s.then), clean(s.orelse)
+            elif isinstance(s, ir.Loop):
+                s.pre, s.body, s.step = clean(s.pre), clean(s.body), clean(s.step)
+            out.append(s)
+        return out
+
+    fn.body = clean(fn.body)
