@@ -12,7 +12,7 @@ def _reads(node: Any, out: set[int]) -> None:
     stack = [node]
     while stack:
         x = stack.pop()
-        if isinstance(x, ir.Read) or isinstance(x, ir.PrivateRoot):
+        if isinstance(x, ir.Read | ir.PrivateRoot):
             out.add(id(x.local))
         elif isinstance(x, ir.Call):
             stack.extend(x.args)
