@@ -91,7 +91,9 @@ class Queries:
         table = _METHODS.get(kind, {})
         target = table.get(name)
         if target is None:
-            raise fl.err(node, f"{kind} has no method {name}()")
+            hint = " (it needs an nd_range kernel, whose work-item is an nd_item)" \
+                if kind in ("item", "id") and name in _METHODS["nd_item"] else ""
+            raise fl.err(node, f"{kind} has no method {name}(){hint}")
         if target == "barrier":
             fl.emit(ir.Eval(barrier(2)))
             return PyV(None)
