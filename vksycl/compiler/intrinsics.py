@@ -45,7 +45,7 @@ _SWAP = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast
 # GLSL.std.450 instructions by math name; "f" = float only, the rest pick by type.
 _GLSL_UNARY = {
     "sqrt": "Sqrt", "rsqrt": "InverseSqrt", "sin": "Sin", "cos": "Cos", "tan": "Tan",
-    "asin": "Asin", "acos": "Acos", "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh",
+    "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh",
     "tanh": "Tanh", "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh", "exp": "Exp",
     "exp2": "Exp2", "log": "Log", "log2": "Log2", "floor": "Floor", "ceil": "Ceil",
     "trunc": "Trunc", "fract": "Fract", "degrees": "Degrees", "radians": "Radians",
@@ -352,6 +352,11 @@ class Intrinsics:
         c = lambda v: ir.Const(t, v)
         if name == "pow":
             return self.power(fl, vals[0], vals[1], args[1], node)
+        if name in ("asin", "acos"):  # through atan2, as Vulkan defines their precision
+            root = self.glsl(fl, "Sqrt", t, [ir.Op("OpFMul", t, [
+                ir.Op("OpFSub", t, [c(1.0), x]), ir.Op("OpFAdd", t, [c(1.0), x])])])
+            args = [x, root] if name == "asin" else [root, x]
+            return self.glsl(fl, "Atan2", t, args)
         if name == "rint":
             return round_even(x, t)
         if name == "isnan":

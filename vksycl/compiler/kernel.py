@@ -143,6 +143,9 @@ def _describe(v: Any, seen: set[int], depth: int = 0) -> Any:
     if st is not None:
         return ("struct", repr(st.fields), tuple(_describe(getattr(v, n), seen, depth)
                                                  for n, _ in st.fields))
+    if callable(v):  # builtins, ufuncs, function objects: by name
+        return ("callable", type(v).__qualname__, getattr(v, "__module__", None),
+                getattr(v, "__qualname__", None) or getattr(v, "__name__", repr(v)))
     return ("object", type(v).__module__, type(v).__qualname__,
             repr(getattr(v, "__dict__", ""))[:200])
 
@@ -164,6 +167,7 @@ def _fingerprint(pyfn: Any, seen: set[int], depth: int = 0) -> str:
     except exception:
         return "nosrc:" + getattr(pyfn, "__qualname__", "?")
     h = hashlib.sha256(src.encode())
+    h.update(f"{pyfn.__module__}.{pyfn.__qualname__}".encode())
     g = pyfn.__globals__
     for name in sorted(_names(pyfn.__code__)):
         if name in g:
