@@ -150,7 +150,7 @@ def k_pointer_switch(out, other):
 
 def k_lambda(out):
     def body(i):
-        f = lambda x: x + 1  # noqa: E731  # E:lambda
+        f = lambda x: x + 1  # E:lambda
         out[i] = f(i)
     return body
 
