@@ -1,0 +1,112 @@
+"""Reflection, `spirv()` / `spirv_asm()`, `VKSYCL_DUMP_SPIRV`, and the disk cache shared
+between processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+
+import vksycl as sycl
+from vksycl.compiler import kernel as kernel_cache
+from vksycl.compiler import launch as launch_cache
+from vksycl.compiler.launch import compiled
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_spirv_reflection_and_disassembly(q, mem):
+    a = mem.zeros(16, np.float32)
+    scale = 3.0
+
+    def doubler(i):
+        a[i] = a[i] * scale
+
+    ck = compiled(q.get_device(), doubler, sycl.range(16))
+    blob = ck.spirv()
+    assert blob[:4] == (0x07230203).to_bytes(4, "little")
+    asm = ck.spirv_asm()
+    assert 'OpEntryPoint GLCompute %' in asm and '"__sycl_kernel_doubler"' in asm
+    refl = ck.reflection()
+    assert refl["entry"] == "__sycl_kernel_doubler"
+    assert refl["local_size"] == (128, 1, 1)
+    kinds = {a["path"][1] if a["kind"] != "launch" else "range": a for a in refl["args"]}
+    assert kinds["a"]["kind"] == "ptr" and kinds["a"]["binding"] == 0
+    assert kinds["scale"]["kind"] == "scalar" and kinds["scale"]["dtype"] == "float32"
+    assert refl["device_globals"] == [] and refl["virtual_tables"] == []
+    assert ck.aspects == frozenset()
+
+
+def test_aspects_are_recorded_only_when_used(q, mem):
+    d = mem.zeros(4, np.float64)
+    f = mem.zeros(4, np.float32)
+
+    def uses_fp64(i):
+        d[i] = d[i] + 1.0
+
+    def no_fp64(i):
+        f[i] = f[i] + 1.0
+
+    assert compiled(q.get_device(), uses_fp64, sycl.range(4)).aspects == {"fp64"}
+    assert compiled(q.get_device(), no_fp64, sycl.range(4)).aspects == frozenset()
+    assert "Float64" not in compiled(q.get_device(), no_fp64, sycl.range(4)).spirv_asm()
+
+
+def test_dump_spirv(q, mem, tmp_path, monkeypatch):
+    monkeypatch.setenv("VKSYCL_DUMP_SPIRV", str(tmp_path))
+    monkeypatch.setattr(kernel_cache, "_MEMORY", {})
+    monkeypatch.setattr(launch_cache, "_PREPARED", {})
+    out = mem.zeros(8, np.int32)
+
+    def dumped(i):
+        out[i] = i * 7
+
+    q.parallel_for(sycl.range(8), dumped).wait()
+    np.testing.assert_array_equal(mem.view(out, 8), np.arange(8) * 7)
+    names = sorted(p.suffix for p in tmp_path.iterdir() if p.name.startswith("dumped_"))
+    assert names == [".spv", ".spvasm"]
+
+
+SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import vksycl as sycl
+    from vksycl.compiler import kernel
+
+    calls = []
+    original = kernel.compile_kernel
+    kernel.compile_kernel = lambda *a: calls.append(1) or original(*a)
+
+    def helper(x):
+        return x * x + 1
+
+    q = sycl.queue()
+    out = sycl.malloc_shared(32, np.int32, q)
+
+    def body(i):
+        out[i] = helper(i)
+
+    q.parallel_for(sycl.range(32), body).wait()
+    ok = np.array_equal(np.asarray(out)[:32], np.arange(32) ** 2 + 1)
+    print(len(calls), ok)
+""")
+
+
+def test_disk_cache_is_shared_between_processes(tmp_path):
+    script = tmp_path / "cached_kernel.py"
+    script.write_text(SCRIPT)
+    env = dict(os.environ, VKSYCL_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+    def run() -> str:
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                              text=True, timeout=120, check=True)
+        return done.stdout.strip()
+
+    assert run() == "1 True"   # compiled
+    assert run() == "0 True"   # loaded from disk
+    script.write_text(SCRIPT.replace("x * x + 1", "x * x + 2").replace("** 2 + 1", "** 2 + 2"))
+    assert run() == "1 True"   # a device function changed: compiled again
