@@ -118,7 +118,7 @@ def run(q, tmp_path, tree, flt: bool) -> None:
         "Y": (rng.integers(-8, 9, N) / 2).astype(np.float32),
     }
     with np.errstate(all="ignore"):
-        want = eval(nexpr, {"np": np, **arrays})  # noqa: S307 - generated above
+        want = eval(nexpr, {"np": np, **arrays})
     want = np.broadcast_to(np.asarray(want), (N,))
     out_dtype = np.float32 if flt else np.int32
     ptrs = {k: sycl.malloc_shared(N, v.dtype, q) for k, v in arrays.items()}
