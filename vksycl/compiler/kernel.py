@@ -27,7 +27,7 @@ from ..config import cache_dir
 from ..exceptions import errc, exception
 from .codegen import Codegen, analyse
 from .module import ArgSlot, KernelModule, KernelSpec
-from .source import function_source
+from .source import function_source, source_text
 
 COMPILER_VERSION = "vksycl-compiler-1"
 
@@ -121,7 +121,6 @@ def compile_kernel(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
 # -- caches ----------------------------------------------------------------------------------
 
 _MEMORY: dict[Any, CompiledKernel] = {}
-_DISK_ENV = "VKSYCL_CACHE_DIR"
 
 
 def _describe(v: Any, seen: set[int], depth: int = 0) -> Any:
@@ -163,7 +162,7 @@ def _fingerprint(pyfn: Any, seen: set[int], depth: int = 0) -> str:
         return "rec:" + getattr(pyfn, "__qualname__", "?")
     seen.add(id(pyfn))
     try:
-        src = function_source(pyfn).text
+        src = source_text(pyfn)
     except exception:
         return "nosrc:" + getattr(pyfn, "__qualname__", "?")
     h = hashlib.sha256(src.encode())
@@ -182,15 +181,23 @@ def disk_key(pyfn: Any, spec: KernelSpec) -> str:
     h = hashlib.sha256(_DIGEST.encode())
     h.update(_fingerprint(pyfn, set()).encode())
     h.update(repr(spec).encode())
-    h.update(spirv_gen.tools.version().encode())
+    h.update(_TOOLS_VERSION.encode())
     return h.hexdigest()
 
 
+_TOOLS_VERSION = spirv_gen.tools.version()
+_DIRS: dict[tuple, Path | None] = {}
+
+
 def _disk_dir() -> Path | None:
-    try:
-        return cache_dir("kernels")
-    except OSError:
-        return None
+    env = os.environ
+    key = (env.get("VKSYCL_CACHE_DIR"), env.get("XDG_CACHE_HOME"))
+    if key not in _DIRS:
+        try:
+            _DIRS[key] = cache_dir("kernels")
+        except OSError:
+            _DIRS[key] = None
+    return _DIRS[key]
 
 
 def load_or_compile(pyfn: Any, spec: KernelSpec, memory_key: Any) -> CompiledKernel:

@@ -41,11 +41,12 @@ def _fmt(dtype: np.dtype) -> str:
 class Prepared:
     """A compiled kernel plus everything needed to launch it quickly."""
 
-    __slots__ = ("checked", "ck", "launch_slots", "n", "packer", "ptrs", "scalars")
+    __slots__ = ("checked", "ck", "groups", "launch_slots", "n", "packer", "ptrs", "scalars")
 
     def __init__(self, ck: CompiledKernel, pyfn: Any) -> None:
         self.ck = ck
-        self.checked: set[Any] = set()
+        self.checked: set[int] = set()
+        self.groups: dict[Any, tuple[int, int, int]] = {}
         slots = sorted((a for a in ck.args if a.push_offset >= 0), key=lambda a: a.push_offset)
         fmt, at = "<", 0
         for a in slots:
@@ -275,7 +276,7 @@ def _check(p: Prepared, device: Any) -> None:
             s > m for s, m in zip(ck.local_size, vk.max_compute_work_group_size, strict=True)):
         raise exception(errc.nd_range, f"work-group size {ck.spec.local} exceeds this "
                         "device's limits")
-    p.checked.add(device)
+    p.checked.add(id(vk))
 
 
 def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple | None,
@@ -299,11 +300,19 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
         return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch)
 
     p = _prepare(pyfn, spec_key, spec)
-    if device not in p.checked:
+    vk = device.vulkan
+    if id(vk) not in p.checked:
         _check(p, device)
     buffers, push = p.arguments(pyfn, args or (), launch)
     ck = p.ck
-    return KernelLaunch(ck.name, ck.binary, ck.entry, buffers, push, _groups(ck, launch, device))
+    gkey = (id(vk), launch if kind == "range" else (
+        None if launch is None else tuple(launch.get_global_range())))
+    groups = p.groups.get(gkey)
+    if groups is None:
+        if len(p.groups) > 256:
+            p.groups.clear()
+        groups = p.groups[gkey] = _groups(ck, launch, device)
+    return KernelLaunch(ck.name, ck.binary, ck.entry, buffers, push, groups)
 
 
 def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None) -> KernelLaunch:

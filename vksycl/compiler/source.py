@@ -61,6 +61,28 @@ def _parse_file(filename: str) -> tuple[ast.Module, list[str]]:
     return tree, lines
 
 
+def _last_line(code: Any) -> int:
+    last = code.co_firstlineno
+    for _, _, line in code.co_lines():
+        if line is not None and line > last:
+            last = line
+    for c in code.co_consts:
+        if hasattr(c, "co_lines"):
+            last = max(last, _last_line(c))
+    return last
+
+
+def source_text(fn: Any) -> str:
+    """The lines of a function's source, found from its code object without parsing
+    (what the disk-cache key hashes)."""
+    code = fn.__code__
+    lines = linecache.getlines(code.co_filename)
+    if not lines:
+        raise exception(errc.build, f"{code.co_filename}: the source of a kernel is not "
+                        "available (kernels must be defined in a file)")
+    return "".join(lines[code.co_firstlineno - 1: _last_line(code)])
+
+
 def function_source(fn: Any) -> Source:
     """The AST node and source text of a Python function or lambda."""
     code = getattr(fn, "__code__", None)
