@@ -8,7 +8,9 @@ A standalone package (it knows nothing of SYCL) in four parts:
   ``b.IAdd(t, x, y)``) for any instruction, deduplicated types and constants,
   decorations, names, entry points, execution modes, functions, GLSL.std.450 calls,
   spec constants, automatic capabilities and extensions, and the structured control-flow
-  helpers ``b.if_``, ``b.loop``, ``b.switch`` (:mod:`spirv_gen.control`).
+  helpers ``b.if_``, ``b.loop``, ``b.switch`` (:mod:`spirv_gen.control`); its type and
+  constant methods live in :mod:`spirv_gen.types`, variables and kernel resources
+  (storage buffers, push constants, built-ins) in :mod:`spirv_gen.resources`.
 - :mod:`spirv_gen.reader` — :func:`read` decodes a binary (ours or glslang's) into
   instructions that can be inspected, patched and encoded again.
 - :mod:`spirv_gen.binary` — small edits of encoded modules: ``entry_points``,
