@@ -97,7 +97,7 @@ def compile_times(q: sycl.queue, repeat: int, work: Path) -> list[tuple[int, flo
     return rows
 
 
-def launch_overhead(q: sycl.queue, launches: int) -> tuple[float, float]:
+def launch_overhead(q: sycl.queue, launches: int) -> tuple[float, float, float]:
     import kp
 
     from vksycl.runtime.engine import rename_entry_point
@@ -115,6 +115,13 @@ def launch_overhead(q: sycl.queue, launches: int) -> tuple[float, float]:
     for _ in range(launches):
         q.parallel_for(sycl.range(n), tiny).wait()
     ours = (time.perf_counter() - t) / launches
+    from vksycl.compiler.launch import build_launch
+
+    dev, r = q.get_device(), sycl.range(n)
+    t = time.perf_counter()
+    for _ in range(launches):
+        build_launch(dev, tiny, r)
+    share = (time.perf_counter() - t) / launches
 
     ck = compiled(q.get_device(), tiny, sycl.range(n))
     spirv = rename_entry_point(ck.spirv(), ck.entry, "main")
@@ -134,7 +141,7 @@ def launch_overhead(q: sycl.queue, launches: int) -> tuple[float, float]:
         seq.eval()
     raw = (time.perf_counter() - t) / launches
     sycl.free(x, q)
-    return ours, raw
+    return ours, raw, share
 
 
 def main() -> None:
@@ -150,9 +157,11 @@ def main() -> None:
     print("|---:|---:|---:|---:|")
     for lines, cold, warm, disk in rows:
         print(f"| {lines} | {cold:.2f} | {warm:.4f} | {disk:.3f} |")
-    ours, raw = launch_overhead(q, args.launches)
+    ours, raw, share = launch_overhead(q, args.launches)
     print(f"\neager tiny kernel, launch + wait: vksycl {ours * 1e6:.1f} us, raw kp "
           f"{raw * 1e6:.1f} us, ratio {ours / raw:.2f}x")
+    print(f"of which the compiler's build_launch (cached kernel: fetch arguments, pack push "
+          f"constants, build the command): {share * 1e6:.1f} us")
 
 
 if __name__ == "__main__":
