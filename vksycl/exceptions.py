@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 
 
-class errc(enum.IntEnum):  # noqa: N801 - SYCL spelling
+class errc(enum.IntEnum):
     success = 0
     runtime = 1
     kernel = 2
@@ -23,7 +23,7 @@ class errc(enum.IntEnum):  # noqa: N801 - SYCL spelling
     backend_mismatch = 14
 
 
-class exception(Exception):  # noqa: N801 - SYCL spelling
+class exception(Exception):
     """SYCL's exception: a message and an `errc` code, as `sycl::exception` carries."""
 
     def __init__(self, code: errc, message: str = "") -> None:
@@ -38,7 +38,7 @@ class exception(Exception):  # noqa: N801 - SYCL spelling
         return self._message or self._code.name
 
 
-class exception_list(list):  # noqa: N801 - SYCL spelling
+class exception_list(list):
     """The asynchronous errors handed to a queue's `async_handler`."""
 
 

@@ -1,0 +1,165 @@
+"""Queues, events, host tasks, dependencies, profiling and asynchronous errors."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import vksycl as sycl
+from vksycl import info
+
+
+def test_queue_defaults(q):
+    assert not q.is_in_order()
+    assert q.get_device() == sycl.device()
+    assert q.get_context().has_device(q.get_device())
+    assert sycl.queue(sycl.cpu_selector_v).get_device().is_cpu()
+
+
+def test_queue_on_a_context_without_its_device_is_invalid():
+    dev = sycl.device()
+    ctx = sycl.context(dev)
+    assert sycl.queue(ctx, dev).get_context() is ctx
+    other = sycl.context([dev])
+    with pytest.raises(sycl.exception) as err:
+        sycl.queue(other, object())
+    assert err.value.code() in (sycl.errc.invalid, sycl.errc.runtime)
+
+
+def test_out_of_order_queue_honours_dependencies(q):
+    n = 1 << 16
+    d = sycl.malloc_device(n, sycl.uint32, q)
+    s = sycl.malloc_shared(n, sycl.uint32, q)
+    gate = threading.Event()
+    seen = []
+
+    def slow_writer():
+        gate.wait(5)
+        np.asarray(s)[:] = 7  # the host writes shared memory
+    e0 = q.submit(lambda h: h.host_task(slow_writer))
+    e1 = q.memcpy(d, s, 4 * n, depends_on=e0)          # must wait for the host task
+    e2 = q.fill(s, np.uint32(1), n // 2, depends_on=e1)  # after the copy read s
+    e3 = q.submit(lambda h: (h.depends_on([e1, e2]),
+                             h.host_task(lambda: seen.append(np.asarray(s).copy()))))
+    time.sleep(0.05)
+    assert e1.get_info(info.event.command_execution_status) != \
+        info.event_command_status.complete
+    gate.set()
+    e3.wait()
+    out = np.zeros(n, np.uint32)
+    q.memcpy(out, d, 4 * n).wait()
+    assert np.all(out == 7)
+    expected = np.full(n, 7, np.uint32)
+    expected[: n // 2] = 1
+    assert np.array_equal(seen[0], expected)
+    sycl.free(d, q)
+    sycl.free(s, q)
+
+
+def test_in_order_queue_serialises(ordered_q):
+    q = ordered_q
+    s = sycl.malloc_shared(1024, sycl.int32, q)
+    d = sycl.malloc_device(1024, sycl.int32, q)
+    order = []
+
+    def first():
+        time.sleep(0.1)
+        np.asarray(s)[:] = 41
+        order.append("host")
+    q.submit(lambda h: h.host_task(first))
+    q.memcpy(d, s, 4096)             # no explicit dependency: the queue orders it
+    q.fill(s, np.int32(0), 1024)
+    e = q.memcpy(s, d, 2048)
+    e.wait()
+    q.wait()
+    assert order == ["host"]
+    assert np.all(np.asarray(s)[:512] == 41)
+    assert np.all(np.asarray(s)[512:] == 0)
+    sycl.free(s, q)
+    sycl.free(d, q)
+
+
+def test_event_status_and_static_wait(q):
+    gate = threading.Event()
+    e = q.submit(lambda h: h.host_task(lambda: gate.wait(5)))
+    status = e.get_info(info.event.command_execution_status)
+    assert status in (info.event_command_status.submitted, info.event_command_status.running)
+    gate.set()
+    sycl.event.wait([e])
+    assert e.get_info(info.event.command_execution_status) == info.event_command_status.complete
+
+
+def test_host_task_with_interop_handle(q):
+    got = []
+    q.submit(lambda h: h.host_task(lambda ih: got.append(ih.get_backend()))).wait()
+    assert got == ["vulkan"]
+
+
+def test_handler_takes_one_command(q):
+    a = sycl.malloc_shared(4, sycl.uint8, q)
+
+    def two(h):
+        h.memset(a, 0, 4)
+        h.memset(a, 1, 4)
+    with pytest.raises(sycl.exception) as err:
+        q.submit(two)
+    assert err.value.code() == sycl.errc.invalid
+    sycl.free(a, q)
+
+
+def test_empty_command_group_and_barrier(q):
+    q.submit(lambda h: None).wait()
+    gate = threading.Event()
+    e0 = q.submit(lambda h: h.host_task(lambda: gate.wait(5)))
+    b = q.ext_oneapi_submit_barrier([e0])
+    assert not b.is_complete()
+    gate.set()
+    b.wait()
+    assert e0.is_complete()
+
+
+def test_profiling_timestamps_are_ordered_and_non_zero():
+    q = sycl.queue(property_list=[sycl.property.queue.enable_profiling()])
+    d = sycl.malloc_device(1 << 22, sycl.uint8, q)
+    events = [q.memset(d, i, 1 << 22) for i in range(3)]
+    q.wait()
+    ends = []
+    for e in events:
+        submit = e.get_profiling_info(info.event_profiling.command_submit)
+        start = e.get_profiling_info(info.event_profiling.command_start)
+        end = e.get_profiling_info(info.event_profiling.command_end)
+        assert 0 < submit <= start < end
+        ends.append(end)
+    assert ends == sorted(ends)
+    sycl.free(d, q)
+
+
+def test_profiling_needs_the_property(q):
+    a = sycl.malloc_device(16, sycl.uint8, q)
+    e = q.memset(a, 0, 16)
+    with pytest.raises(sycl.exception) as err:
+        e.get_profiling_info(info.event_profiling.command_start)
+    assert err.value.code() == sycl.errc.invalid
+    sycl.free(a, q)
+
+
+def test_async_errors_reach_the_handler():
+    caught = []
+    q = sycl.queue(async_handler=lambda errors: caught.extend(errors))
+
+    def boom():
+        raise ValueError("host task failed")
+    q.submit(lambda h: h.host_task(boom))
+    q.wait_and_throw()
+    assert len(caught) == 1 and isinstance(caught[0], ValueError)
+    q.wait_and_throw()
+    assert len(caught) == 1
+
+
+def test_async_errors_raise_without_a_handler():
+    q = sycl.queue()
+    q.submit(lambda h: h.host_task(lambda: 1 / 0))
+    with pytest.raises(sycl.exception) as err:
+        q.wait_and_throw()
+    assert err.value.code() == sycl.errc.runtime

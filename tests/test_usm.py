@@ -1,0 +1,148 @@
+"""USM allocation, pointers, host access and every error path of memory operations."""
+
+import numpy as np
+import pytest
+
+import vksycl as sycl
+
+
+def code_of(fn):
+    with pytest.raises(sycl.exception) as err:
+        fn()
+    return err.value.code()
+
+
+def test_allocation_kinds_and_queries(q):
+    ctx = q.get_context()
+    d = sycl.malloc_device(10, sycl.float32, q)
+    h = sycl.malloc_host(10, np.float32, q)
+    s = sycl.malloc_shared(10, sycl.float32, q.get_device(), ctx)
+    assert sycl.get_pointer_type(d, ctx) == sycl.usm.alloc.device
+    assert sycl.get_pointer_type(h, ctx) == sycl.usm.alloc.host
+    assert sycl.get_pointer_type(s, ctx) == sycl.usm.alloc.shared
+    assert sycl.get_pointer_type(np.zeros(3), ctx) == sycl.usm.alloc.unknown
+    assert sycl.get_pointer_device(d, ctx) == q.get_device()
+    assert sycl.get_pointer_type(d, sycl.context(q.get_device())) == sycl.usm.alloc.unknown
+    untyped = sycl.malloc_device(33, q)
+    assert untyped.dtype == np.uint8 and untyped.allocation.nbytes == 33
+    explicit = sycl.malloc(8, sycl.int64, q, sycl.usm.alloc.shared)
+    assert sycl.get_pointer_type(explicit, ctx) == sycl.usm.alloc.shared
+    aligned = sycl.aligned_alloc_device(64, 5, sycl.int32, q)
+    assert aligned.allocation.nbytes == 20
+    for p in (d, h, s, untyped, explicit, aligned):
+        sycl.free(p, q)
+    assert sycl.get_pointer_type(d, ctx) == sycl.usm.alloc.unknown
+
+
+def test_zero_count_gives_null_and_free_accepts_it(q):
+    assert sycl.malloc_device(0, sycl.float32, q) is None
+    sycl.free(None, q)
+
+
+def test_pointer_arithmetic_and_comparison(q):
+    a = sycl.malloc_shared(100, sycl.float64, q)
+    b = a + 10
+    assert b.byte_offset == 80 and (b - a) == 10 and (b - 3) - a == 7
+    assert a < b and b > a and a + 10 == b and a != b and hash(a + 10) == hash(b)
+    assert isinstance(a, sycl.ptr)
+    np.asarray(a)[:] = np.arange(100)
+    assert b[0] == 10.0 and b[-1] == 9.0
+    b[5] = -1.0
+    assert np.asarray(a)[15] == -1.0
+    view = np.asarray(b)
+    assert view.shape == (90,) and view[0] == 10.0
+    assert a.astype(sycl.uint8)[8] == np.float64(1.0).tobytes()[0]
+    sycl.free(a, q)
+
+
+def test_host_views_are_live(q):
+    h = sycl.malloc_host(8, sycl.int32, q)
+    d = sycl.malloc_device(8, sycl.int32, q)
+    np.asarray(h)[:] = np.arange(8)
+    q.memcpy(d, h, 32).wait()
+    q.fill(h, np.int32(0), 8).wait()
+    assert np.all(np.asarray(h) == 0)
+    q.memcpy(h, d, 32).wait()
+    assert np.array_equal(np.asarray(h), np.arange(8))
+    sycl.free(h, q)
+    sycl.free(d, q)
+
+
+def test_device_memory_is_not_host_accessible(q):
+    d = sycl.malloc_device(4, sycl.int32, q)
+    assert code_of(lambda: d[0]) == sycl.errc.invalid
+    assert code_of(lambda: np.asarray(d)) == sycl.errc.invalid
+    sycl.free(d, q)
+
+
+def test_host_indexing_is_bounds_checked(q):
+    s = sycl.malloc_shared(4, sycl.int32, q)
+    assert code_of(lambda: s[4]) == sycl.errc.invalid
+    assert code_of(lambda: (s - 1)[0]) == sycl.errc.invalid
+    sycl.free(s, q)
+
+
+def test_memory_errors_run_nothing(q):
+    src = sycl.malloc_shared(16, sycl.uint8, q)
+    dst = sycl.malloc_shared(16, sycl.uint8, q)
+    np.asarray(src)[:] = 1
+    np.asarray(dst)[:] = 9
+    cases = [
+        lambda: q.memcpy(dst, src, 17),                       # overrun both
+        lambda: q.memcpy(dst + 8, src, 9),                    # overrun the destination
+        lambda: q.memcpy(dst, src + 15, 2),                   # overrun the source
+        lambda: q.memcpy(dst, None, 4),                       # null
+        lambda: q.memcpy(dst, src, -1),                       # negative size
+        lambda: q.memcpy(dst, [1, 2, 3], 3),                  # not memory
+        lambda: q.memcpy(np.zeros(4, np.uint8)[::2], src, 2),  # not contiguous
+        lambda: q.fill(dst, b"", 4),                          # empty pattern
+        lambda: q.fill(dst, np.uint32(1), 5),                 # 20 bytes into 16
+        lambda: q.memset(dst - 1, 0, 4),                      # before the allocation
+        lambda: q.copy(src, dst, 17),
+    ]
+    readonly = np.zeros(16, np.uint8)
+    readonly.flags.writeable = False
+    cases.append(lambda: q.memcpy(readonly, src, 4))
+    for case in cases:
+        assert code_of(case) == sycl.errc.invalid
+    q.wait()
+    assert np.all(np.asarray(dst) == 9)
+    sycl.free(src, q)
+    sycl.free(dst, q)
+
+
+def test_freed_and_foreign_pointers(q):
+    a = sycl.malloc_device(16, sycl.uint8, q)
+    b = sycl.malloc_device(16, sycl.uint8, q)
+    sycl.free(a, q)
+    assert code_of(lambda: q.memcpy(b, a, 4)) == sycl.errc.invalid
+    assert code_of(lambda: q.memset(a, 0, 4)) == sycl.errc.invalid
+    assert code_of(lambda: sycl.free(a, q)) == sycl.errc.invalid
+    assert code_of(lambda: sycl.free(b + 1, q)) == sycl.errc.invalid
+    other = sycl.queue(sycl.context(q.get_device()), q.get_device())
+    foreign = sycl.malloc_device(16, sycl.uint8, other)
+    assert code_of(lambda: q.memcpy(b, foreign, 4)) == sycl.errc.invalid
+    assert code_of(lambda: sycl.free(foreign, q)) == sycl.errc.invalid
+    sycl.free(foreign, other)
+    sycl.free(b, q)
+
+
+def test_allocation_too_large_for_the_device(q):
+    huge = q.get_device().get_info(sycl.info.device.global_mem_size) * 4
+    assert code_of(lambda: sycl.malloc_device(huge, sycl.uint8, q)) == \
+        sycl.errc.memory_allocation
+
+
+def test_bad_allocation_arguments(q):
+    assert code_of(lambda: sycl.malloc_device(-1, sycl.uint8, q)) == sycl.errc.invalid
+    assert code_of(lambda: sycl.malloc_device(4, sycl.uint8)) == sycl.errc.invalid
+    assert code_of(lambda: sycl.malloc(4, sycl.uint8, q)) == sycl.errc.invalid
+    assert code_of(lambda: sycl.aligned_alloc_device(3, 4, q)) == sycl.errc.invalid
+
+
+def test_prefetch_and_mem_advise_check_and_order(q):
+    a = sycl.malloc_shared(64, sycl.uint8, q)
+    q.prefetch(a, 64).wait()
+    q.mem_advise(a, 64, 0).wait()
+    assert code_of(lambda: q.prefetch(a, 65)) == sycl.errc.invalid
+    sycl.free(a, q)

@@ -1,0 +1,45 @@
+"""Property objects: `sycl.property.queue.in_order()` and friends. A property list is a
+plain list of them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+
+class Property:
+    """A property: equal to another of the same class and arguments."""
+
+    __slots__ = ()
+
+    def _args(self) -> tuple:
+        return tuple(getattr(self, s) for s in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._args() == self._args()
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._args()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}{self._args()!r}"
+
+
+class _queue_properties:
+    class in_order(Property):
+        __slots__ = ()
+
+    class enable_profiling(Property):
+        __slots__ = ()
+
+
+class property:
+    queue = _queue_properties
+
+
+def find(properties: Iterable[Any] | None, kind: type) -> Any:
+    """The property of class `kind` in a property list, or None."""
+    for p in properties or ():
+        if isinstance(p, kind):
+            return p
+    return None

@@ -1,0 +1,85 @@
+"""The command model: every submission, eager or recorded into a graph, is a Command.
+
+A command lowers to steps: `GpuStep`s (dispatches that can be recorded into any sequence)
+and `HostStep`s (Python that must run on the host, after the GPU work before it). The
+scheduler runs the steps of eager commands at once; a graph lowers its commands once and
+pre-records the GPU steps between host steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .engine import Buffer, Dispatch, Engine
+
+
+@dataclass
+class GpuStep:
+    dispatches: list[Dispatch]
+
+
+@dataclass
+class HostStep:
+    run: Callable[[], None]
+
+
+Step = GpuStep | HostStep
+
+
+class LowerContext:
+    """What lowering needs besides the command: the engine, and host-visible staging
+    buffers for copies to and from numpy memory (shared for eager work, owned by a graph)."""
+
+    def __init__(self, engine: Engine, staging: Callable[[int], Buffer]) -> None:
+        self.engine = engine
+        self.staging = staging
+
+
+class Command:
+    """A unit of work with a SYCL command type; subclasses say how it lowers."""
+
+    command_type = "command"
+    needs_staging = False
+
+    def lower(self, ctx: LowerContext) -> list[Step]:
+        return []
+
+
+@dataclass
+class KernelLaunch(Command):
+    """A compute dispatch of a compiled kernel."""
+
+    name: str
+    spirv: bytes
+    entry: str
+    buffers: list[Buffer]
+    push_constants: bytes
+    groups: tuple[int, int, int]
+    command_type = "kernel"
+
+    def lower(self, ctx: LowerContext) -> list[Step]:
+        program = ctx.engine.program(self.spirv, self.entry)
+        return [GpuStep([ctx.engine.dispatch(program, self.buffers, self.groups,
+                                             self.push_constants)])]
+
+
+@dataclass
+class HostTask(Command):
+    """`handler.host_task`: Python run on the host once its dependencies completed."""
+
+    fn: Callable[..., Any]
+    args: tuple = field(default=())
+    command_type = "host_task"
+
+    def lower(self, ctx: LowerContext) -> list[Step]:
+        return [HostStep(lambda: self.fn(*self.args))]
+
+
+@dataclass
+class Barrier(Command):
+    """No work: an empty command group, `ext_oneapi_submit_barrier`, prefetch, mem_advise."""
+
+    command_type: str = "barrier"

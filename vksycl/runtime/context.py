@@ -1,0 +1,73 @@
+"""`sycl.context`, and the per-device scheduler every context on that device shares."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..exceptions import errc, exception
+from .engine import Engine
+from .scheduler import Scheduler
+from .usm import Allocation, Registry
+
+_schedulers: dict[Any, Scheduler] = {}
+_schedulers_lock = threading.Lock()
+
+
+def scheduler_for(device: Any) -> Scheduler:
+    """The device's scheduler, and with it its Kompute manager: one per process."""
+    with _schedulers_lock:
+        sched = _schedulers.get(device)
+        if sched is None:
+            vk = device.vulkan
+            engine = Engine(vk.index, vk.timestamp_period)
+            sched = Scheduler(engine, min(vk.max_storage_buffer_range,
+                                          vk.max_memory_allocation_size))
+            _schedulers[device] = sched
+        return sched
+
+
+class context:
+    """A set of devices sharing USM allocations."""
+
+    def __init__(self, devices: Any = None, async_handler: Any = None) -> None:
+        from ..platform_device import device as device_cls
+
+        if devices is None:
+            devices = [device_cls()]
+        elif isinstance(devices, device_cls):
+            devices = [devices]
+        self._devices = list(devices)
+        if not self._devices:
+            raise exception(errc.invalid, "a context needs at least one device")
+        self._async_handler = async_handler
+        self._usm = Registry()
+
+    def get_devices(self) -> list:
+        return list(self._devices)
+
+    def get_platform(self) -> Any:
+        return self._devices[0].get_platform()
+
+    def has_device(self, dev: Any) -> bool:
+        return dev in self._devices
+
+    def owns(self, a: Allocation) -> bool:
+        return self._usm.owns(a)
+
+    def _register(self, a: Allocation) -> None:
+        self._usm.add(a)
+
+    def _unregister(self, a: Allocation) -> None:
+        self._usm.remove(a)
+
+
+_default_contexts: dict[Any, context] = {}
+
+
+def default_context(platform: Any) -> context:
+    """The platform's default context (`ext_oneapi_get_default_context`)."""
+    ctx = _default_contexts.get(platform)
+    if ctx is None:
+        ctx = _default_contexts[platform] = context(platform.get_devices())
+    return ctx

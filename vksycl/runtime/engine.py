@@ -1,0 +1,277 @@
+"""The Kompute engine: the one module that imports `kp`.
+
+Everything the runtime asks of Vulkan goes through an `Engine` (one per physical device):
+buffers, cached pipelines, dispatch ops, and submissions drawn from a pool of reusable
+sequences. Nothing here knows about SYCL commands; it only moves bytes and runs shaders.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import logging
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..exceptions import errc, exception
+
+_log = logging.getLogger("vksycl.engine")
+
+# kp installs a root logging handler on import; keep its chatter out of users' logs.
+import kp  # noqa: E402
+
+logging.getLogger("kp").setLevel(logging.ERROR)
+
+_WORD = 4
+_MAX_IN_FLIGHT = 64
+_PIPELINE_CACHE_SIZE = 1024
+
+
+@dataclass(eq=False)
+class Buffer:
+    """A Vulkan storage buffer of `nbytes` (rounded up to whole words)."""
+
+    tensor: kp.Tensor
+    nbytes: int
+    host: np.ndarray | None  # a live uint8 view of host-visible memory, else None
+    released: bool = False
+
+
+@dataclass(eq=False)
+class Program:
+    """SPIR-V ready for Kompute: its entry point renamed to "main" where needed."""
+
+    spirv: bytes
+    key: bytes = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.key = hashlib.blake2b(self.spirv, digest_size=16).digest()
+
+
+class Dispatch:
+    """One recorded dispatch: a pipeline bound to buffers, with its push constants."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: kp.OpAlgoDispatch) -> None:
+        self.op = op
+
+
+class Submission:
+    """Work handed to the device queue; `wait` returns its sequence to the pool once."""
+
+    __slots__ = ("_engine", "_lock", "_sequence", "_timed", "_timestamps")
+
+    def __init__(self, engine: Engine, sequence: kp.Sequence, timed: bool) -> None:
+        self._engine = engine
+        self._sequence: kp.Sequence | None = sequence
+        self._timestamps: list[int] | None = None
+        self._timed = timed
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        with self._lock:
+            seq = self._sequence
+            if seq is None:
+                return
+            seq.eval_await()
+            self._finish(seq)
+
+    def done(self) -> bool:
+        with self._lock:
+            seq = self._sequence
+            if seq is None:
+                return True
+            seq.eval_await(0)
+            if seq.is_running():
+                return False
+            self._finish(seq)
+            return True
+
+    def _finish(self, seq: kp.Sequence) -> None:
+        if self._timed:
+            period = self._engine.timestamp_period
+            self._timestamps = [int(t * period) for t in seq.get_timestamps()]
+        self._sequence = None
+        self._engine._recycle(seq, self._timed)
+
+    def timestamps_ns(self) -> list[int]:
+        """Device timestamps in nanoseconds: the start, then one after each dispatch."""
+        self.wait()
+        return self._timestamps or []
+
+
+class Engine:
+    """One Vulkan device driven through one `kp.Manager`."""
+
+    def __init__(self, index: int, timestamp_period: float = 1.0, max_timestamps: int = 0):
+        self.index = index
+        self.timestamp_period = timestamp_period
+        self._max_timestamps = max(max_timestamps, 2)
+        self._manager = kp.Manager(index)
+        self._submit_lock = threading.Lock()
+        self._pool: dict[bool, list[kp.Sequence]] = {False: [], True: []}
+        self._in_flight: collections.deque[Submission] = collections.deque()
+        self._pipelines: collections.OrderedDict[tuple, kp.Algorithm] = (
+            collections.OrderedDict()
+        )
+        self._pipelines_by_buffer: dict[int, set[tuple]] = collections.defaultdict(set)
+        self._programs: dict[bytes, Program] = {}
+
+    # -- memory -----------------------------------------------------------------------
+    def buffer(self, nbytes: int, host_visible: bool) -> Buffer:
+        """A new buffer; raises errc.memory_allocation when the device cannot satisfy it."""
+        words = max(1, -(-nbytes // _WORD))
+        kind = kp.TensorTypes.host if host_visible else kp.TensorTypes.storage
+        # np.zeros is lazily paged: for device-local buffers nothing is touched.
+        try:
+            tensor = self._manager.tensor_t(np.zeros(words, dtype=np.uint32), kind)
+        except Exception as err:  # vulkan-hpp raises std exceptions as RuntimeError
+            raise exception(
+                errc.memory_allocation,
+                f"the device could not allocate {nbytes} bytes ({err})",
+            ) from None
+        host = tensor.data().view(np.uint8) if host_visible else None
+        return Buffer(tensor, words * _WORD, host)
+
+    def release(self, buffer: Buffer) -> None:
+        """Frees a buffer now, and forgets every pipeline bound to it."""
+        if buffer.released:
+            return
+        buffer.released = True
+        for key in self._pipelines_by_buffer.pop(id(buffer), ()):
+            self._pipelines.pop(key, None)
+        buffer.host = None
+        buffer.tensor.destroy()
+
+    # -- programs and pipelines ---------------------------------------------------------
+    def program(self, spirv: bytes, entry: str = "main") -> Program:
+        key = hashlib.blake2b(spirv + entry.encode(), digest_size=16).digest()
+        prog = self._programs.get(key)
+        if prog is None:
+            if entry != "main":
+                spirv = rename_entry_point(spirv, entry, "main")
+            prog = self._programs[key] = Program(spirv)
+        return prog
+
+    def dispatch(
+        self,
+        program: Program,
+        buffers: Sequence[Buffer],
+        groups: tuple[int, int, int],
+        push_constants: bytes = b"",
+    ) -> Dispatch:
+        """A dispatch op; the pipeline for (program, buffers, groups) is built once."""
+        push = np.frombuffer(push_constants, dtype=np.uint32) if push_constants else _NO_PUSH
+        key = (program.key, tuple(id(b) for b in buffers), groups, push.size)
+        algo = self._pipelines.get(key)
+        if algo is None:
+            algo = self._build_pipeline(key, program, buffers, groups, push)
+        else:
+            self._pipelines.move_to_end(key)
+        return Dispatch(kp.OpAlgoDispatch(algo, push))
+
+    def _build_pipeline(self, key, program, buffers, groups, push) -> kp.Algorithm:
+        for b in buffers:
+            if b.released:
+                raise exception(errc.invalid, "a kernel argument points to freed memory")
+        algo = self._manager.algorithm(
+            [b.tensor for b in buffers], program.spirv, list(groups), _NO_PUSH, push
+        )
+        self._pipelines[key] = algo
+        for b in buffers:
+            self._pipelines_by_buffer[id(b)].add(key)
+        while len(self._pipelines) > _PIPELINE_CACHE_SIZE:
+            self._pipelines.popitem(last=False)
+        return algo
+
+    # -- submission ----------------------------------------------------------------------
+    def submit(self, dispatches: Iterable[Dispatch], timed: bool = False) -> Submission:
+        """Records the dispatches into a pooled sequence and submits it."""
+        ops = [d.op for d in dispatches]
+        seq = self._take_sequence(timed, len(ops))
+        for op in ops:
+            seq.record(op)
+        with self._submit_lock:
+            seq.eval_async()
+        sub = Submission(self, seq, timed)
+        self._in_flight.append(sub)
+        return sub
+
+    def record(self, dispatches: Iterable[Dispatch], timed: bool = False) -> Recording:
+        """A sequence recorded once and submitted many times (command-graph replay)."""
+        ops = [d.op for d in dispatches]
+        seq = self._manager.sequence(0, len(ops) + 1) if timed else self._manager.sequence()
+        for op in ops:
+            seq.record(op)
+        return Recording(self, seq, timed)
+
+    def _take_sequence(self, timed: bool, n_ops: int) -> kp.Sequence:
+        if len(self._in_flight) >= _MAX_IN_FLIGHT:
+            self._in_flight.popleft().wait()
+        pool = self._pool[timed]
+        if not pool:
+            self._reclaim()
+        if timed and n_ops + 1 > self._max_timestamps:
+            self._pool[True].clear()
+            self._max_timestamps = n_ops + 1
+        if pool:
+            seq = pool.pop()
+            seq.clear()
+            return seq
+        if timed:
+            return self._manager.sequence(0, self._max_timestamps)
+        return self._manager.sequence()
+
+    def _reclaim(self) -> None:
+        while self._in_flight and self._in_flight[0].done():
+            self._in_flight.popleft()
+
+    def _recycle(self, seq: kp.Sequence, timed: bool) -> None:
+        self._pool[timed].append(seq)
+
+    def synchronize(self) -> None:
+        while self._in_flight:
+            self._in_flight.popleft().wait()
+
+    def device_properties(self) -> dict:
+        return self._manager.get_device_properties()
+
+
+class Recording:
+    """A pre-recorded sequence: each `submit` replays the same command buffer."""
+
+    def __init__(self, engine: Engine, sequence: kp.Sequence, timed: bool) -> None:
+        self._engine = engine
+        self._sequence = sequence
+        self._timed = timed
+
+    def submit(self) -> Submission:
+        with self._engine._submit_lock:
+            self._sequence.eval_async()
+        return _ReplaySubmission(self._engine, self._sequence, self._timed)
+
+
+class _ReplaySubmission(Submission):
+    """A submission of a recording: the sequence stays with its recording after the wait."""
+
+    __slots__ = ()
+
+    def _finish(self, seq: kp.Sequence) -> None:
+        if self._timed:
+            period = self._engine.timestamp_period
+            self._timestamps = [int(t * period) for t in seq.get_timestamps()]
+        self._sequence = None
+
+
+_NO_PUSH = np.zeros(0, dtype=np.uint32)
+
+
+def rename_entry_point(spirv: bytes, old: str, new: str) -> bytes:
+    """Kompute binds the entry point "main" only: rename the kernel's entry point."""
+    from spirv_gen.binary import rename_entry_point as rename
+
+    return rename(spirv, old, new)

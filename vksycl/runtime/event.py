@@ -1,0 +1,109 @@
+"""`sycl.event`: the completion and profiling of one command."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from .. import info
+from ..exceptions import errc, exception
+from ..info import event_command_status
+
+if TYPE_CHECKING:
+    from .engine import Engine, Submission
+
+
+class _wait_method:
+    """`e.wait()` waits for one event; `sycl.event.wait([e1, e2])` for a list, as in SYCL."""
+
+    def __get__(self, obj: event | None, owner: type) -> Any:
+        if obj is None:
+            return _wait_all
+        return obj._wait
+
+
+def _wait_all(events: Iterable[event]) -> None:
+    for e in events:
+        e._wait()
+
+
+class event:
+    __slots__ = (
+        "__weakref__",
+        "_engine",
+        "_error",
+        "_issued",
+        "_profiling",
+        "_submission",
+        "_times",
+    )
+
+    wait = _wait_method()
+
+    def __init__(self, engine: Engine | None = None, profiling: bool = False) -> None:
+        self._engine = engine
+        self._issued = threading.Event()  # every step handed to the device or run
+        self._submission: Submission | None = None
+        self._error: BaseException | None = None
+        self._profiling = profiling
+        # submit, start, end (ns), or a function computing them once the work is done
+        self._times: list[int] | Callable[[], list[int]] | None = None
+
+    @classmethod
+    def completed(cls) -> event:
+        e = cls()
+        e._issued.set()
+        return e
+
+    # -- state -------------------------------------------------------------------------
+    def _wait(self) -> None:
+        self._issued.wait()
+        if self._submission is not None:
+            self._submission.wait()
+
+    def wait_and_throw(self) -> None:
+        self._wait()
+        if self._error is not None:
+            raise self._error
+
+    def is_complete(self) -> bool:
+        return self._issued.is_set() and (self._submission is None or self._submission.done())
+
+    def ordered_on(self, engine: Engine) -> bool:
+        """True when work submitted to `engine` from now on runs after this event's work:
+        it completed, or its GPU work is already in that engine's queue."""
+        if not self._issued.is_set():
+            return False
+        return self._engine is engine or self.is_complete()
+
+    def get_info(self, param: Any) -> Any:
+        if param is info.event.command_execution_status:
+            if self.is_complete():
+                return event_command_status.complete
+            return (event_command_status.running if self._issued.is_set()
+                    else event_command_status.submitted)
+        raise exception(errc.invalid, f"unknown event info descriptor {param!r}")
+
+    def get_profiling_info(self, param: Any) -> int:
+        if not self._profiling:
+            raise exception(errc.invalid, "profiling information needs a queue constructed "
+                            "with sycl.property.queue.enable_profiling()")
+        self._wait()
+        if callable(self._times):
+            self._times = self._times()
+        times = self._times or [0, 0, 0]
+        keys = (info.event_profiling.command_submit, info.event_profiling.command_start,
+                info.event_profiling.command_end)
+        for key, value in zip(keys, times, strict=True):
+            if param is key:
+                return value
+        raise exception(errc.invalid, f"unknown profiling descriptor {param!r}")
+
+    def get_wait_list(self) -> list[event]:
+        return []
+
+
+def host_now_ns() -> int:
+    return time.perf_counter_ns()

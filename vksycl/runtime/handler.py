@@ -1,0 +1,142 @@
+"""`sycl.handler`: a command group collects its dependencies and exactly one command."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..exceptions import errc, exception
+from . import memops
+from .commands import Barrier, Command, HostTask
+from .event import event
+
+if TYPE_CHECKING:
+    from .queue import queue as Queue
+
+
+class interop_handle:
+    """What a host task may ask of the backend: here, the queue's device and context."""
+
+    def __init__(self, q: Queue) -> None:
+        self._queue = q
+
+    def get_backend(self) -> str:
+        return "vulkan"
+
+    def get_native_queue(self) -> Queue:
+        return self._queue
+
+
+class handler:
+    def __init__(self, q: Queue) -> None:
+        self._queue = q
+        self._deps: list[event] = []
+        self.command: Command | None = None
+        self._kernel_args: dict[int, Any] = {}
+
+    # -- dependencies ----------------------------------------------------------------
+    def depends_on(self, events: event | Iterable[event]) -> None:
+        if isinstance(events, event):
+            self._deps.append(events)
+            return
+        for e in events:
+            if not isinstance(e, event):
+                raise exception(errc.invalid, f"depends_on expects events, got {type(e).__name__}")
+            self._deps.append(e)
+
+    @property
+    def dependencies(self) -> list[event]:
+        return self._deps
+
+    def _set(self, command: Command) -> None:
+        if self.command is not None:
+            raise exception(errc.invalid, "a command group may submit only one command")
+        self.command = command
+
+    # -- kernels ---------------------------------------------------------------------
+    def single_task(self, kernel: Callable, properties: Any = None) -> None:
+        self._set(self._launch(kernel, None, properties))
+
+    def parallel_for(self, launch: Any, kernel: Callable, properties: Any = None) -> None:
+        from ..ranges import nd_range, range
+
+        if isinstance(launch, int | tuple | list):
+            launch = range(launch)
+        if not isinstance(launch, range | nd_range):
+            raise exception(errc.invalid, "parallel_for expects a sycl.range or sycl.nd_range, "
+                            f"got {type(launch).__name__}")
+        self._set(self._launch(kernel, launch, properties))
+
+    def _launch(self, kernel: Callable, launch: Any, properties: Any) -> Command:
+        from ..compiler.launch import build_launch
+
+        return build_launch(self._queue.get_device(), kernel, launch, properties)
+
+    def host_task(self, fn: Callable[..., Any]) -> None:
+        try:
+            wants_handle = len(inspect.signature(fn).parameters) == 1
+        except (TypeError, ValueError):
+            wants_handle = False
+        args = (interop_handle(self._queue),) if wants_handle else ()
+        self._set(HostTask(fn, args))
+
+    # -- memory ----------------------------------------------------------------------
+    def memcpy(self, dest: Any, src: Any, num_bytes: int) -> None:
+        n = int(num_bytes)
+        s = memops.resolve(src, n, self._queue, "memcpy source", writable=False)
+        d = memops.resolve(dest, n, self._queue, "memcpy destination", writable=True)
+        self._set(memops.MemCopy(s, d))
+
+    def copy(self, src: Any, dest: Any, count: int) -> None:
+        """`copy(src, dest, count)`: count elements of the source's element type."""
+        self.memcpy(dest, src, int(count) * _itemsize(src, dest))
+
+    def memset(self, ptr: Any, value: int, num_bytes: int) -> None:
+        d = memops.resolve(ptr, int(num_bytes), self._queue, "memset", writable=True)
+        self._set(memops.Fill(d, bytes([int(value) & 0xFF])))
+
+    def fill(self, ptr: Any, pattern: Any, count: int) -> None:
+        raw = _pattern_bytes(ptr, pattern)
+        d = memops.resolve(ptr, int(count) * len(raw), self._queue, "fill", writable=True)
+        self._set(memops.Fill(d, raw))
+
+    def prefetch(self, ptr: Any, num_bytes: int) -> None:
+        memops.resolve(ptr, int(num_bytes), self._queue, "prefetch", writable=False)
+        self._set(Barrier("prefetch"))
+
+    def mem_advise(self, ptr: Any, num_bytes: int, advice: int) -> None:
+        memops.resolve(ptr, int(num_bytes), self._queue, "mem_advise", writable=False)
+        self._set(Barrier("mem_advise"))
+
+    def ext_oneapi_barrier(self, events: Iterable[event] = ()) -> None:
+        self.depends_on(list(events))
+        self._set(Barrier())
+
+
+def _itemsize(src: Any, dest: Any) -> int:
+    for side in (src, dest):
+        dtype = getattr(side, "dtype", None)
+        if dtype is not None:
+            return np.dtype(dtype).itemsize
+    return 1
+
+
+def _pattern_bytes(ptr: Any, pattern: Any) -> bytes:
+    """The bytes of one fill pattern: a numpy scalar or array, bytes, or a Python number
+    taken as the pointer's element type."""
+    if isinstance(pattern, bytes | bytearray):
+        raw = bytes(pattern)
+    elif isinstance(pattern, np.generic | np.ndarray):
+        raw = np.ascontiguousarray(pattern).tobytes()
+    elif isinstance(pattern, int | float | bool):
+        raw = np.asarray(pattern, dtype=getattr(ptr, "dtype", np.uint8)).tobytes()
+    elif hasattr(pattern, "tobytes"):
+        raw = pattern.tobytes()
+    else:
+        raise exception(errc.invalid, f"cannot fill with a {type(pattern).__name__}")
+    if not raw:
+        raise exception(errc.invalid, "the fill pattern is empty")
+    return raw

@@ -1,0 +1,150 @@
+"""The USM allocation functions: `malloc_device`, `malloc_host`, `malloc_shared`,
+`aligned_alloc_*`, `malloc`, `free`, `get_pointer_type`, `get_pointer_device`.
+
+Each takes SYCL's argument orders: (count, type, queue), (count, type, device, context),
+and the untyped (num_bytes, queue) / (num_bytes, device, context).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from .. import info
+from ..exceptions import errc, exception
+from ..types import as_dtype
+from .context import context, scheduler_for
+from .usm import Allocation, alloc, ptr
+
+
+def _where(args: tuple) -> tuple[np.dtype, Any, context]:
+    """(element type, device, context) from the arguments after the count."""
+    from .queue import queue
+
+    dtype = np.dtype(np.uint8)
+    if args and not isinstance(args[0], queue | context) and not _is_device(args[0]):
+        dtype, args = as_dtype(args[0]), args[1:]
+    if len(args) == 1 and isinstance(args[0], queue):
+        return dtype, args[0].get_device(), args[0].get_context()
+    if len(args) == 2 and _is_device(args[0]) and isinstance(args[1], context):
+        dev, ctx = args
+        if not ctx.has_device(dev):
+            raise exception(errc.invalid, "the device is not in the context")
+        return dtype, dev, ctx
+    raise exception(errc.invalid, "expected (count, [type,] queue) or "
+                    "(count, [type,] device, context)")
+
+
+def _is_device(obj: Any) -> bool:
+    from ..platform_device import device
+
+    return isinstance(obj, device)
+
+
+def _allocate(count: int, args: tuple, kind: alloc, alignment: int = 0) -> ptr | None:
+    dtype, dev, ctx = _where(args)
+    count = int(count)
+    if count < 0:
+        raise exception(errc.invalid, f"cannot allocate a negative count ({count})")
+    if alignment and (alignment & (alignment - 1)):
+        raise exception(errc.invalid, f"alignment {alignment} is not a power of two")
+    if count == 0:
+        return None
+    nbytes = count * dtype.itemsize
+    limit = dev.get_info(info.device.global_mem_size)
+    if kind is alloc.device and nbytes > limit:
+        raise exception(errc.memory_allocation, f"{nbytes} bytes exceed the device's "
+                        f"{limit} bytes of memory")
+    sched = scheduler_for(dev)
+    a = Allocation(sched.engine, ctx, dev, nbytes, kind, buffer_range_limit(dev))
+    ctx._register(a)
+    return ptr(a, 0, dtype)
+
+
+def buffer_range_limit(dev: Any) -> int:
+    """The largest buffer a shader may bind: the device's maxStorageBufferRange, or less
+    where `VKSYCL_MAX_BUFFER_RANGE` asks (to emulate devices with a smaller limit)."""
+    limit = min(dev.vulkan.max_storage_buffer_range, dev.vulkan.max_memory_allocation_size)
+    override = os.environ.get("VKSYCL_MAX_BUFFER_RANGE")
+    return min(limit, int(override)) if override else limit
+
+
+def malloc_device(count: int, *args: Any, **properties: Any) -> ptr | None:
+    return _allocate(count, args, alloc.device)
+
+
+def malloc_host(count: int, *args: Any, **properties: Any) -> ptr | None:
+    return _allocate(count, args, alloc.host)
+
+
+def malloc_shared(count: int, *args: Any, **properties: Any) -> ptr | None:
+    return _allocate(count, args, alloc.shared)
+
+
+def malloc(count: int, *args: Any) -> ptr | None:
+    """`malloc(count, [type,] queue, kind)` or `(count, [type,] device, context, kind)`."""
+    if not args or not isinstance(args[-1], alloc) or args[-1] is alloc.unknown:
+        raise exception(errc.invalid, "malloc needs a usm.alloc kind as its last argument")
+    return _allocate(count, args[:-1], args[-1])
+
+
+def _aligned(kind: alloc):
+    def aligned_alloc(alignment: int, count: int, *args: Any, **properties: Any) -> ptr | None:
+        # Buffers start at Vulkan's minStorageBufferOffsetAlignment or better, which
+        # satisfies any alignment up to 256 bytes; larger ones are rejected honestly.
+        if alignment > 256:
+            raise exception(errc.feature_not_supported,
+                            f"alignment {alignment} exceeds the 256 bytes vksycl guarantees")
+        return _allocate(count, args, kind, alignment)
+
+    aligned_alloc.__name__ = f"aligned_alloc_{kind.value}"
+    return aligned_alloc
+
+
+aligned_alloc_device = _aligned(alloc.device)
+aligned_alloc_host = _aligned(alloc.host)
+aligned_alloc_shared = _aligned(alloc.shared)
+
+
+def _context_of(where: Any) -> context:
+    from .queue import queue
+
+    if isinstance(where, queue):
+        return where.get_context()
+    if isinstance(where, context):
+        return where
+    raise exception(errc.invalid, "expected a queue or a context")
+
+
+def free(p: ptr | None, where: Any) -> None:
+    """Frees USM memory; None is accepted (as `sycl::free(nullptr, q)`)."""
+    ctx = _context_of(where)
+    if p is None:
+        return
+    if not isinstance(p, ptr):
+        raise exception(errc.invalid, f"free expects a USM pointer, got {type(p).__name__}")
+    a = p.allocation
+    if a.freed:
+        raise exception(errc.invalid, "memory freed twice")
+    if not ctx.owns(a):
+        raise exception(errc.invalid, "the pointer was not allocated in this context")
+    if p.byte_offset != 0:
+        raise exception(errc.invalid, "free needs the pointer malloc returned, not one "
+                        f"{p.byte_offset} bytes into the allocation")
+    scheduler_for(a.device).engine.synchronize()
+    ctx._unregister(a)
+    a.free()
+
+
+def get_pointer_type(p: Any, ctx: context) -> alloc:
+    if isinstance(p, ptr) and not p.allocation.freed and ctx.owns(p.allocation):
+        return p.allocation.kind
+    return alloc.unknown
+
+
+def get_pointer_device(p: Any, ctx: context) -> Any:
+    if get_pointer_type(p, ctx) is alloc.unknown:
+        raise exception(errc.invalid, "the pointer is not a USM allocation of this context")
+    return p.allocation.device

@@ -1,0 +1,254 @@
+"""Memory operations as commands: byte-exact copies and fills between any two kinds of
+memory (device, host and shared USM, and numpy arrays), split at the device's buffer-range
+windows. Checking happens in `resolve`, before any command exists."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import errc, exception
+from .commands import Command, GpuStep, HostStep, LowerContext, Step
+from .engine import Buffer, Engine, Program
+from .glsl import compile_glsl
+from .usm import Allocation, ptr
+
+_GROUP = 256
+_MAX_GROUPS = 4096
+_VEC = 16
+_MAX_PUSH_PATTERN = 64
+
+
+@dataclass(frozen=True)
+class Span:
+    """A checked byte range: in a USM allocation, or in a numpy array's memory."""
+
+    allocation: Allocation | None
+    array: np.ndarray | None  # flat uint8 view
+    offset: int
+    nbytes: int
+
+    def segments(self) -> list[tuple[Buffer, int, int]]:
+        """(buffer, offset in it, length) pieces, split where the allocation's chunks end."""
+        out, pos, end = [], self.offset, self.offset + self.nbytes
+        while pos < end:
+            buf, local = self.allocation.locate(pos)
+            n = min(end - pos, self.allocation.chunk_size - local)
+            out.append((buf, local, n))
+            pos += n
+        return out
+
+    def host_view(self) -> np.ndarray | None:
+        if self.array is not None:
+            return self.array[self.offset: self.offset + self.nbytes]
+        if self.allocation.host_accessible and len(self.allocation.chunks) == 1:
+            return self.allocation.chunks[0].host[self.offset: self.offset + self.nbytes]
+        return None
+
+
+def resolve(target: Any, nbytes: int, queue: Any, what: str, writable: bool) -> Span:
+    """Checks one side of a memory operation; raises errc.invalid and enqueues nothing."""
+    if nbytes < 0:
+        raise exception(errc.invalid, f"{what}: negative size {nbytes}")
+    if target is None:
+        if nbytes == 0:
+            return Span(None, np.zeros(0, np.uint8), 0, 0)
+        raise exception(errc.invalid, f"{what}: null pointer")
+    if isinstance(target, ptr):
+        a = target.allocation
+        if a.freed:
+            raise exception(errc.invalid, f"{what}: pointer to freed memory")
+        if a.context is not queue.get_context() or not queue.get_context().owns(a):
+            raise exception(errc.invalid, f"{what}: pointer from another context")
+        if a.kind.value == "device" and a.device != queue.get_device():
+            raise exception(errc.invalid, f"{what}: device memory of another device")
+        off = target.byte_offset
+        if off < 0 or off + nbytes > a.nbytes:
+            raise exception(errc.invalid, f"{what}: {nbytes} bytes at byte {off} overrun the "
+                            f"allocation of {a.nbytes} bytes")
+        return Span(a, None, off, nbytes)
+    if isinstance(target, np.ndarray | memoryview | bytearray):
+        arr = np.asarray(target)
+        if not arr.flags.c_contiguous:
+            raise exception(errc.invalid, f"{what}: numpy array is not C-contiguous")
+        if writable and not arr.flags.writeable:
+            raise exception(errc.invalid, f"{what}: numpy array is read-only")
+        if nbytes > arr.nbytes:
+            raise exception(errc.invalid, f"{what}: {nbytes} bytes overrun the array of "
+                            f"{arr.nbytes} bytes")
+        return Span(None, arr.reshape(-1).view(np.uint8), 0, nbytes)
+    raise exception(errc.invalid, f"{what}: expected a USM pointer or a numpy array, "
+                    f"got {type(target).__name__}")
+
+
+@cache
+def _shader_source(name: str) -> str:
+    return resources.files(__package__).joinpath(f"shaders/{name}").read_text()
+
+
+_programs: dict[tuple[int, str], Program] = {}
+
+
+def _program(engine: Engine, name: str) -> Program:
+    key = (id(engine), name)
+    prog = _programs.get(key)
+    if prog is None:
+        prog = _programs[key] = engine.program(compile_glsl(_shader_source(name)))
+    return prog
+
+
+def _groups(units: int) -> tuple[int, int, int]:
+    needed = max(1, -(-units // _GROUP))
+    return (min(_MAX_GROUPS, 1 << (needed - 1).bit_length()), 1, 1)
+
+
+def _copy_dispatches(engine: Engine, src: tuple[Buffer, int], dst: tuple[Buffer, int],
+                     n: int) -> list:
+    """Dispatches copying n bytes; a 16-byte body goes through the vector kernel."""
+    (sb, so), (db, do) = src, dst
+    out = []
+    if (so - do) % _VEC == 0 and n >= 2 * _VEC:
+        head = (-do) % _VEC
+        body = (n - head) // _VEC * _VEC
+        if head:
+            out += _copy_dispatches(engine, (sb, so), (db, do), head)
+        out.append(engine.dispatch(_program(engine, "copy_vec4.comp"), [sb, db],
+                                   _groups(body // _VEC),
+                                   struct.pack("<3I", (so + head) // _VEC,
+                                               (do + head) // _VEC, body // _VEC)))
+        tail = n - head - body
+        if tail:
+            out += _copy_dispatches(engine, (sb, so + head + body), (db, do + head + body), tail)
+        return out
+    out.append(engine.dispatch(_program(engine, "copy_words.comp"), [sb, db],
+                               _groups(-(-n // 4) + 1), struct.pack("<3I", so, do, n)))
+    return out
+
+
+_Piece = tuple[tuple[Buffer, int], tuple[Buffer, int], int]
+
+
+def _pair_segments(src: Span, dst: Span) -> list[_Piece]:
+    """Pieces of a USM-to-USM copy that each lie inside one chunk on both sides."""
+    out, done = [], 0
+    while done < src.nbytes:
+        sb, so = src.allocation.locate(src.offset + done)
+        db, do = dst.allocation.locate(dst.offset + done)
+        n = min(src.nbytes - done, src.allocation.chunk_size - so,
+                dst.allocation.chunk_size - do)
+        out.append(((sb, so), (db, do), n))
+        done += n
+    return out
+
+
+class MemCopy(Command):
+    """`memcpy`/`copy`: n bytes from src to dst."""
+
+    command_type = "memcpy"
+
+    def __init__(self, src: Span, dst: Span) -> None:
+        self.src, self.dst = src, dst
+        self.needs_staging = (src.host_view() is None) != (dst.host_view() is None) and (
+            src.array is not None or dst.array is not None)
+
+    def lower(self, ctx: LowerContext) -> list[Step]:
+        src, dst = self.src, self.dst
+        if src.nbytes == 0:
+            return []
+        if src.allocation is not None and dst.allocation is not None:
+            dispatches = []
+            for s, d, n in _pair_segments(src, dst):
+                dispatches += _copy_dispatches(ctx.engine, s, d, n)
+            return [GpuStep(dispatches)]
+        sv, dv = src.host_view(), dst.host_view()
+        if sv is not None and dv is not None:
+            return [HostStep(lambda: np.copyto(dv, sv))]
+        if sv is not None:  # numpy into device memory, through staging
+            return _through_staging(ctx, dst, lambda stage, at, n: np.copyto(
+                stage.host[:n], sv[at: at + n]), upload=True)
+        return _through_staging(ctx, src, lambda stage, at, n: np.copyto(
+            dv[at: at + n], stage.host[:n]), upload=False)
+
+
+def _through_staging(ctx: LowerContext, usm: Span, host_copy, upload: bool) -> list[Step]:
+    """Windows of a numpy <-> device copy: a host copy and a GPU copy each, alternating
+    between two staging buffers."""
+    steps: list[Step] = []
+    window = ctx.staging(0).nbytes
+    for k, done in enumerate(range(0, usm.nbytes, window)):
+        stage = ctx.staging(k % 2)
+        n = min(window, usm.nbytes - done)
+        gpu, inside = [], 0
+        for buf, local, m in Span(usm.allocation, None, usm.offset + done, n).segments():
+            ends = ((stage, inside), (buf, local)) if upload else ((buf, local), (stage, inside))
+            gpu += _copy_dispatches(ctx.engine, *ends, m)
+            inside += m
+        host = HostStep(lambda stage=stage, at=done, n=n: host_copy(stage, at, n))
+        steps += [host, GpuStep(gpu)] if upload else [GpuStep(gpu), host]
+    return steps
+
+
+class Fill(Command):
+    """`fill`/`memset`: count copies of a pattern of bytes."""
+
+    command_type = "fill"
+
+    def __init__(self, dst: Span, pattern: bytes) -> None:
+        self.dst, self.pattern = dst, pattern
+        self.needs_staging = dst.host_view() is None and len(pattern) > _MAX_PUSH_PATTERN
+
+    def lower(self, ctx: LowerContext) -> list[Step]:
+        dst, p = self.dst, self.pattern
+        if dst.nbytes == 0:
+            return []
+        if dst.array is not None or len(p) > _MAX_PUSH_PATTERN:
+            return self._fill_on_host(ctx)
+        dispatches, done = [], 0
+        for buf, local, n in dst.segments():
+            phase = done % len(p)
+            dispatches += _fill_dispatches(ctx.engine, buf, local, n, p[phase:] + p[:phase])
+            done += n
+        return [GpuStep(dispatches)]
+
+    def _fill_on_host(self, ctx: LowerContext) -> list[Step]:
+        dst, p = self.dst, self.pattern
+        view = dst.host_view()
+        if view is not None:
+            return [HostStep(lambda: view.__setitem__(slice(None), _tiled(p, dst.nbytes)))]
+        source = _tiled(p, dst.nbytes)
+        return MemCopy(Span(None, source, 0, dst.nbytes), dst).lower(ctx)
+
+
+def _tiled(pattern: bytes, nbytes: int) -> np.ndarray:
+    return np.resize(np.frombuffer(pattern, dtype=np.uint8), nbytes)
+
+
+def _fill_dispatches(engine: Engine, buf: Buffer, off: int, n: int, pattern: bytes) -> list:
+    p = len(pattern)
+    out = []
+    if _VEC % p == 0 and n >= 2 * _VEC:
+        head = (-off) % _VEC
+        body = (n - head) // _VEC * _VEC
+        if head:
+            out += _fill_dispatches(engine, buf, off, head, pattern)
+        rotated = pattern[head % p:] + pattern[: head % p]
+        value = rotated * (_VEC // p)
+        out.append(engine.dispatch(_program(engine, "fill_vec4.comp"), [buf],
+                                   _groups(body // _VEC),
+                                   struct.pack("<4I", (off + head) // _VEC, body // _VEC, 0, 0)
+                                   + value))
+        tail = n - head - body
+        if tail:
+            shift = (head + body) % p
+            out += _fill_dispatches(engine, buf, off + head + body, tail,
+                                    pattern[shift:] + pattern[:shift])
+        return out
+    words = pattern.ljust(_MAX_PUSH_PATTERN, b"\0")
+    out.append(engine.dispatch(_program(engine, "fill_bytes.comp"), [buf],
+                               _groups(-(-n // 4) + 1), struct.pack("<3I", off, n, p) + words))
+    return out

@@ -1,0 +1,171 @@
+"""`sycl.queue`: where command groups are submitted, in order or out of order."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..exceptions import errc, exception, exception_list
+from ..properties import find, property
+from .commands import Command
+from .context import context, default_context, scheduler_for
+from .event import event
+from .handler import handler
+
+_log = logging.getLogger("vksycl.queue")
+
+
+class queue:
+    """`queue()`, `queue(selector)`, `queue(device)`, `queue(context, device|selector)`,
+    each with `property_list=[...]` and `async_handler=`."""
+
+    def __init__(self, *args: Any, property_list: Iterable[Any] = (),
+                 async_handler: Callable[[exception_list], None] | None = None) -> None:
+        from ..platform_device import device as device_cls
+        from ..platform_device import select_device
+
+        ctx = None
+        if args and isinstance(args[0], context):
+            ctx, args = args[0], args[1:]
+        if len(args) > 1:
+            raise exception(errc.invalid, "queue takes ([context,] device or selector)")
+        target = args[0] if args else None
+        dev = target if isinstance(target, device_cls) else select_device(target)
+        if ctx is None:
+            ctx = default_context(dev.get_platform())
+        elif not ctx.has_device(dev):
+            raise exception(errc.invalid, "the queue's device is not in its context")
+        self._device, self._context = dev, ctx
+        self._properties = list(property_list)
+        self._in_order = find(self._properties, property.queue.in_order) is not None
+        self._profiling = find(self._properties, property.queue.enable_profiling) is not None
+        self._async_handler = async_handler
+        self._scheduler = scheduler_for(dev)
+        self._lock = threading.RLock()  # errors of eager work are reported while held
+        self._last: event | None = None
+        self._outstanding: weakref.WeakSet[event] | list[event] = []
+        self._errors: list[BaseException] = []
+        self.recording_graph: Any = None  # set while a command_graph records this queue
+
+    # -- queries ---------------------------------------------------------------------
+    def get_device(self) -> Any:
+        return self._device
+
+    def get_context(self) -> context:
+        return self._context
+
+    def is_in_order(self) -> bool:
+        return self._in_order
+
+    def has_property(self, kind: type) -> bool:
+        return find(self._properties, kind) is not None
+
+    def get_property(self, kind: type) -> Any:
+        p = find(self._properties, kind)
+        if p is None:
+            raise exception(errc.invalid, f"the queue has no property {kind.__name__}")
+        return p
+
+    def get_backend(self) -> str:
+        return "vulkan"
+
+    # -- submission ------------------------------------------------------------------
+    def submit(self, cgf: Callable[[handler], Any], depends_on: Any = None) -> event:
+        h = handler(self)
+        if depends_on is not None:
+            h.depends_on(depends_on)
+        cgf(h)
+        return self._enqueue(h)
+
+    def _enqueue(self, h: handler) -> event:
+        """Hands the handler's command to the recording graph, or runs it."""
+        command = h.command if h.command is not None else _empty()
+        if self.recording_graph is not None:
+            return self.recording_graph._record_from_queue(self, command, h.dependencies)
+        return self.execute(command, h.dependencies)
+
+    def execute(self, command: Command, deps: list[event]) -> event:
+        with self._lock:
+            if self._in_order and self._last is not None:
+                deps = [*deps, self._last]
+            ev = self._scheduler.execute(command, deps, self._profiling, self._report)
+            self._last = ev
+            self._outstanding = [e for e in self._outstanding if not e.is_complete()]
+            self._outstanding.append(ev)
+        return ev
+
+    def _report(self, err: BaseException) -> None:
+        with self._lock:
+            self._errors.append(err)
+
+    def _shortcut(self, fill: Callable[[handler], None], depends_on: Any) -> event:
+        h = handler(self)
+        if depends_on is not None:
+            h.depends_on(depends_on)
+        fill(h)
+        return self._enqueue(h)
+
+    def single_task(self, kernel: Callable, depends_on: Any = None, properties: Any = None
+                    ) -> event:
+        return self._shortcut(lambda h: h.single_task(kernel, properties), depends_on)
+
+    def parallel_for(self, launch: Any, kernel: Callable, depends_on: Any = None,
+                     properties: Any = None) -> event:
+        return self._shortcut(lambda h: h.parallel_for(launch, kernel, properties), depends_on)
+
+    def memcpy(self, dest: Any, src: Any, num_bytes: int, depends_on: Any = None) -> event:
+        return self._shortcut(lambda h: h.memcpy(dest, src, num_bytes), depends_on)
+
+    def copy(self, src: Any, dest: Any, count: int, depends_on: Any = None) -> event:
+        return self._shortcut(lambda h: h.copy(src, dest, count), depends_on)
+
+    def memset(self, ptr: Any, value: int, num_bytes: int, depends_on: Any = None) -> event:
+        return self._shortcut(lambda h: h.memset(ptr, value, num_bytes), depends_on)
+
+    def fill(self, ptr: Any, pattern: Any, count: int, depends_on: Any = None) -> event:
+        return self._shortcut(lambda h: h.fill(ptr, pattern, count), depends_on)
+
+    def prefetch(self, ptr: Any, num_bytes: int, depends_on: Any = None) -> event:
+        return self._shortcut(lambda h: h.prefetch(ptr, num_bytes), depends_on)
+
+    def mem_advise(self, ptr: Any, num_bytes: int, advice: int, depends_on: Any = None
+                   ) -> event:
+        return self._shortcut(lambda h: h.mem_advise(ptr, num_bytes, advice), depends_on)
+
+    def ext_oneapi_submit_barrier(self, events: Iterable[event] = ()) -> event:
+        return self._shortcut(lambda h: h.ext_oneapi_barrier(events), None)
+
+    # -- synchronisation -------------------------------------------------------------
+    def wait(self) -> None:
+        with self._lock:
+            pending = list(self._outstanding)
+        for e in pending:
+            e.wait()
+        with self._lock:
+            self._outstanding = [e for e in self._outstanding if not e.is_complete()]
+
+    def throw_asynchronous(self) -> None:
+        with self._lock:
+            errors, self._errors = self._errors, []
+        if not errors:
+            return
+        if self._async_handler is not None:
+            self._async_handler(exception_list(errors))
+            return
+        first = errors[0]
+        if isinstance(first, exception):
+            raise first
+        raise exception(errc.runtime, f"asynchronous error: {first!r}") from first
+
+    def wait_and_throw(self) -> None:
+        self.wait()
+        self.throw_asynchronous()
+
+
+def _empty() -> Command:
+    from .commands import Barrier
+
+    return Barrier()

@@ -1,0 +1,123 @@
+"""The eager scheduler: runs commands on one device as soon as their dependencies allow.
+
+The fast path runs in the caller's thread: a command whose dependencies completed or are
+already in the same Vulkan queue is lowered and submitted at once (the dispatch barrier
+Kompute records orders it after earlier work in the queue). Host tasks, and commands
+waiting on work that is not yet in the queue, run on a thread of their own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+
+from .commands import Command, GpuStep, HostTask, LowerContext
+from .engine import Buffer, Engine, Submission
+from .event import event, host_now_ns
+
+_log = logging.getLogger("vksycl.scheduler")
+
+STAGING_BYTES = 16 << 20
+
+
+class Scheduler:
+    """One per device: the engine, shared staging memory, and the clock calibration."""
+
+    def __init__(self, engine: Engine, max_buffer_range: int) -> None:
+        self.engine = engine
+        self._staging_size = min(STAGING_BYTES, max_buffer_range)
+        self._staging: list[Buffer] = []
+        self._staging_lock = threading.RLock()
+        self._clock_offset: int | None = None  # host ns minus device ns
+        self.eager = LowerContext(engine, self._shared_staging)
+
+    def _shared_staging(self, i: int) -> Buffer:
+        while len(self._staging) <= i:
+            self._staging.append(self.engine.buffer(self._staging_size, host_visible=True))
+        return self._staging[i]
+
+    def execute(self, command: Command, deps: Sequence[event], profiling: bool,
+                on_error: Callable[[BaseException], None]) -> event:
+        ev = event(self.engine, profiling)
+        if not isinstance(command, HostTask) and all(d.ordered_on(self.engine) for d in deps):
+            self._run(command, deps, ev, _reraise)
+        else:
+            threading.Thread(target=self._run_deferred, args=(command, deps, ev, on_error),
+                             daemon=True).start()
+        return ev
+
+    def _run_deferred(self, command, deps, ev, on_error) -> None:
+        try:
+            for d in deps:
+                d.wait()
+        finally:
+            self._run(command, deps, ev, on_error)
+
+    def _run(self, command: Command, deps: Sequence[event], ev: event,
+             on_error: Callable[[BaseException], None]) -> None:
+        submitted_at = host_now_ns()
+        host_times: list[int] = []
+        submissions: list[Submission] = []
+        try:
+            if command.needs_staging:
+                with self._staging_lock:
+                    self._run_steps(command, deps, ev, submissions, host_times)
+            else:
+                self._run_steps(command, deps, ev, submissions, host_times)
+        except BaseException as err:  # the caller's, or the queue's async handler
+            ev._error = err
+            on_error(err)
+        finally:
+            if ev._profiling:
+                ev._times = lambda: self._profile(submitted_at, submissions, host_times)
+            ev._issued.set()
+
+    def _run_steps(self, command, deps, ev, submissions, host_times) -> None:
+        pending = []
+        deps_done = False
+        timed = ev._profiling
+        for step in command.lower(self.eager):
+            if isinstance(step, GpuStep):
+                pending += step.dispatches
+                continue
+            if not deps_done:
+                for d in deps:
+                    d.wait()
+                deps_done = True
+            if pending:
+                submissions.append(self.engine.submit(pending, timed))
+                pending = []
+            for s in submissions:
+                s.wait()
+            host_times.append(host_now_ns())
+            step.run()
+            host_times.append(host_now_ns())
+        if pending:
+            sub = self.engine.submit(pending, timed)
+            submissions.append(sub)
+            ev._submission = sub
+
+    def _profile(self, submitted_at: int, submissions: list[Submission],
+                 host_times: list[int]) -> list[int]:
+        """(submit, start, end) in the host clock; device timestamps are moved into it by
+        an offset calibrated from the submissions themselves, and kept in order."""
+        starts, ends = list(host_times[::2]), list(host_times[1::2])
+        for sub in submissions:
+            sub.wait()
+            waited = host_now_ns()
+            ts = sub.timestamps_ns()
+            if len(ts) >= 2:
+                offset = waited - ts[-1]
+                if self._clock_offset is None or offset < self._clock_offset:
+                    self._clock_offset = offset
+                starts.append(ts[0] + self._clock_offset)
+                ends.append(ts[-1] + self._clock_offset)
+        start = max(submitted_at, min(starts, default=submitted_at))
+        end = max(start + 1, max(ends, default=start + 1))
+        return [submitted_at, start, end]
+
+
+def _reraise(err: BaseException) -> None:
+    """Errors of work run in the submitting thread reach the caller at once."""
+    raise err
