@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import vksycl as sycl
 from vksycl.compiler import kernel as kernel_cache
@@ -110,3 +111,22 @@ def test_disk_cache_is_shared_between_processes(tmp_path):
     assert run() == "0 True"   # loaded from disk
     script.write_text(SCRIPT.replace("x * x + 1", "x * x + 2").replace("** 2 + 1", "** 2 + 2"))
     assert run() == "1 True"   # a device function changed: compiled again
+
+
+def test_missing_device_features_are_reported_before_launch(q, mem, monkeypatch):
+    d = mem.zeros(4, np.float64)
+
+    def doubles(i):
+        d[i] = d[i] * 2.0
+
+    monkeypatch.setenv("VKSYCL_HIDE_ASPECTS", "fp64")
+    launch_cache._PREPARED.clear()
+    with pytest.raises(sycl.exception) as info:
+        q.parallel_for(sycl.range(4), doubles).wait()
+    assert info.value.code() == sycl.errc.kernel_not_supported
+    assert "fp64" in str(info.value)
+    monkeypatch.delenv("VKSYCL_HIDE_ASPECTS")
+    launch_cache._PREPARED.clear()
+    q.parallel_for(sycl.range(4), doubles).wait()
+    caps = compiled(q.get_device(), doubles, sycl.range(4)).capabilities
+    assert "Float64" in caps

@@ -57,6 +57,7 @@ class CompiledKernel:
     push_size: int
     local_size: tuple[int, int, int]  # Vulkan order x, y, z
     aspects: frozenset[str]
+    capabilities: tuple[str, ...] = ()
     device_globals: list[Any] = field(default_factory=list)
     virtual_tables: list[Any] = field(default_factory=list)
 
@@ -70,6 +71,7 @@ class CompiledKernel:
         return {
             "entry": self.entry, "local_size": self.local_size, "push_size": self.push_size,
             "num_buffers": self.num_buffers, "aspects": sorted(self.aspects),
+            "capabilities": list(self.capabilities),
             "args": [{"path": a.path, "kind": a.kind, "binding": a.binding,
                       "push_offset": a.push_offset,
                       "dtype": None if a.dtype is None else str(a.dtype)} for a in self.args],
@@ -115,7 +117,7 @@ def compile_kernel(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
             args.append(a)
     return CompiledKernel(spec.name, entry, binary, spec, args, len(usage.buffers),
                           cg.push_size, local_size_xyz(spec.local),
-                          frozenset(lowered.aspects))
+                          frozenset(lowered.aspects), tuple(cg.b.capabilities))
 
 
 # -- caches ----------------------------------------------------------------------------------

@@ -24,11 +24,23 @@ from .module import KernelSpec
 RANGE_LOCAL = {1: (128,), 2: (8, 16), 3: (4, 4, 8)}
 _FORMAT = {"i": "i", "u": "I", "f": "f", "b": "I"}
 _FORMAT64 = {"i": "q", "u": "Q", "f": "d"}
-_ASPECT_FEATURES = {
-    "atomic_float32_add": "shaderBufferFloat32AtomicAdd",
-    "atomic_float64_add": "shaderBufferFloat64AtomicAdd",
-    "atomic_float32_minmax": "shaderBufferFloat32AtomicMinMax",
-    "atomic_float64_minmax": "shaderBufferFloat64AtomicMinMax",
+# SPIR-V capabilities and the Vulkan features a device needs to accept them
+_CAPABILITY_FEATURES = {
+    "Int64": "shaderInt64", "Int16": "shaderInt16", "Int8": "shaderInt8",
+    "Float64": "shaderFloat64", "Float16": "shaderFloat16",
+    "StorageBuffer8BitAccess": "storageBuffer8BitAccess",
+    "StorageBuffer16BitAccess": "storageBuffer16BitAccess",
+    "Int64Atomics": "shaderBufferInt64Atomics",
+    "AtomicFloat32AddEXT": "shaderBufferFloat32AtomicAdd",
+    "AtomicFloat64AddEXT": "shaderBufferFloat64AtomicAdd",
+    "AtomicFloat32MinMaxEXT": "shaderBufferFloat32AtomicMinMax",
+    "AtomicFloat64MinMaxEXT": "shaderBufferFloat64AtomicMinMax",
+}
+# sub-group capabilities and their VkSubgroupFeatureFlagBits
+_SUBGROUP_BITS = {
+    "GroupNonUniform": 1, "GroupNonUniformVote": 2, "GroupNonUniformArithmetic": 4,
+    "GroupNonUniformBallot": 8, "GroupNonUniformShuffle": 16,
+    "GroupNonUniformShuffleRelative": 32,
 }
 
 
@@ -259,13 +271,19 @@ def _check(p: Prepared, device: Any) -> None:
     ck = p.ck
     vk = device.vulkan
     for a in ck.aspects:
-        if a in ("fp64", "fp16", "atomic64"):
-            if not device.has(getattr(aspect, a)):
-                raise exception(errc.kernel_not_supported, f"kernel {ck.name} uses {a}, which "
-                                f"{vk.name} does not support")
-        elif a in _ASPECT_FEATURES and not vk.features.get(_ASPECT_FEATURES[a], False):
-            raise exception(errc.kernel_not_supported, f"kernel {ck.name} needs "
-                            f"{_ASPECT_FEATURES[a]}, which {vk.name} does not support")
+        if a in ("fp64", "fp16", "atomic64") and not device.has(getattr(aspect, a)):
+            raise exception(errc.kernel_not_supported, f"kernel {ck.name} uses {a}, which "
+                            f"{vk.name} does not support")
+    ops = vk.properties.get("subgroupSupportedOperations", 0)
+    for cap in ck.capabilities:
+        feature = _CAPABILITY_FEATURES.get(cap)
+        if feature is not None and not vk.features.get(feature, False):
+            raise exception(errc.kernel_not_supported, f"kernel {ck.name} needs the Vulkan "
+                            f"feature {feature} (SPIR-V {cap}), which {vk.name} lacks")
+        bit = _SUBGROUP_BITS.get(cap)
+        if bit is not None and not ops & bit:
+            raise exception(errc.kernel_not_supported, f"kernel {ck.name} uses sub-group "
+                            f"operations ({cap}) that {vk.name} does not support")
     if ck.push_size > vk.max_push_constants_size:
         raise exception(errc.kernel_argument, f"kernel {ck.name} needs {ck.push_size} bytes "
                         f"of arguments; this device takes {vk.max_push_constants_size}")
