@@ -338,3 +338,72 @@ def test_unused_arguments_cost_nothing(q, mem):
     inst = axpy[sycl.float64]
     ck2 = compiled(q.get_device(), inst, sycl.nd_range((32,), (8,)))
     assert all(a["path"][1] != 3 for a in ck2.reflection()["args"])
+
+
+def test_local_atomics_and_nd_range_offset(q, mem):
+    n, wg, bins = 256, 64, 8
+    data = np.random.default_rng(9).integers(0, bins, n).astype(np.int32)
+    d = mem.of(data)
+    out = mem.zeros(n // wg * bins, np.int32)
+    ids = mem.zeros(n, np.int32)
+
+    def body(it):
+        local_bins = work_group_memory(sycl.int32, bins)
+        lid = it.get_local_id(0)
+        if lid < bins:
+            local_bins[lid] = 0
+        it.barrier()
+        gid = it.get_global_id(0)  # includes the offset
+        sycl.atomic_ref(local_bins + d[gid - 16]).fetch_add(1)
+        ids[gid - 16] = gid
+        sycl.group_barrier(it.get_group())
+        if lid < bins:
+            out[it.get_group(0) * bins + lid] = local_bins[lid]
+
+    q.parallel_for(sycl.nd_range((n,), (wg,), (16,)), body).wait()
+    want = np.stack([np.bincount(s, minlength=bins) for s in data.reshape(-1, wg)])
+    np.testing.assert_array_equal(mem.view(out, n // wg * bins).reshape(-1, bins), want)
+    np.testing.assert_array_equal(mem.view(ids, n), np.arange(n) + 16)
+
+
+def test_work_group_exclusive_scan_and_votes(q, mem):
+    n, wg = 256, 64
+    x = np.random.default_rng(4).integers(0, 9, n).astype(np.int32)
+    a = mem.of(x)
+    out = mem.zeros(2 * n, np.int32)
+
+    def body(it):
+        g = it.get_group()
+        i = it.get_global_id(0)
+        out[2 * i] = sycl.exclusive_scan_over_group(g, a[i], sycl.plus())
+        out[2 * i + 1] = sycl.any_of_group(g, a[i] == 8) * 2 + sycl.all_of_group(g, a[i] < 9)
+
+    q.parallel_for(sycl.nd_range((n,), (wg,)), body).wait()
+    got = mem.view(out, 2 * n).reshape(-1, wg, 2)
+    for gi, seg in enumerate(x.reshape(-1, wg)):
+        np.testing.assert_array_equal(got[gi, :, 0], np.cumsum(seg) - seg)
+        np.testing.assert_array_equal(got[gi, :, 1], (seg == 8).any() * 2 + 1)
+
+
+def test_lambda_kernels(q, mem):
+    out = mem.zeros(16, np.int32)
+    q.parallel_for(sycl.nd_range((16,), (4,)), lambda it: (
+        sycl.atomic_ref(out + it.get_global_id(0)).fetch_add(it.get_local_id(0)))).wait()
+    np.testing.assert_array_equal(mem.view(out, 16), np.arange(16) % 4)
+
+
+def test_captured_sizes_specialise_the_kernel(q, mem):
+    for bins in (4, 8):
+        out = mem.zeros(2 * bins, np.int32)
+
+        def body(it):
+            local = work_group_memory(sycl.int32, (bins,))  # noqa: B023
+            lid = it.get_local_id(0)
+            if lid < bins:  # noqa: B023
+                local[lid] = lid * 3
+            sycl.group_barrier(it.get_group())
+            out[it.get_global_id(0)] = local[bins - 1 - lid]  # noqa: B023
+
+        q.parallel_for(sycl.nd_range((2 * bins,), (bins,)), body).wait()
+        np.testing.assert_array_equal(mem.view(out, 2 * bins),
+                                      np.tile(np.arange(bins)[::-1] * 3, 2))

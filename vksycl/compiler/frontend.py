@@ -300,6 +300,10 @@ class FunctionLowering:
                 self.assign_slot(pname, slot, value, node)
         if isinstance(node, ast.Lambda):
             value = self.expr(node.body)
+            if self.m.kernel_fl is self:  # a kernel lambda's value is discarded
+                if isinstance(value, ir.Value):
+                    self.emit(ir.Eval(value))
+                value = None
             self.do_return(node, value)
         else:
             self.block(node.body)

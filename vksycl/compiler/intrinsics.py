@@ -232,9 +232,15 @@ class Intrinsics:
         raise fl.err(node, f"calling {_what(fn)} is not supported in device code")
 
     def const(self, fl: Any, v: Any, node: ast.AST) -> Any:
-        if not isinstance(v, PyV):
-            raise fl.err(node, "this argument must be a compile-time constant")
-        return v.obj
+        if isinstance(v, PyV):
+            return v.obj
+        if isinstance(v, TupV):
+            return tuple(self.const(fl, x, node) for x in v.items)
+        found = self.m.specialize(v)
+        if found is None:
+            raise fl.err(node, "this argument must be a compile-time constant (a literal, a "
+                         "module-level value, or a value captured by the kernel)")
+        return found
 
     def cast(self, fl: Any, obj: Any, target: Scalar, args: list[Any], node: ast.AST) -> Any:
         if len(args) != 1:

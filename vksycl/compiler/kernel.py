@@ -58,6 +58,9 @@ class CompiledKernel:
     local_size: tuple[int, int, int]  # Vulkan order x, y, z
     aspects: frozenset[str]
     capabilities: tuple[str, ...] = ()
+    # captured values compiled in as constants (paths), and the values they had
+    specialized: tuple[tuple, ...] = ()
+    spec_values: tuple = ()
     device_globals: list[Any] = field(default_factory=list)
     virtual_tables: list[Any] = field(default_factory=list)
 
@@ -77,6 +80,11 @@ class CompiledKernel:
                       "dtype": None if a.dtype is None else str(a.dtype)} for a in self.args],
             "device_globals": self.device_globals, "virtual_tables": self.virtual_tables,
         }
+
+
+def _cell_value(pyfn: Any, path: tuple) -> Any:
+    i = pyfn.__code__.co_freevars.index(path[1])
+    return pyfn.__closure__[i].cell_contents
 
 
 def kernel_name(pyfn: Any) -> str:
@@ -117,7 +125,9 @@ def compile_kernel(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
             args.append(a)
     return CompiledKernel(spec.name, entry, binary, spec, args, len(usage.buffers),
                           cg.push_size, local_size_xyz(spec.local),
-                          frozenset(lowered.aspects), tuple(cg.b.capabilities))
+                          frozenset(lowered.aspects), tuple(cg.b.capabilities),
+                          tuple(lowered.specialized),
+                          tuple(_cell_value(pyfn, p) for p in lowered.specialized))
 
 
 # -- caches ----------------------------------------------------------------------------------
@@ -175,12 +185,16 @@ def _fingerprint(pyfn: Any, seen: set[int], depth: int = 0) -> str:
             h.update(repr((name, _describe(g[name], seen, depth))).encode())
     for name, cell in zip(pyfn.__code__.co_freevars, pyfn.__closure__ or (), strict=False):
         with contextlib.suppress(ValueError):
-            h.update(repr((name, _describe(cell.cell_contents, seen, depth))).encode())
+            v = cell.cell_contents  # captured scalars are arguments: their type is the key
+            d = type(v).__name__ if isinstance(v, bool | int | float | np.generic) else \
+                _describe(v, seen, depth)
+            h.update(repr((name, d)).encode())
     return h.hexdigest()
 
 
-def disk_key(pyfn: Any, spec: KernelSpec) -> str:
+def disk_key(pyfn: Any, spec: KernelSpec, extra: Any = ()) -> str:
     h = hashlib.sha256(_DIGEST.encode())
+    h.update(repr(extra).encode())
     h.update(_fingerprint(pyfn, set()).encode())
     h.update(repr(spec).encode())
     h.update(_TOOLS_VERSION.encode())
@@ -202,12 +216,14 @@ def _disk_dir() -> Path | None:
     return _DIRS[key]
 
 
-def load_or_compile(pyfn: Any, spec: KernelSpec, memory_key: Any) -> CompiledKernel:
-    """The compiled kernel from memory, disk, or a fresh compile."""
+def load_or_compile(pyfn: Any, spec: KernelSpec, memory_key: Any,
+                    extra: Any = ()) -> CompiledKernel:
+    """The compiled kernel from memory, disk, or a fresh compile. `extra` keys variants
+    specialised on captured values."""
     hit = _MEMORY.get(memory_key)
     if hit is not None:
         return hit
-    key = disk_key(pyfn, spec)
+    key = disk_key(pyfn, spec, extra)
     d = _disk_dir()
     path = d / f"{key}.pkl" if d is not None else None
     ck = None

@@ -53,12 +53,15 @@ def _fmt(dtype: np.dtype) -> str:
 class Prepared:
     """A compiled kernel plus everything needed to launch it quickly."""
 
-    __slots__ = ("checked", "ck", "groups", "launch_slots", "n", "packer", "ptrs", "scalars")
+    __slots__ = ("checked", "ck", "groups", "launch_slots", "n", "packer", "ptrs", "scalars",
+                 "spec_getters", "variants")
 
     def __init__(self, ck: CompiledKernel, pyfn: Any) -> None:
         self.ck = ck
         self.checked: set[int] = set()
         self.groups: dict[Any, tuple[int, int, int]] = {}
+        self.spec_getters = [_getter(path, pyfn) for path in ck.specialized]
+        self.variants: dict[tuple, Prepared] = {ck.spec_values: self}
         slots = sorted((a for a in ck.args if a.push_offset >= 0), key=lambda a: a.push_offset)
         fmt, at = "<", 0
         for a in slots:
@@ -208,6 +211,16 @@ def _prepare(pyfn: Any, spec_key: tuple, spec_fn: Any) -> Prepared:
         spec = spec_fn()
         ck = load_or_compile(pyfn, spec, key)
         p = _PREPARED[key] = Prepared(ck, pyfn)
+    if p.spec_getters:  # compiled with captured values as constants: one variant per value
+        values = tuple(get(pyfn, ()) for get in p.spec_getters)
+        variant = p.variants.get(values)
+        if variant is None:
+            ck = load_or_compile(pyfn, spec_fn(), (key, values), values)
+            if ck.spec_values != values:
+                raise exception(errc.build, f"kernel {ck.name}: captured values changed "
+                                "while it compiled")
+            variant = p.variants[values] = Prepared(ck, pyfn)
+        return variant
     return p
 
 

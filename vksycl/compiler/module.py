@@ -74,6 +74,7 @@ class Lowered:
     shared: list[ir.SharedRoot]
     aspects: set[str] = field(default_factory=set)
     uses_subgroups: bool = False
+    specialized: list[tuple] = field(default_factory=list)
 
 
 def _is_usm_ptr(obj: Any) -> bool:
@@ -109,6 +110,8 @@ class KernelModule:
         self.aspects: set[str] = set()
         self.uses_subgroups = False
         self.kernel_fl: FunctionLowering | None = None
+        self.origins: dict[int, tuple[tuple, Any, Any]] = {}
+        self.specialized: list[tuple] = []
         self.names: dict[str, int] = {}
 
     # -- entry ---------------------------------------------------------------------------
@@ -145,7 +148,8 @@ class KernelModule:
         if spec.kind == "range" or (spec.kind == "nd_range" and spec.dims == 1):
             fn.body.insert(0, ir.If(self.queries.guard(), [ir.Return(None)], []))
         return Lowered(fn, [], self.args, self.push_types, list(self.shared.values()),
-                       self.aspects, self.uses_subgroups)
+                       self.aspects, self.uses_subgroups,
+                       [p for p in self.specialized])
 
     def lower_function(self, pyfn: Any, src: Any, name: str, params: list[tuple[str, Any]],
                        kernel: bool = False) -> tuple[ir.Function, FunctionLowering]:
@@ -244,8 +248,21 @@ class KernelModule:
             t = scalar_of(obj.dtype) if isinstance(obj, np.generic) else scalar_of(type(obj))
             if t is None:
                 raise fl.err(node, f"'{path[-1]}' has an unsupported type {type(obj)}")
-            return self.scalar_arg(path, t)
+            value = self.scalar_arg(path, t)
+            self.origins[id(value)] = (path, obj, value)
+            return value
         return PyV(obj)
+
+    def specialize(self, v: Any) -> Any:
+        """The host value behind a captured scalar used where a constant is needed; the
+        kernel is then compiled for that value (and again for others)."""
+        hit = self.origins.get(id(v))
+        if hit is None:
+            return None
+        path, obj, _ = hit
+        if path not in self.specialized:
+            self.specialized.append(path)
+        return obj
 
     # -- memory ----------------------------------------------------------------------------
     def shared_array(self, fl: FunctionLowering, dtype: Any, shape: Any, node: ast.AST,

@@ -49,10 +49,10 @@ class Queries:
                 builtin("WorkgroupId", 1), builtin("NumWorkgroups", 0)])])
         return builtin("WorkgroupId", self.comp(d))
 
-    def global_id(self, d: int) -> ir.Value:
+    def global_id(self, d: int, offset: bool = True) -> ir.Value:
         gid = ir.Op("OpIAdd", I32, [ir.Op("OpIMul", I32, [self.group_id(d), self.local_range(d)]),
                                      self.local_id(d)])
-        if self.m.has_offset:
+        if offset and self.m.has_offset:
             gid = ir.Op("OpIAdd", I32, [gid, self.m.launch_value("offset", d)])
         return gid
 
@@ -72,7 +72,8 @@ class Queries:
         """True for work-items outside the real range (range kernels are rounded up)."""
         cond: ir.Value | None = None
         for d in range(self.m.dims):
-            c = ir.Op("OpSGreaterThanEqual", BOOL, [self.global_id(d), self.global_range(d)])
+            c = ir.Op("OpSGreaterThanEqual", BOOL, [self.global_id(d, offset=False),
+                                                     self.global_range(d)])
             cond = c if cond is None else ir.Op("OpLogicalOr", BOOL, [cond, c])
         assert cond is not None
         return cond
@@ -266,8 +267,8 @@ class Groups:
             if sub:
                 r = ir.Op(op, BOOL, [ir.ScopeId(3), pred])
             else:
-                r = fl.convert(self.work_group(fl, "logical_and" if name == "all_of_group"
-                                               else "logical_or", fl.convert(pred, I32), node,
+                r = fl.convert(self.work_group(fl, "bit_and" if name == "all_of_group"
+                                               else "bit_or", fl.convert(pred, I32), node,
                                                "reduce"), BOOL)
             return ir.Op("OpLogicalNot", BOOL, [r]) if name == "none_of_group" else r
         assert x is not None
