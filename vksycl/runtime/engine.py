@@ -120,6 +120,7 @@ class Engine:
         )
         self._pipelines_by_buffer: dict[int, set[tuple]] = collections.defaultdict(set)
         self._programs: dict[bytes, Program] = {}
+        self._programs_by_object: dict[tuple[int, str], tuple[bytes, Program]] = {}
 
     # -- memory -----------------------------------------------------------------------
     def buffer(self, nbytes: int, host_visible: bool) -> Buffer:
@@ -149,12 +150,16 @@ class Engine:
 
     # -- programs and pipelines ---------------------------------------------------------
     def program(self, spirv: bytes, entry: str = "main") -> Program:
+        """The program for a module; the same bytes object is looked up without hashing."""
+        known = self._programs_by_object.get((id(spirv), entry))
+        if known is not None and known[0] is spirv:
+            return known[1]
         key = hashlib.blake2b(spirv + entry.encode(), digest_size=16).digest()
         prog = self._programs.get(key)
         if prog is None:
-            if entry != "main":
-                spirv = rename_entry_point(spirv, entry, "main")
-            prog = self._programs[key] = Program(spirv)
+            renamed = spirv if entry == "main" else rename_entry_point(spirv, entry, "main")
+            prog = self._programs[key] = Program(renamed)
+        self._programs_by_object[(id(spirv), entry)] = (spirv, prog)
         return prog
 
     def dispatch(

@@ -35,6 +35,7 @@ class event:
         "_engine",
         "_error",
         "_issued",
+        "_issued_signal",
         "_profiling",
         "_submission",
         "_times",
@@ -44,7 +45,8 @@ class event:
 
     def __init__(self, engine: Engine | None = None, profiling: bool = False) -> None:
         self._engine = engine
-        self._issued = threading.Event()  # every step handed to the device or run
+        self._issued = False  # every step handed to the device or run
+        self._issued_signal: threading.Event | None = None  # only for deferred commands
         self._submission: Submission | None = None
         self._error: BaseException | None = None
         self._profiling = profiling
@@ -54,12 +56,22 @@ class event:
     @classmethod
     def completed(cls) -> event:
         e = cls()
-        e._issued.set()
+        e._issued = True
         return e
+
+    def _defer(self) -> None:
+        """Marks the event as issued later, by another thread."""
+        self._issued_signal = threading.Event()
+
+    def _mark_issued(self) -> None:
+        self._issued = True
+        if self._issued_signal is not None:
+            self._issued_signal.set()
 
     # -- state -------------------------------------------------------------------------
     def _wait(self) -> None:
-        self._issued.wait()
+        if not self._issued:
+            self._issued_signal.wait()
         if self._submission is not None:
             self._submission.wait()
 
@@ -69,12 +81,12 @@ class event:
             raise self._error
 
     def is_complete(self) -> bool:
-        return self._issued.is_set() and (self._submission is None or self._submission.done())
+        return self._issued and (self._submission is None or self._submission.done())
 
     def ordered_on(self, engine: Engine) -> bool:
         """True when work submitted to `engine` from now on runs after this event's work:
         it completed, or its GPU work is already in that engine's queue."""
-        if not self._issued.is_set():
+        if not self._issued:
             return False
         return self._engine is engine or self.is_complete()
 
@@ -82,7 +94,7 @@ class event:
         if param is info.event.command_execution_status:
             if self.is_complete():
                 return event_command_status.complete
-            return (event_command_status.running if self._issued.is_set()
+            return (event_command_status.running if self._issued
                     else event_command_status.submitted)
         raise exception(errc.invalid, f"unknown event info descriptor {param!r}")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -16,6 +15,7 @@ from .event import event
 from .handler import handler
 
 _log = logging.getLogger("vksycl.queue")
+_PRUNE_AT = 64  # outstanding events kept before completed ones are dropped
 
 
 class queue:
@@ -46,7 +46,7 @@ class queue:
         self._scheduler = scheduler_for(dev)
         self._lock = threading.RLock()  # errors of eager work are reported while held
         self._last: event | None = None
-        self._outstanding: weakref.WeakSet[event] | list[event] = []
+        self._outstanding: list[event] = []
         self._errors: list[BaseException] = []
         self.recording_graph: Any = None  # set while a command_graph records this queue
 
@@ -93,7 +93,8 @@ class queue:
                 deps = [*deps, self._last]
             ev = self._scheduler.execute(command, deps, self._profiling, self._report)
             self._last = ev
-            self._outstanding = [e for e in self._outstanding if not e.is_complete()]
+            if len(self._outstanding) >= _PRUNE_AT:
+                self._outstanding = [e for e in self._outstanding if not e.is_complete()]
             self._outstanding.append(ev)
         return ev
 

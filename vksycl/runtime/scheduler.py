@@ -43,6 +43,7 @@ class Scheduler:
         if not isinstance(command, HostTask) and all(d.ordered_on(self.engine) for d in deps):
             self._run(command, deps, ev, _reraise)
         else:
+            ev._defer()
             threading.Thread(target=self._run_deferred, args=(command, deps, ev, on_error),
                              daemon=True).start()
         return ev
@@ -71,7 +72,7 @@ class Scheduler:
         finally:
             if ev._profiling:
                 ev._times = lambda: self._profile(submitted_at, submissions, host_times)
-            ev._issued.set()
+            ev._mark_issued()
 
     def _run_steps(self, command, deps, ev, submissions, host_times) -> None:
         pending = []
