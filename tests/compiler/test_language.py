@@ -413,3 +413,65 @@ def test_narrow_types_in_memory(q, mem, dtype):
     q.parallel_for(sycl.range(n), body).wait()
     want = np.where(np.arange(n) % 2 == 0, x, x[::-1])
     np.testing.assert_array_equal(mem.view(out, n), want)
+
+
+def fill_squares(arr, n, base):
+    for k in range(n):
+        arr[k] = (base + k) * (base + k)
+
+
+def total(arr, n):
+    s = 0
+    for k in range(n):
+        s += arr[k]
+    return s
+
+
+@sycl.struct
+class Flagged:
+    value: sycl.int32
+    on: sycl.bool_
+
+
+def test_private_and_local_pointers_passed_to_device_functions(q, mem):
+    from vksycl.compiler import work_group_memory
+
+    n, wg = 64, 16
+    out = mem.zeros(2 * n, np.int32)
+
+    def body(it):
+        i = it.get_global_id(0)
+        priv = np.zeros(6, np.int32)
+        fill_squares(priv, 6, i)
+        shared = work_group_memory(np.int32, 16)
+        lid = it.get_local_id(0)
+        fill_squares(shared + lid, 1, lid)
+        sycl.group_barrier(it.get_group())
+        out[2 * i] = total(priv, 6)
+        out[2 * i + 1] = total(shared, 16)
+
+    q.parallel_for(sycl.nd_range((n,), (wg,)), body).wait()
+    got = mem.view(out, 2 * n).reshape(n, 2)
+    np.testing.assert_array_equal(got[:, 0], [sum((i + k) ** 2 for k in range(6))
+                                              for i in range(n)])
+    np.testing.assert_array_equal(got[:, 1], sum(k * k for k in range(16)))
+
+
+def test_struct_with_bool_field_in_memory(q, mem):
+    n = 10
+    host = np.zeros(n, Flagged.dtype)
+    host["value"] = np.arange(n)
+    host["on"] = np.arange(n) % 3 == 0
+    items = mem.of(host)
+    out = mem.zeros(n, np.int32)
+
+    def body(i):
+        f = items[i]
+        out[i] = f.value * 10 if f.on else -f.value
+        items[i].on = not f.on
+
+    q.parallel_for(sycl.range(n), body).wait()
+    on = np.arange(n) % 3 == 0
+    np.testing.assert_array_equal(mem.view(out, n), np.where(on, np.arange(n) * 10,
+                                                             -np.arange(n)))
+    np.testing.assert_array_equal(np.asarray(items)[:n]["on"], ~on)
