@@ -7,7 +7,10 @@ The decorated object stays callable as the plain Python function; the runtime re
 
 from __future__ import annotations
 
+import ast
+import enum
 import inspect
+import textwrap
 import typing
 from typing import Any
 
@@ -19,11 +22,13 @@ class FreeFunctionKernel:
     """A decorated kernel function (or one instantiation of a template)."""
 
     def __init__(self, fn: Any, kind: str, dims: int,
-                 bindings: dict[Any, Any] | None = None) -> None:
+                 bindings: dict[Any, Any] | None = None, properties: tuple = ()) -> None:
         self.function = fn
         self.kind = kind  # "nd_range" or "single_task"
         self.dims = dims
         self.bindings = dict(bindings or {})
+        self.properties: tuple = tuple(properties)  # kernel properties (work_group_size...)
+        self._instances: dict[tuple, FreeFunctionKernel] = {}
         self.__wrapped__ = fn
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
@@ -68,8 +73,15 @@ class FreeFunctionKernel:
         if len(types) != len(tvars):
             raise invalid(f"{self.function.__name__} has {len(tvars)} template parameters, "
                           f"got {len(types)} types")
-        return FreeFunctionKernel(self.function, self.kind, self.dims,
-                                  {**self.bindings, **dict(zip(tvars, types, strict=True))})
+        key = tuple(types)
+        inst = self._instances.get(key)
+        if inst is None:
+            inst = FreeFunctionKernel(self.function, self.kind, self.dims,
+                                      {**self.bindings, **dict(zip(tvars, types, strict=True))},
+                                      self.properties)
+            self._instances[key] = inst
+            _REGISTRY.append(inst)
+        return inst
 
     def param_types(self) -> tuple:
         """The device types of the parameters, in declaration order."""
@@ -93,6 +105,8 @@ class FreeFunctionKernel:
                 raise invalid(f"{self.function.__name__} is a template: instantiate it first, "
                               f"e.g. {self.function.__name__}[sycl.float32]")
             a = self.bindings[a]
+        if isinstance(a, type) and issubclass(a, enum.Enum):
+            a = enum_dtype(a)
         origin = getattr(a, "dtype", None)
         if type(a).__name__ == "PointerType" and isinstance(origin, typing.TypeVar):
             a = type(a)(self.bindings[origin])
@@ -111,17 +125,154 @@ class FreeFunctionKernel:
                           f"launched with {dims} dimensions")
 
 
+def enum_dtype(cls: type) -> Any:
+    """The underlying type of an enum parameter: int32, or int64/uint64 when its values
+    need them (C++ enums with an explicit underlying type)."""
+    import numpy as np
+
+    values = [m.value for m in cls]
+    if not all(isinstance(v, int) for v in values):
+        raise exception(errc.build, f"enum {cls.__name__} has non-integer values: it cannot be "
+                        "a kernel parameter")
+    lo, hi = min(values, default=0), max(values, default=0)
+    if lo >= -(2**31) and hi < 2**31:
+        return np.int32
+    return np.int64 if hi < 2**63 else np.uint64
+
+
+# Every free function kernel defined so far (templates and their instantiations), in order
+# of definition: `get_kernel_ids()` and the bundles of all kernels read it.
+_REGISTRY: list[FreeFunctionKernel] = []
+
+
+def registered_kernels() -> list[FreeFunctionKernel]:
+    """The free function kernels defined so far, in order of definition."""
+    return list(_REGISTRY)
+
+
+def _where(fn: Any) -> str:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return getattr(fn, "__qualname__", repr(fn))
+    return f"{code.co_filename}:{code.co_firstlineno}"
+
+
+def _ill_formed(fn: Any, message: str) -> exception:
+    return exception(errc.build, f"{_where(fn)}: free function kernel "
+                     f"{getattr(fn, '__name__', fn)}: {message}")
+
+
+def _returns_value(fn: Any) -> bool:
+    """Whether the body has a `return <value>` (a kernel's return type must be void)."""
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+        tree = ast.parse(src)
+    except (OSError, TypeError, SyntaxError):
+        return False
+    top = tree.body[0] if tree.body else None
+    if not isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    stack = list(top.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        if isinstance(node, ast.Return) and node.value is not None and not (
+                isinstance(node.value, ast.Constant) and node.value.value is None):
+            return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+_DISALLOWED = ("reducer", "kernel_handler")
+
+
+def check_definition(fn: Any) -> None:
+    """The rules of "Defining a free function kernel" that Python can check: a plain
+    function (or static method), no return value, no variadic, keyword-only or defaulted
+    parameters, no `reducer` / `kernel_handler` parameters, no captured variables (a
+    nested definition that captures nothing is accepted). Parameter types that name no
+    device type are reported when the kernel is first instantiated or launched."""
+    if isinstance(fn, staticmethod):
+        fn = fn.__func__
+    if inspect.isclass(fn) or not inspect.isfunction(fn):
+        raise exception(errc.build, f"a free function kernel must be a function, got "
+                        f"{type(fn).__name__}")
+    if inspect.iscoroutinefunction(fn) or inspect.isgeneratorfunction(fn):
+        raise _ill_formed(fn, "must be a plain function (not async or a generator)")
+    if fn.__closure__:
+        raise _ill_formed(fn, f"captures {', '.join(fn.__code__.co_freevars)}; a free function "
+                          "kernel takes its values as parameters (define it at module scope)")
+    sig = inspect.signature(fn)
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise _ill_formed(fn, f"must not accept variadic arguments (*{p.name})")
+        if p.kind is p.KEYWORD_ONLY:
+            raise _ill_formed(fn, f"parameter {p.name} is keyword-only; kernel arguments are "
+                              "positional")
+        if p.default is not p.empty:
+            raise _ill_formed(fn, f"parameter {p.name} has a default value; free function "
+                              "kernels must provide no default parameter values")
+        ann = p.annotation
+        name = ann if isinstance(ann, str) else getattr(ann, "__name__", "")
+        if any(d == name.rsplit(".", 1)[-1] for d in _DISALLOWED):
+            raise _ill_formed(fn, f"parameter {p.name} has type {name}, which cannot be passed "
+                              "to a free function kernel")
+    ret = sig.return_annotation
+    if ret is not sig.empty and ret is not None and ret != "None":
+        raise _ill_formed(fn, f"its return type must be None (void), not {ret!r}")
+    if _returns_value(fn):
+        raise _ill_formed(fn, "returns a value; its return type must be None (void)")
+
+
+def add_property(kernel_or_fn: Any, prop: Any) -> None:
+    """Adds a kernel property to a kernel or to a function that is about to become one;
+    the same property twice is allowed only with the same arguments."""
+    current = getattr(kernel_or_fn, "properties", None) if isinstance(
+        kernel_or_fn, FreeFunctionKernel) else getattr(kernel_or_fn, "__vksycl_properties__", ())
+    for p in current:
+        if type(p) is type(prop):
+            if p != prop:
+                fn = getattr(kernel_or_fn, "function", kernel_or_fn)
+                raise _ill_formed(fn, f"is decorated with {p!r} and {prop!r}; a property may "
+                                  "be repeated only with the same arguments")
+            return
+    if isinstance(kernel_or_fn, FreeFunctionKernel):
+        kernel_or_fn.properties = (*current, prop)
+    else:
+        kernel_or_fn.__vksycl_properties__ = (*current, prop)
+
+
+def _decorate(fn: Any, kind: str, dims: int) -> FreeFunctionKernel:
+    if isinstance(fn, FreeFunctionKernel):
+        if (fn.kind, fn.dims) != (kind, dims):
+            raise _ill_formed(fn.function, f"is decorated as {_describe(fn.kind, fn.dims)} and "
+                              f"as {_describe(kind, dims)}; a kernel has at most one of these "
+                              "properties")
+        return fn
+    check_definition(fn)
+    if isinstance(fn, staticmethod):
+        fn = fn.__func__
+    k = FreeFunctionKernel(fn, kind, dims, properties=getattr(fn, "__vksycl_properties__", ()))
+    _REGISTRY.append(k)
+    return k
+
+
+def _describe(kind: str, dims: int) -> str:
+    return f"nd_range_kernel({dims})" if kind == "nd_range" else "single_task_kernel"
+
+
 def nd_range_kernel(dims: int) -> Any:
     """`@syclexp.nd_range_kernel(dims)`: a free function kernel launched over an nd_range."""
     if dims not in (1, 2, 3):
         raise invalid("nd_range_kernel takes 1, 2 or 3 dimensions")
 
     def wrap(fn: Any) -> FreeFunctionKernel:
-        return FreeFunctionKernel(fn, "nd_range", dims)
+        return _decorate(fn, "nd_range", dims)
 
     return wrap
 
 
 def single_task_kernel(fn: Any) -> FreeFunctionKernel:
     """`@syclexp.single_task_kernel`: a free function kernel run by one work-item."""
-    return FreeFunctionKernel(fn, "single_task", 1)
+    return _decorate(fn, "single_task", 1)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import device as dev
-from . import ir
+from . import fp64math, ir
 from .typesys import (
     BOOL,
     F32,
@@ -315,6 +315,9 @@ class Intrinsics:
     def glsl(self, fl: Any, name: str, t: Scalar, args: list[ir.Value]) -> ir.Value:
         """A GLSL.std.450 call; float64 functions GLSL lacks are computed in float32."""
         if t.is_float and t.bits == 64 and name not in _GLSL_64:
+            exact = fp64math.FUNCTIONS.get(name)
+            if exact is not None:
+                return exact(*args)
             return fl.convert(ir.Ext(name, F32, [fl.convert(a, F32) for a in args]), t)
         return ir.Ext(name, t, args)
 
