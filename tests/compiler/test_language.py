@@ -475,3 +475,42 @@ def test_struct_with_bool_field_in_memory(q, mem):
     np.testing.assert_array_equal(mem.view(out, n), np.where(on, np.arange(n) * 10,
                                                              -np.arange(n)))
     np.testing.assert_array_equal(np.asarray(items)[:n]["on"], ~on)
+
+
+@sycl.struct
+class Vec:
+    x: sycl.float32
+    y: sycl.float32
+
+    def dot(self, other):
+        return self.x * other.x + self.y * other.y
+
+    def scaled(self, k):
+        return Vec(self.x * k, self.y * k)
+
+
+@sycl.struct
+class Buffers:
+    src: sycl.ptr[sycl.float32]
+    dst: sycl.ptr[sycl.float32]
+    bias: sycl.float32
+
+
+def apply(bufs, i):
+    v = Vec(bufs.src[2 * i], bufs.src[2 * i + 1])
+    w = v.scaled(2.0)
+    bufs.dst[i] = v.dot(w) + bufs.bias
+
+
+def test_struct_methods_and_decomposed_struct_arguments(q, mem):
+    n = 12
+    src = mem.of(np.arange(2 * n, dtype=np.float32))
+    dst = mem.zeros(n, np.float32)
+    bufs = Buffers(src=src, dst=dst, bias=0.5)
+
+    def body(i):
+        apply(bufs, i)
+
+    q.parallel_for(sycl.range(n), body).wait()
+    x, y = np.arange(0, 2 * n, 2.0), np.arange(1, 2 * n, 2.0)
+    np.testing.assert_allclose(mem.view(dst, n), 2 * (x * x + y * y) + 0.5)
