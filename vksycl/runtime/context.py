@@ -10,6 +10,7 @@ from .engine import Engine
 from .scheduler import Scheduler
 from .usm import Allocation, Registry
 
+_SPIN_WAIT_S = 0.002
 _schedulers: dict[Any, Scheduler] = {}
 _schedulers_lock = threading.Lock()
 
@@ -20,7 +21,9 @@ def scheduler_for(device: Any) -> Scheduler:
         sched = _schedulers.get(device)
         if sched is None:
             vk = device.vulkan
-            engine = Engine(vk.index, vk.timestamp_period)
+            # Polling a fence steals a core from a CPU device (lavapipe) doing the work.
+            spin = 0.0 if vk.device_type == "cpu" else _SPIN_WAIT_S
+            engine = Engine(vk.index, vk.timestamp_period, spin)
             sched = Scheduler(engine, min(vk.max_storage_buffer_range,
                                           vk.max_memory_allocation_size))
             _schedulers[device] = sched
