@@ -514,3 +514,21 @@ def test_struct_methods_and_decomposed_struct_arguments(q, mem):
     q.parallel_for(sycl.range(n), body).wait()
     x, y = np.arange(0, 2 * n, 2.0), np.arange(1, 2 * n, 2.0)
     np.testing.assert_allclose(mem.view(dst, n), 2 * (x * x + y * y) + 0.5)
+
+
+GLOBAL_BUF = None
+GLOBAL_SCALE = 2
+
+
+def global_kernel(i):
+    GLOBAL_BUF[i] = GLOBAL_BUF[i] * GLOBAL_SCALE
+
+
+def test_module_globals_are_tracked(q, mem):
+    global GLOBAL_BUF, GLOBAL_SCALE
+    GLOBAL_BUF = mem.of(np.arange(8, dtype=np.float32))
+    q.parallel_for(sycl.range(8), global_kernel).wait()
+    np.testing.assert_array_equal(mem.view(GLOBAL_BUF, 8), np.arange(8) * 2)
+    GLOBAL_BUF, GLOBAL_SCALE = mem.of(np.arange(8, dtype=np.int64)), 3
+    q.parallel_for(sycl.range(8), global_kernel).wait()
+    np.testing.assert_array_equal(mem.view(GLOBAL_BUF, 8), np.arange(8) * 3)

@@ -185,17 +185,25 @@ def _sig(v: Any) -> Any:
 _GLOBAL_NAMES: dict[Any, tuple[str, ...]] = {}
 
 
-def _global_scalars(pyfn: Any) -> tuple:
+def _global_values(pyfn: Any) -> tuple:
+    """What the compiled code depends on among the module globals it names: numbers by
+    value (they are compiled in), pointers and structs by type, functions by identity."""
     code = pyfn.__code__
     names = _GLOBAL_NAMES.get(code)
     g = pyfn.__globals__
     if names is None:
         from .kernel import _names
 
-        names = tuple(sorted(n for n in _names(code) if n in g and isinstance(
-            g[n], int | float | bool | np.generic)))
+        names = tuple(sorted(n for n in _names(code) if n in g and not isinstance(
+            g[n], pytypes.ModuleType)))
         _GLOBAL_NAMES[code] = names
-    return tuple(g.get(n) for n in names)
+    return tuple(_global_sig(g.get(n)) for n in names)
+
+
+def _global_sig(v: Any) -> Any:
+    if isinstance(v, int | float | bool | np.generic):
+        return (type(v), v)
+    return _sig(v)
 
 
 _PREPARED: dict[Any, Prepared] = {}
@@ -205,7 +213,7 @@ def _prepare(pyfn: Any, spec_key: tuple, spec_fn: Any) -> Prepared:
     cells = pyfn.__closure__
     key = (pyfn.__code__, spec_key,
            tuple(_sig(c.cell_contents) for c in cells) if cells else (),
-           _global_scalars(pyfn))
+           _global_values(pyfn))
     p = _PREPARED.get(key)
     if p is None:
         spec = spec_fn()
@@ -370,4 +378,15 @@ def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None,
                                                        param_types, scratch)).ck
 
 
-__all__ = ["build_launch", "build_launch_args", "compiled"]
+
+def unsupported(device: Any, ck: CompiledKernel) -> exception | None:
+    """The exception a launch of `ck` on `device` would raise for a missing feature or
+    limit (aspects, SPIR-V capabilities, push-constant size, work-group size), or None."""
+    try:
+        _check(pytypes.SimpleNamespace(ck=ck, checked=set()), device)
+    except exception as ex:
+        return ex
+    return None
+
+
+__all__ = ["build_launch", "build_launch_args", "compiled", "unsupported"]
