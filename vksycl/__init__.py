@@ -37,6 +37,19 @@ from .compiler import (
     struct,
 )
 from .exceptions import errc, exception, exception_list
+from .kernel_bundle import (
+    build,
+    bundle_state,
+    compile,
+    get_kernel_bundle,
+    get_kernel_ids,
+    has_kernel_bundle,
+    is_compatible,
+    kernel,
+    kernel_bundle,
+    kernel_id,
+    link,
+)
 from .platform_device import backend, device, platform
 from .properties import property
 from .ranges import id, nd_range, range
@@ -108,5 +121,8 @@ __all__ = [
     "memory_scope", "minimum", "multiplies", "native", "none_of_group",
     "permute_group_by_xor", "plus", "private_array", "reduce_over_group",
     "select_from_group", "shift_group_left", "shift_group_right", "struct",
+    # kernel bundles and kernel objects
+    "build", "bundle_state", "compile", "get_kernel_bundle", "get_kernel_ids",
+    "has_kernel_bundle", "is_compatible", "kernel", "kernel_bundle", "kernel_id", "link",
     *_MATH,
 ]

@@ -106,3 +106,24 @@ class event_profiling:
     command_submit = descriptor()
     command_start = descriptor()
     command_end = descriptor()
+
+
+class kernel:
+    num_args = descriptor()
+    attributes = descriptor()
+    function_name = descriptor()
+    context = descriptor()
+
+
+class kernel_device_specific:
+    global_work_size = descriptor()
+    work_group_size = descriptor()
+    compile_work_group_size = descriptor()
+    preferred_work_group_size_multiple = descriptor()
+    private_mem_size = descriptor()
+    max_num_sub_groups = descriptor()
+    compile_num_sub_groups = descriptor()
+    max_sub_group_size = descriptor()
+    compile_sub_group_size = descriptor()
+    # vksycl-specific: bytes of work-group local memory the kernel declares
+    ext_vksycl_local_mem_size = descriptor()

@@ -57,6 +57,19 @@ class handler:
         self.command = command
 
     # -- kernels ---------------------------------------------------------------------
+    def set_arg(self, index: int, value: Any) -> None:
+        """Sets argument `index` of the `sycl.kernel` object this command group enqueues;
+        indices, count and types are checked against the kernel when it is enqueued."""
+        if type(index) is not int or index < 0:
+            raise exception(errc.invalid, f"set_arg takes a non-negative argument index, got "
+                            f"{index!r}")
+        self._kernel_args[index] = value
+
+    def set_args(self, *values: Any) -> None:
+        """Sets arguments 0, 1, ... of the `sycl.kernel` object this command group enqueues."""
+        for i, v in enumerate(values):
+            self._kernel_args[i] = v
+
     def single_task(self, kernel: Callable, properties: Any = None) -> None:
         self._set(self._launch(kernel, None, properties))
 
@@ -71,6 +84,10 @@ class handler:
         self._set(self._launch(kernel, launch, properties))
 
     def _launch(self, kernel: Callable, launch: Any, properties: Any) -> Command:
+        # a `sycl.kernel` object builds its command from the arguments set by index
+        command = getattr(kernel, "_vksycl_command", None)
+        if command is not None:
+            return command(self._queue.get_device(), launch, self._kernel_args, properties)
         from ..compiler.launch import build_launch
 
         return build_launch(self._queue.get_device(), kernel, launch, properties)

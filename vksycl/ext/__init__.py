@@ -1,0 +1,1 @@
+"""SYCL extension namespaces (`sycl::ext`)."""

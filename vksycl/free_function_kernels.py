@@ -1,0 +1,327 @@
+"""Launching free function kernels (seed 004): `kernel_function`, the traits,
+`single_task` / `nd_launch`, and the conversion of arguments to the parameter types.
+
+Arguments passed to `nd_launch` / `single_task` convert as C++ converts arguments to
+parameters (a float to a `float32` parameter, an int to a wider or narrower integer,
+enums to their underlying type). Values set by index (`handler.set_arg`) must match the
+parameter type instead, as the spec requires; Python `int` / `float` / `bool`, which have
+no width, match any parameter of their kind whose range holds them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from .compiler.free_function import FreeFunctionKernel
+from .compiler.launch import build_launch_args
+from .compiler.typesys import PtrType, Scalar, Struct
+from .exceptions import errc, exception, invalid
+from .kernel_properties import launch_config, sub_group_size, work_group_size
+from .ranges import nd_range
+
+
+class kernel_function_s:
+    """`syclexp.kernel_function(f)`: names a free function kernel (or one instantiation of
+    a template) for `nd_launch` / `single_task`."""
+
+    __slots__ = ("kernel",)
+
+    def __init__(self, kernel: FreeFunctionKernel) -> None:
+        self.kernel = kernel
+
+    def __repr__(self) -> str:
+        return f"kernel_function({self.kernel.name})"
+
+
+def _info(f: Any) -> FreeFunctionKernel | None:
+    if isinstance(f, kernel_function_s):
+        return f.kernel
+    return getattr(f, "__vksycl_kernel__", None)
+
+
+def free_function_kernel(f: Any) -> FreeFunctionKernel:
+    """The free function kernel `f` names; `errc.invalid` for anything else."""
+    info = _info(f)
+    if info is None:
+        raise invalid(f"{getattr(f, '__name__', repr(f))} is not a free function kernel "
+                      "(decorate it with @syclexp.nd_range_kernel(dims) or "
+                      "@syclexp.single_task_kernel)")
+    return info
+
+
+def kernel_function(f: Any) -> kernel_function_s:
+    info = free_function_kernel(f)
+    ks = getattr(info, "_kernel_function", None)
+    if ks is None:
+        ks = info._kernel_function = kernel_function_s(info)
+    return ks
+
+
+def is_nd_range_kernel(f: Any, dims: int) -> bool:
+    info = _info(f)
+    return info is not None and info.kind == "nd_range" and info.dims == dims
+
+
+def is_single_task_kernel(f: Any) -> bool:
+    info = _info(f)
+    return info is not None and info.kind == "single_task"
+
+
+def is_kernel(f: Any) -> bool:
+    return _info(f) is not None
+
+
+# -- argument conversion ----------------------------------------------------------------------
+
+def _scalar_converter(t: Scalar, where: str) -> Any:
+    """C++ implicit conversion of an arithmetic value to parameter type `t`."""
+    if t.is_bool:
+        return bool
+    if t.is_float:
+        finfo = np.finfo(t.dtype)
+        big = float(finfo.max)
+
+        def to_float(v: Any) -> float:
+            f = float(v)
+            if math.isfinite(f) and abs(f) > big:
+                raise invalid(f"{where}: {v!r} does not fit {t!r}")
+            return f
+
+        return to_float
+    bits, signed = t.bits, t.is_signed
+    mask = (1 << bits) - 1
+    half = 1 << (bits - 1)
+
+    def to_int(v: Any) -> int:
+        if isinstance(v, float | np.floating):
+            if not math.isfinite(v):
+                raise invalid(f"{where}: {v!r} cannot convert to {t!r}")
+            v = math.trunc(v)
+        i = int(v) & mask
+        return i - (1 << bits) if signed and i >= half else i
+
+    return to_int
+
+
+def _pointee_dtype(t: PtrType) -> np.dtype:
+    e = t.elem
+    if isinstance(e, Struct):
+        return np.dtype(e.pyclass.dtype)
+    return e.dtype
+
+
+def _pointer_checker(t: PtrType, where: str) -> Any:
+    dtype = _pointee_dtype(t)
+
+    def check(v: Any) -> Any:
+        if getattr(v, "dtype", None) != dtype or not hasattr(v, "allocation"):
+            got = f"a pointer to {v.dtype}" if hasattr(v, "allocation") else type(v).__name__
+            raise invalid(f"{where} is a pointer to {dtype}, got {got}")
+        return v
+
+    return check
+
+
+def _struct_checker(t: Struct, where: str) -> Any:
+    cls = t.pyclass
+
+    def check(v: Any) -> Any:
+        if not isinstance(v, cls):
+            raise invalid(f"{where} is a {cls.__name__}, got {type(v).__name__}")
+        return v
+
+    return check
+
+
+def _kinds_match(t: Scalar, v: Any) -> bool:
+    """Whether a value's type matches a scalar parameter (for set_arg)."""
+    if isinstance(v, np.generic):
+        return v.dtype == t.dtype
+    if t.is_bool:
+        return isinstance(v, bool)
+    if isinstance(v, bool):
+        return False
+    if t.is_int:
+        if not isinstance(v, int):
+            return False
+        lo = -(1 << (t.bits - 1)) if t.is_signed else 0
+        hi = (1 << (t.bits - 1)) if t.is_signed else (1 << t.bits)
+        return lo <= v < hi
+    return isinstance(v, float)
+
+
+class Plan:
+    """How one free function kernel takes its arguments and checks its launches."""
+
+    __slots__ = ("checked_devices", "convert", "enum_params", "kernel", "local", "match",
+                 "names", "sub_group", "types")
+
+    def __init__(self, kernel: FreeFunctionKernel) -> None:
+        self.kernel = kernel
+        self.types = kernel.param_types()
+        self.names = list(inspect.signature(kernel.function).parameters)
+        ann = kernel.annotations()
+        self.enum_params = {i: ann[n] for i, n in enumerate(self.names)
+                            if isinstance(ann.get(n), type) and issubclass(ann[n], Enum)}
+        self.convert = []
+        self.match = []
+        for i, t in enumerate(self.types):
+            where = f"argument {i} ({self.names[i]}) of {kernel.name}"
+            if isinstance(t, PtrType):
+                c = _pointer_checker(t, where)
+                self.convert.append(c)
+                self.match.append(c)
+            elif isinstance(t, Struct):
+                c = _struct_checker(t, where)
+                self.convert.append(c)
+                self.match.append(c)
+            else:
+                self.convert.append(self._enum_aware(i, _scalar_converter(t, where), where))
+                self.match.append(self._matcher(i, t, where))
+        wgs = next((p for p in kernel.properties if isinstance(p, work_group_size)), None)
+        self.local = wgs.sizes if wgs is not None else None
+        sgs = next((p for p in kernel.properties if isinstance(p, sub_group_size)), None)
+        self.sub_group = sgs.size if sgs is not None else None
+        self.checked_devices: set[int] = set()
+
+    def _enum_aware(self, i: int, conv: Any, where: str) -> Any:
+        cls = self.enum_params.get(i)
+        if cls is None or issubclass(cls, int):
+            return conv
+
+        def check(v: Any) -> Any:
+            if not isinstance(v, cls):
+                raise invalid(f"{where} is a {cls.__name__}, got {type(v).__name__}")
+            return conv(v.value)
+
+        return check
+
+    def _matcher(self, i: int, t: Scalar, where: str) -> Any:
+        cls = self.enum_params.get(i)
+        conv = _scalar_converter(t, where)
+        if cls is not None:
+            def check_enum(v: Any) -> Any:
+                if not isinstance(v, cls):
+                    raise invalid(f"{where} is a {cls.__name__}, got {type(v).__name__}")
+                return conv(v.value)
+
+            return check_enum
+
+        def check(v: Any) -> Any:
+            if not _kinds_match(t, v):
+                got = v.dtype if isinstance(v, np.generic) else type(v).__name__
+                raise invalid(f"{where} is a {t!r}, got {got} {v!r}")
+            return v
+
+        return check
+
+    def converted(self, args: tuple) -> tuple:
+        """The arguments of `nd_launch` / `single_task`, converted to the parameter types."""
+        if len(args) != len(self.convert):
+            raise invalid(f"{self.kernel.name} takes {len(self.convert)} arguments, got "
+                          f"{len(args)}")
+        return tuple(c(a) for c, a in zip(self.convert, args, strict=True))
+
+    def matched(self, values: dict[int, Any]) -> tuple:
+        """The arguments set by index: every one set, each matching its parameter."""
+        n = len(self.match)
+        if len(values) != n or any(i not in values for i in range(n)):
+            unset = [i for i in range(n) if i not in values]
+            extra = sorted(i for i in values if not 0 <= i < n)
+            if extra:
+                raise invalid(f"{self.kernel.name} has {n} arguments; set_arg set index "
+                              f"{extra[0]}")
+            raise invalid(f"argument {unset[0]} ({self.names[unset[0]]}) of "
+                          f"{self.kernel.name} is not set (handler.set_arg)")
+        return tuple(m(values[i]) for i, m in enumerate(self.match))
+
+    def check_device(self, device: Any) -> None:
+        vk = device.vulkan
+        if self.sub_group is not None:
+            from .info import device as dinfo
+
+            if self.sub_group not in device.get_info(dinfo.sub_group_sizes):
+                raise exception(errc.kernel_not_supported, f"{self.kernel.name} needs "
+                                f"sub-groups of {self.sub_group}; {vk.name} has "
+                                f"{device.get_info(dinfo.sub_group_sizes)}")
+        self.checked_devices.add(id(vk))
+
+    def check_local(self, launch: Any) -> None:
+        local = tuple(launch.get_local_range())
+        if local != self.local:
+            raise exception(errc.nd_range, f"{self.kernel.name} has the property "
+                            f"work_group_size{self.local}, launched with local range {local}")
+
+
+_PLANS: dict[FreeFunctionKernel, Plan] = {}
+
+
+def plan(kernel: FreeFunctionKernel) -> Plan:
+    p = _PLANS.get(kernel)
+    if p is None:
+        p = _PLANS[kernel] = Plan(kernel)
+    return p
+
+
+def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: tuple,
+                   properties: Any, p: Plan) -> Any:
+    """The command of one launch of a free function kernel, arguments already converted."""
+    if id(device.vulkan) not in p.checked_devices:
+        p.check_device(device)
+    if p.local is not None and launch is not None:
+        p.check_local(launch)
+    return build_launch_args(device, kernel, launch, args, properties)
+
+
+# -- enqueue functions ------------------------------------------------------------------------
+
+def _submit(target: Any, kernel: FreeFunctionKernel, launch: Any, args: tuple,
+            properties: Any) -> Any:
+    p = plan(kernel)
+    converted = p.converted(args)
+    from .runtime.handler import handler
+
+    if isinstance(target, handler):
+        target._set(launch_command(target._queue.get_device(), kernel, launch, converted,
+                                   properties, p))
+        return None
+    if not hasattr(target, "submit"):
+        raise invalid(f"expected a queue or a handler, got {type(target).__name__}")
+    device = target.get_device()
+    return target.submit(lambda h: h._set(launch_command(device, kernel, launch, converted,
+                                                         properties, p)))
+
+
+def single_task(target: Any, k: Any, *args: Any) -> Any:
+    """`syclexp.single_task(q | h, kernel_function(f), *args)`."""
+    kernel = free_function_kernel(k)
+    if kernel.kind != "single_task":
+        raise invalid(f"{kernel.name} is an nd_range_kernel({kernel.dims}); launch it with "
+                      "nd_launch")
+    return _submit(target, kernel, None, args, None)
+
+
+def nd_launch(target: Any, r: Any, k: Any, *args: Any) -> Any:
+    """`syclexp.nd_launch(q | h, nd_range | launch_config, kernel_function(f), *args)`."""
+    properties = None
+    if isinstance(r, launch_config):
+        r, properties = r.range, r.properties
+    if not isinstance(r, nd_range):
+        raise invalid(f"nd_launch takes a sycl.nd_range or a launch_config, got "
+                      f"{type(r).__name__}")
+    kernel = free_function_kernel(k)
+    if kernel.kind != "nd_range":
+        raise invalid(f"{kernel.name} is a single_task_kernel; launch it with single_task")
+    if kernel.dims != r.dimensions:
+        raise invalid(f"{kernel.name} is an nd_range_kernel({kernel.dims}), launched with a "
+                      f"{r.dimensions}-dimensional nd_range")
+    return _submit(target, kernel, r, args, properties)
+
+
+__all__ = ["is_kernel", "is_nd_range_kernel", "is_single_task_kernel",
+           "kernel_function", "kernel_function_s", "nd_launch", "single_task"]

@@ -1,0 +1,505 @@
+"""Kernel identifiers, kernel bundles and kernel objects (SYCL 2020 section 4.11, with the
+free function kernel additions of seed 004 and the kernels-from-source bundles).
+
+A `kernel` wraps an implementation that knows how to describe itself and how to build the
+command of one launch from arguments set by index (`handler.set_arg`); free function
+kernels and kernels built from GLSL or SPIR-V source provide one each.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from typing import Any
+
+from . import info
+from .compiler.free_function import FreeFunctionKernel, registered_kernels
+from .compiler.launch import RANGE_LOCAL, compiled, unsupported
+from .exceptions import errc, exception, invalid
+from .free_function_kernels import free_function_kernel, launch_command, plan
+from .kernel_properties import sub_group_size, work_group_size, work_group_size_hint
+from .ranges import nd_range, range
+
+
+class bundle_state(enum.Enum):
+    input = "input"
+    object = "object"
+    executable = "executable"
+    ext_oneapi_source = "ext_oneapi_source"
+
+
+class kernel_id:
+    """Identifies one kernel of the application: one per free function kernel (or template
+    instantiation), the same object every time it is asked for."""
+
+    __slots__ = ("_impl",)
+
+    def __init__(self, impl: Any) -> None:
+        self._impl = impl
+
+    def get_name(self) -> str:
+        return self._impl.name
+
+    def __repr__(self) -> str:
+        return f"kernel_id({self._impl.name})"
+
+
+# -- free function kernels as bundle members ---------------------------------------------------
+
+class FreeKernel:
+    """A free function kernel as a member of bundles."""
+
+    def __init__(self, k: FreeFunctionKernel) -> None:
+        self.kernel = k
+        self.name = k.name
+        self.id = kernel_id(self)
+        self._compat: dict[int, exception | None] = {}
+        self._compiled: Any = None
+
+    def _local(self) -> tuple[int, ...]:
+        for p in self.kernel.properties:
+            if isinstance(p, work_group_size | work_group_size_hint):
+                return p.sizes
+        return (1,) if self.kernel.kind == "single_task" else RANGE_LOCAL[self.kernel.dims]
+
+    def compiled(self, device: Any) -> Any:
+        """The kernel compiled for a representative launch (reflection, aspects)."""
+        if self._compiled is None:
+            k = self.kernel
+            local = self._local()
+            launch = None if k.kind == "single_task" else nd_range(local, local)
+            self._compiled = compiled(device, k, launch)
+        return self._compiled
+
+    def why_incompatible(self, device: Any) -> exception | None:
+        key = id(device.vulkan)
+        if key not in self._compat:
+            why = unsupported(device, self.compiled(device))
+            if why is None:
+                sgs = next((p for p in self.kernel.properties if isinstance(p, sub_group_size)),
+                           None)
+                if sgs is not None and sgs.size not in device.get_info(
+                        info.device.sub_group_sizes):
+                    why = exception(errc.kernel_not_supported, f"{self.name} needs sub-groups "
+                                    f"of {sgs.size}")
+            self._compat[key] = why
+        return self._compat[key]
+
+    def num_args(self) -> int:
+        return len(self.kernel.param_types())
+
+    def attributes(self) -> str:
+        return " ".join(p.attribute() for p in self.kernel.properties
+                        if hasattr(p, "attribute"))
+
+    def required_local(self) -> tuple[int, ...] | None:
+        p = next((p for p in self.kernel.properties if isinstance(p, work_group_size)), None)
+        return p.sizes if p is not None else None
+
+    def required_sub_group(self) -> int:
+        p = next((p for p in self.kernel.properties if isinstance(p, sub_group_size)), None)
+        return p.size if p is not None else 0
+
+    def memory(self, device: Any) -> tuple[int, int]:
+        """(work-group local bytes, private bytes) the compiled kernel declares."""
+        from .spirv_reflect import reflect
+
+        r = reflect(self.compiled(device).binary)
+        return r.workgroup_bytes, r.private_bytes
+
+    def command(self, device: Any, launch: Any, args: dict[int, Any], properties: Any) -> Any:
+        k = self.kernel
+        if launch is None:
+            if k.kind != "single_task":
+                raise invalid(f"{k.name} is an nd_range_kernel({k.dims}); enqueue it with "
+                              "parallel_for(nd_range, kernel), not single_task")
+        elif not isinstance(launch, nd_range):
+            raise invalid(f"{k.name} is a free function kernel: enqueue it with "
+                          "parallel_for(sycl.nd_range, kernel), not with a sycl.range")
+        elif k.kind != "nd_range":
+            raise invalid(f"{k.name} is a single_task_kernel; enqueue it with single_task")
+        elif launch.dimensions != k.dims:
+            raise invalid(f"{k.name} is an nd_range_kernel({k.dims}), enqueued with a "
+                          f"{launch.dimensions}-dimensional nd_range")
+        p = plan(k)
+        return launch_command(device, k, launch, p.matched(args), properties, p)
+
+
+_FREE: dict[FreeFunctionKernel, FreeKernel] = {}
+
+
+def _free(k: FreeFunctionKernel) -> FreeKernel:
+    if k.type_vars() and not k.bindings:
+        raise invalid(f"{k.name} is a template: name one instantiation, e.g. "
+                      f"{k.name}[sycl.float32]")
+    m = _FREE.get(k)
+    if m is None:
+        m = _FREE[k] = FreeKernel(k)
+    return m
+
+
+def get_kernel_id(f: Any) -> kernel_id:
+    """`syclexp.get_kernel_id(f)`: the identifier of a free function kernel."""
+    return _free(free_function_kernel(f)).id
+
+
+def get_kernel_ids() -> list[kernel_id]:
+    """`sycl.get_kernel_ids()`: every kernel the application defined so far (free function
+    kernels and the instantiations of templates that were named)."""
+    out = []
+    for k in registered_kernels():
+        if k.type_vars() and not k.bindings:
+            continue
+        out.append(_free(k).id)
+    return out
+
+
+# -- kernel objects ----------------------------------------------------------------------------
+
+class kernel:
+    """A kernel of an executable bundle: queried with `get_info`, enqueued through a handler
+    with `set_arg` / `set_args` and `parallel_for(nd_range, k)` or `single_task(k)`."""
+
+    __slots__ = ("_bundle", "_device_ids", "_impl")
+
+    def __init__(self, impl: Any, bundle: kernel_bundle) -> None:
+        self._impl = impl
+        self._bundle = bundle
+        self._device_ids = frozenset(id(d.vulkan) for d in bundle.get_devices())
+
+    def get_context(self) -> Any:
+        return self._bundle.get_context()
+
+    def get_kernel_bundle(self) -> kernel_bundle:
+        return self._bundle
+
+    def get_backend(self) -> str:
+        return "vulkan"
+
+    def __repr__(self) -> str:
+        return f"sycl.kernel({self._impl.name})"
+
+    def _vksycl_command(self, device: Any, launch: Any, args: dict[int, Any],
+                        properties: Any) -> Any:
+        """The command of one enqueue (called by the handler)."""
+        if id(device.vulkan) not in self._device_ids:
+            raise invalid(f"kernel {self._impl.name} was not built for {device.vulkan.name}")
+        return self._impl.command(device, launch, args, properties)
+
+    def get_info(self, param: Any, device: Any = None) -> Any:
+        impl = self._impl
+        if param is info.kernel.num_args:
+            return impl.num_args()
+        if param is info.kernel.attributes:
+            return impl.attributes()
+        if param is info.kernel.function_name:
+            return impl.name
+        if param is info.kernel.context:
+            return self.get_context()
+        if getattr(param, "namespace", "") != "kernel_device_specific":
+            raise invalid(f"{param!r} is not a kernel information descriptor")
+        if device is None:
+            raise invalid(f"{param!r} is device specific: pass the device")
+        if id(device.vulkan) not in self._device_ids:
+            raise invalid(f"the kernel bundle of {impl.name} has no device "
+                          f"{device.vulkan.name}")
+        return _device_info(impl, param, device)
+
+
+def _device_info(impl: Any, param: Any, device: Any) -> Any:
+    ds = info.kernel_device_specific
+    vk = device.vulkan
+    sub = int(device.get_info(info.device.sub_group_sizes)[0])
+    required = impl.required_local()
+    if param is ds.global_work_size:
+        raise invalid("global_work_size is defined for built-in kernels only")
+    if param is ds.compile_work_group_size:
+        return range(*(*(required or ()), 0, 0, 0)[:3])
+    if param is ds.compile_sub_group_size:
+        return impl.required_sub_group()
+    if param is ds.max_sub_group_size:
+        return impl.required_sub_group() or sub
+    if param is ds.preferred_work_group_size_multiple:
+        return sub
+    limit = vk.max_compute_work_group_invocations
+    if required is not None:
+        n = 1
+        for s in required:
+            n *= s
+        limit = n
+    if param is ds.work_group_size:
+        return limit
+    if param is ds.max_num_sub_groups:
+        return -(-limit // (impl.required_sub_group() or sub))
+    if param is ds.compile_num_sub_groups:
+        return 0
+    local_bytes, private_bytes = impl.memory(device)
+    if param is ds.private_mem_size:
+        return private_bytes
+    if param is ds.ext_vksycl_local_mem_size:
+        return local_bytes
+    raise invalid(f"{param!r} is not a kernel information descriptor")
+
+
+# -- bundles -----------------------------------------------------------------------------------
+
+class kernel_bundle:
+    """A set of kernels for some devices of a context, in one `bundle_state`."""
+
+    def __init__(self, context: Any, devices: list[Any], state: bundle_state,
+                 members: Iterable[Any], named: dict[str, Any] | None = None,
+                 source: Any = None) -> None:
+        self._context = context
+        self._devices = list(devices)
+        self._state = state
+        self._members = list(members)
+        self._named = dict(named or {})
+        self._source = source
+        self._kernels: dict[int, kernel] = {}
+
+    # -- queries -------------------------------------------------------------------------
+    def get_context(self) -> Any:
+        return self._context
+
+    def get_devices(self) -> list[Any]:
+        return list(self._devices)
+
+    def get_backend(self) -> str:
+        return "vulkan"
+
+    @property
+    def state(self) -> bundle_state:
+        return self._state
+
+    def get_bundle_state(self) -> bundle_state:
+        return self._state
+
+    def empty(self) -> bool:
+        return not self._members and not self._named and self._source is None
+
+    def get_kernel_ids(self) -> list[kernel_id]:
+        return [m.id for m in self._members]
+
+    def has_kernel(self, kid: kernel_id, dev: Any = None) -> bool:
+        m = kid._impl
+        if not any(x is m for x in self._members):
+            return False
+        return dev is None or (_has_device(self._devices, dev)
+                               and m.why_incompatible(dev) is None)
+
+    def get_kernel(self, kid: kernel_id) -> kernel:
+        self._require_executable("get_kernel")
+        if not self.has_kernel(kid):
+            raise invalid(f"the kernel bundle does not contain {kid.get_name()}")
+        return self._kernel(kid._impl)
+
+    def _kernel(self, impl: Any) -> kernel:
+        k = self._kernels.get(id(impl))
+        if k is None:
+            k = self._kernels[id(impl)] = kernel(impl, self)
+        return k
+
+    def _require_executable(self, what: str) -> None:
+        if self._state is not bundle_state.executable:
+            raise invalid(f"{what} needs an executable kernel bundle; this one is "
+                          f"{self._state.name}")
+
+    # -- seed 004 and the kernel compiler --------------------------------------------------
+    def _find(self, f: Any) -> Any:
+        if isinstance(f, str):
+            return self._named.get(f) or self._named.get(f.removeprefix("__sycl_kernel_"))
+        m = _free(free_function_kernel(f))
+        return m if any(x is m for x in self._members) else None
+
+    def ext_oneapi_has_kernel(self, f: Any, dev: Any = None) -> bool:
+        """Whether the bundle holds the kernel (a free function kernel, or a kernel name
+        of a bundle built from source), and with `dev`, whether it runs there."""
+        m = self._find(f)
+        if m is None:
+            return False
+        return dev is None or (_has_device(self._devices, dev)
+                               and m.why_incompatible(dev) is None)
+
+    def ext_oneapi_get_kernel(self, f: Any) -> kernel:
+        self._require_executable("ext_oneapi_get_kernel")
+        m = self._find(f)
+        if m is None:
+            name = f if isinstance(f, str) else getattr(f, "__name__", repr(f))
+            raise invalid(f"the kernel bundle does not contain the kernel {name}")
+        return self._kernel(m)
+
+    def ext_oneapi_get_raw_kernel_name(self, name: str) -> str:
+        m = self._find(name)
+        if m is None:
+            raise invalid(f"the kernel bundle does not contain the kernel {name}")
+        return getattr(m, "entry", f"__sycl_kernel_{m.name}")
+
+    def __repr__(self) -> str:
+        names = [m.name for m in self._members] + list(self._named)
+        return f"sycl.kernel_bundle({self._state.name}, {names})"
+
+
+def _has_device(devices: list[Any], dev: Any) -> bool:
+    return any(d is dev or d == dev for d in devices)
+
+
+def _parse(ctx: Any, args: tuple, what: str) -> tuple[list[Any], Any, Any, bundle_state]:
+    """(devices, kernel selector, kernel ids, state) from the overloads of
+    get_kernel_bundle / has_kernel_bundle: ([f | kernel_ids,] [devices,] state) in any
+    of SYCL's orders."""
+    if not args or not isinstance(args[-1], bundle_state):
+        raise invalid(f"{what} takes the bundle state last, e.g. sycl.bundle_state.executable")
+    state = args[-1]
+    if state is bundle_state.ext_oneapi_source:
+        raise invalid(f"{what}: bundles in the ext_oneapi_source state come from "
+                      "create_kernel_bundle_from_source")
+    devices = None
+    f = None
+    ids = None
+    for a in args[:-1]:
+        if isinstance(a, list | tuple):
+            if a and all(isinstance(x, kernel_id) for x in a):
+                ids = list(a)
+            elif all(hasattr(x, "vulkan") for x in a):
+                if devices is not None:
+                    raise invalid(f"{what}: two device lists")
+                devices = list(a)
+            else:
+                raise invalid(f"{what}: expected a list of devices or of kernel ids")
+        elif isinstance(a, kernel_id):
+            ids = [a]
+        else:
+            f = a
+    if devices is None:
+        devices = list(ctx.get_devices())
+    if not devices:
+        raise invalid(f"{what}: the device list is empty")
+    for d in devices:
+        if not ctx.has_device(d):
+            raise invalid(f"{what}: device {d.vulkan.name} is not in the context")
+    return devices, f, ids, state
+
+
+def _select(devices: list[Any], f: Any, ids: Any) -> tuple[list[Any], bool]:
+    """The members, and whether they were asked for by name (then each must be
+    compatible with some device)."""
+    if f is not None:
+        return [_free(free_function_kernel(f))], True
+    if ids is not None:
+        return [i._impl for i in ids], True
+    return [_free(k) for k in registered_kernels() if not (k.type_vars() and not k.bindings)], \
+        False
+
+
+def _compatible_somewhere(m: Any, devices: list[Any]) -> bool:
+    return any(m.why_incompatible(d) is None for d in devices)
+
+
+def get_kernel_bundle(ctx: Any, *args: Any) -> kernel_bundle:
+    """`get_kernel_bundle(ctx, [f | kernel_ids,] [devices,] state)`.
+
+    With a free function kernel or kernel ids, each must be compatible with one of the
+    devices (else `errc.invalid`); without, the bundle holds every kernel of the
+    application that one of the devices can run."""
+    devices, f, ids, state = _parse(ctx, args, "get_kernel_bundle")
+    members, named = _select(devices, f, ids)
+    if named:
+        for m in members:
+            if not _compatible_somewhere(m, devices):
+                why = m.why_incompatible(devices[0])
+                raise invalid(f"kernel {m.name} is compatible with none of the devices: {why}")
+    else:
+        members = [m for m in members if _safe_compatible(m, devices)]
+    return kernel_bundle(ctx, devices, state, members)
+
+
+def _safe_compatible(m: Any, devices: list[Any]) -> bool:
+    """Compatibility for the bundle of all kernels: one that does not compile runs nowhere."""
+    try:
+        return _compatible_somewhere(m, devices)
+    except exception as ex:
+        if ex.code() is errc.build:
+            return False
+        raise
+
+
+def has_kernel_bundle(ctx: Any, *args: Any) -> bool:
+    """`has_kernel_bundle(ctx, [f | kernel_ids,] [devices,] state)`."""
+    devices, f, ids, _state = _parse(ctx, args, "has_kernel_bundle")
+    members, named = _select(devices, f, ids)
+    if not named:
+        return any(_safe_compatible(m, devices) for m in members) or not members
+    return all(_compatible_somewhere(m, devices) for m in members)
+
+
+def is_compatible(f: Any, dev: Any) -> bool:
+    """`is_compatible(f | kernel_ids, dev)`: whether `dev` can run the kernel(s): the
+    aspects and SPIR-V features they use, and their required sub-group size."""
+    if isinstance(f, list | tuple):
+        return all(i._impl.why_incompatible(dev) is None for i in f)
+    if isinstance(f, kernel_id):
+        return f._impl.why_incompatible(dev) is None
+    return _free(free_function_kernel(f)).why_incompatible(dev) is None
+
+
+def get_kernel_info(f: Any, param: Any, *where: Any) -> Any:
+    """`syclexp.get_kernel_info(f, param, ctx [, dev])` or `(f, param, q)`."""
+    if len(where) == 1 and hasattr(where[0], "get_device") and hasattr(where[0], "submit"):
+        q = where[0]
+        ctx, dev = q.get_context(), q.get_device()
+    elif len(where) in (1, 2):
+        ctx, dev = where[0], (where[1] if len(where) == 2 else None)
+    else:
+        raise invalid("get_kernel_info takes (f, param, context [, device]) or (f, param, queue)")
+    bundle = get_kernel_bundle(ctx, f, bundle_state.executable)
+    return bundle.ext_oneapi_get_kernel(f).get_info(param, dev)
+
+
+# -- state transitions (SYCL 2020 4.11.12) -----------------------------------------------------
+
+def compile(bundle: kernel_bundle, devices: Any = None, properties: Any = ()) -> kernel_bundle:
+    """An input bundle's kernels as an object bundle."""
+    if bundle.state is not bundle_state.input:
+        raise invalid("compile takes a kernel bundle in the input state")
+    return _transition(bundle, devices, bundle_state.object)
+
+
+def link(bundles: Any, devices: Any = None, properties: Any = ()) -> kernel_bundle:
+    """Object bundles joined into one executable bundle."""
+    if isinstance(bundles, kernel_bundle):
+        bundles = [bundles]
+    if not bundles or any(b.state is not bundle_state.object for b in bundles):
+        raise invalid("link takes kernel bundles in the object state")
+    members: list[Any] = []
+    for b in bundles:
+        members += [m for m in b._members if not any(m is x for x in members)]
+    first = bundles[0]
+    devs = list(devices) if devices is not None else first.get_devices()
+    out = kernel_bundle(first.get_context(), devs, bundle_state.object, members)
+    return _transition(out, devs, bundle_state.executable)
+
+
+def build(bundle: kernel_bundle, devices: Any = None, properties: Any = ()) -> kernel_bundle:
+    """An input bundle's kernels as an executable bundle (compiled for its devices now)."""
+    if bundle.state is not bundle_state.input:
+        raise invalid("sycl.build takes a kernel bundle in the input state (bundles from "
+                      "source are built with syclexp.build)")
+    return _transition(bundle, devices, bundle_state.executable)
+
+
+def _transition(bundle: kernel_bundle, devices: Any, state: bundle_state) -> kernel_bundle:
+    devs = list(devices) if devices is not None else bundle.get_devices()
+    for d in devs:
+        if not _has_device(bundle.get_devices(), d):
+            raise invalid(f"device {d.vulkan.name} is not a device of the kernel bundle")
+    members = bundle._members
+    if state is bundle_state.executable:
+        for m in members:
+            for d in devs:
+                m.why_incompatible(d)  # compiles now: build errors surface here
+    return kernel_bundle(bundle.get_context(), devs, state, members)
+
+
+__all__ = ["build", "bundle_state", "compile", "get_kernel_bundle", "get_kernel_id",
+           "get_kernel_ids", "get_kernel_info", "has_kernel_bundle", "is_compatible",
+           "kernel", "kernel_bundle", "kernel_id", "link"]

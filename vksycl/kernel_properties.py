@@ -1,0 +1,100 @@
+"""Kernel properties (sycl_ext_oneapi_kernel_properties) and the launch configuration of
+sycl_ext_oneapi_enqueue_functions.
+
+A kernel property decorates a free function kernel, above or below its
+`@nd_range_kernel` / `@single_task_kernel` decorator, as C++ applies
+`SYCL_EXT_ONEAPI_FUNCTION_PROPERTY` before or after the kernel property.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .compiler.free_function import add_property
+from .exceptions import invalid
+from .properties import Property
+
+
+def _sizes(values: tuple[Any, ...], what: str) -> tuple[int, ...]:
+    if len(values) == 1 and isinstance(values[0], Iterable):
+        values = tuple(values[0])
+    if not 1 <= len(values) <= 3 or any(int(v) <= 0 for v in values):
+        raise invalid(f"{what} takes 1 to 3 positive sizes, got {values}")
+    return tuple(int(v) for v in values)
+
+
+class _KernelProperty(Property):
+    """A property that is also a decorator of free function kernels."""
+
+    __slots__ = ()
+
+    def __call__(self, fn: Any) -> Any:
+        add_property(fn, self)
+        return fn
+
+
+class work_group_size(_KernelProperty):
+    """`work_group_size(d0[, d1, d2])`: the kernel must be launched with this local range
+    (SYCL order); another local range raises `errc.nd_range`."""
+
+    __slots__ = ("sizes",)
+
+    def __init__(self, *sizes: Any) -> None:
+        self.sizes = _sizes(sizes, "work_group_size")
+
+    def attribute(self) -> str:
+        return "reqd_work_group_size(" + ",".join(map(str, self.sizes)) + ")"
+
+
+class work_group_size_hint(_KernelProperty):
+    """`work_group_size_hint(d0[, d1, d2])`: the local range the kernel is tuned for."""
+
+    __slots__ = ("sizes",)
+
+    def __init__(self, *sizes: Any) -> None:
+        self.sizes = _sizes(sizes, "work_group_size_hint")
+
+    def attribute(self) -> str:
+        return "work_group_size_hint(" + ",".join(map(str, self.sizes)) + ")"
+
+
+class sub_group_size(_KernelProperty):
+    """`sub_group_size(n)`: the kernel needs sub-groups of n work-items; a device without
+    that sub-group size cannot run it (`errc.kernel_not_supported`)."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        if int(size) <= 0:
+            raise invalid(f"sub_group_size must be positive, got {size}")
+        self.size = int(size)
+
+    def attribute(self) -> str:
+        return f"intel_reqd_sub_group_size({self.size})"
+
+
+def properties(*props: Any) -> list[Any]:
+    """`syclexp.properties(p1, p2, ...)`: a property list (a plain list)."""
+    return list(props)
+
+
+class launch_config:
+    """`launch_config(nd_range, properties)`: an nd_range and launch properties such as
+    `work_group_scratch_size`."""
+
+    __slots__ = ("properties", "range")
+
+    def __init__(self, range: Any, properties: Iterable[Any] = ()) -> None:
+        self.range = range
+        self.properties = list(properties)
+
+    def get_range(self) -> Any:
+        return self.range
+
+    def get_properties(self) -> list[Any]:
+        return self.properties
+
+
+__all__ = ["launch_config", "properties", "sub_group_size", "work_group_size",
+           "work_group_size_hint"]
