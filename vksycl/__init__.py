@@ -96,7 +96,7 @@ from .types import (
 )
 
 
-class usm:  # noqa: N801 - SYCL spelling (sycl::usm::alloc)
+class usm:
     alloc = _alloc
 
 
