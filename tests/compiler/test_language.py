@@ -310,7 +310,7 @@ def test_private_arrays(q, mem):
         for r in range(3):
             for c in range(4):
                 grid[r, c] = r * 10 + c
-        out[i] = fib[i % 12] + grid[i % 3, i % 4]
+        out[i] = fib[i % 12] + grid[i % 3, i % 4] + fib[-1] - 89
 
     q.parallel_for(sycl.range(n), body).wait()
     fib = [0, 1]

@@ -214,7 +214,7 @@ def check_definition(fn: Any) -> None:
             raise _ill_formed(fn, f"parameter {p.name} has a default value; free function "
                               "kernels must provide no default parameter values")
         ann = p.annotation
-        name = ann if isinstance(ann, str) else getattr(ann, "__name__", "")
+        name = ann.strip("'\"") if isinstance(ann, str) else getattr(ann, "__name__", "")
         if any(d == name.rsplit(".", 1)[-1] for d in _DISALLOWED):
             raise _ill_formed(fn, f"parameter {p.name} has type {name}, which cannot be passed "
                               "to a free function kernel")

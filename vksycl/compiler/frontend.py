@@ -231,6 +231,9 @@ class FunctionLowering:
             ty = self.hints.get(name, v.ty)
             return ScalarSlot(self.new_local(name, ty))
         if isinstance(value, PtrV):
+            if self.assigned_once.get(name) == 1 and self.loop_depth == 0 and \
+                    _stable(value.offset):
+                return FixedSlot(value)  # e.g. an array: keeps its constant offset
             return PtrSlot(value.root, self.new_local(name, I32))
         if isinstance(value, AggV):
             return AggSlot(value.sty, [self.new_slot(f"{name}.{f}", v, node)
@@ -643,6 +646,11 @@ class FunctionLowering:
                 for extent, item in zip(shape[1:], items[1:], strict=True):
                     index = self.binop(ast.Add(), self.binop(ast.Mult(), index, PyV(extent),
                                                              node), item, node)
+            length = getattr(base.root, "length", None)
+            if isinstance(index, PyV) and isinstance(index.obj, int) and index.obj < 0 and \
+                    length is not None and isinstance(base.offset, ir.Const) and \
+                    base.offset.value == 0:
+                index = PyV(index.obj + length)  # arr[-1] on a fixed-size array: its last
             i = self.scalar(index, node)
             if not (i.ty.is_int or i.ty.is_bool):
                 raise self.err(node, f"an index must be an integer, got {i.ty!r}")
@@ -926,6 +934,20 @@ def _assigned_once(fn: ast.AST) -> dict[str, int]:
                 if isinstance(t, ast.Name):
                     counts[t.id] = counts.get(t.id, 0) + 2
     return counts
+
+
+def _stable(v: ir.Value) -> bool:
+    """Whether a value reads nothing that can change (no variables, no memory)."""
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ir.Const | ir.PushField | ir.ArgRead | ir.Builtin):
+            continue
+        if isinstance(x, ir.Op):
+            stack.extend(a for a in x.args if isinstance(a, ir.Value))
+        else:
+            return False
+    return True
 
 
 def _has_loop_exit(stmts: list[ir.Stmt]) -> bool:

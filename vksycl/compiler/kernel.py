@@ -99,6 +99,17 @@ def local_size_xyz(local: tuple[int, ...]) -> tuple[int, int, int]:
 
 def compile_kernel(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
     """Compile without caches: lower, analyse, emit, validate."""
+    try:
+        return _compile(pyfn, spec)
+    except exception:
+        raise
+    except Exception as ex:  # a compiler bug: still say which kernel, and keep the cause
+        src = function_source(pyfn)
+        raise exception(errc.build, f"{src.filename}:{src.node.lineno}: internal compiler "
+                        f"error in kernel {spec.name}: {type(ex).__name__}: {ex}") from ex
+
+
+def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
     lowered = KernelModule(pyfn, spec).lower()
     usage = analyse(lowered.kernel)
     entry = f"__sycl_kernel_{spec.name}"
