@@ -51,20 +51,38 @@ class FreeFunctionKernel:
         return self.function(*args, **kwargs)
 
     def type_vars(self) -> list[Any]:
-        out = []
-        for t in self.annotations().values():
-            if isinstance(t, typing.TypeVar) and t not in out:
-                out.append(t)
+        out: list[Any] = []
+        for t in self._raw_annotations().values():
+            for v in _type_vars_in(t, self.function.__globals__):
+                if v not in out:
+                    out.append(v)
         return out
 
-    def annotations(self) -> dict[str, Any]:
-        try:
-            ann = inspect.get_annotations(self.function, eval_str=True)
-        except Exception as ex:
-            raise exception(errc.build, f"cannot read the annotations of "
-                            f"{self.function.__name__}: {ex}") from None
+    def _raw_annotations(self) -> dict[str, Any]:
+        ann = dict(inspect.get_annotations(self.function))
         ann.pop("return", None)
         return ann
+
+    def annotations(self) -> dict[str, Any]:
+        """The parameter annotations, evaluated with the template's bound types (so a
+        string annotation `sycl.ptr[T]` becomes a pointer to the type bound to T)."""
+        bound = {v.__name__: t for v, t in self.bindings.items()}
+        out = {}
+        for name, a in self._raw_annotations().items():
+            if isinstance(a, str):
+                try:
+                    a = eval(a, self.function.__globals__, bound)
+                except Exception as ex:
+                    free = [v for v in _type_vars_in(a, self.function.__globals__)
+                            if v not in self.bindings]
+                    if free:
+                        raise invalid(f"{self.function.__name__} is a template: instantiate "
+                                      f"it first, e.g. {self.function.__name__}"
+                                      "[sycl.float32]") from None
+                    raise exception(errc.build, f"cannot read the annotation of parameter "
+                                    f"{name} of {self.function.__name__}: {ex}") from None
+            out[name] = a
+        return out
 
     def __getitem__(self, types: Any) -> FreeFunctionKernel:
         if not isinstance(types, tuple):
@@ -123,6 +141,23 @@ class FreeFunctionKernel:
         if self.kind == "nd_range" and dims != self.dims:
             raise invalid(f"{self.function.__name__} is a {self.dims}-dimensional kernel, "
                           f"launched with {dims} dimensions")
+
+
+def _type_vars_in(a: Any, globals_: dict[str, Any]) -> list[Any]:
+    """The TypeVars an annotation names (a TypeVar, a pointer to one, or a string
+    annotation naming module-level TypeVars)."""
+    if isinstance(a, typing.TypeVar):
+        return [a]
+    if isinstance(getattr(a, "dtype", None), typing.TypeVar):
+        return [a.dtype]
+    if isinstance(a, str):
+        try:
+            tree = ast.parse(a, mode="eval")
+        except SyntaxError:
+            return []
+        return [globals_[n.id] for n in ast.walk(tree) if isinstance(n, ast.Name)
+                and isinstance(globals_.get(n.id), typing.TypeVar)]
+    return []
 
 
 def enum_dtype(cls: type) -> Any:
