@@ -307,7 +307,9 @@ class kernel_bundle:
     # -- seed 004 and the kernel compiler --------------------------------------------------
     def _find(self, f: Any) -> Any:
         if isinstance(f, str):
-            return self._named.get(f) or self._named.get(f.removeprefix("__sycl_kernel_"))
+            name = f.removeprefix("__sycl_kernel_")
+            found = self._named.get(f) or self._named.get(name)
+            return found or next((m for m in self._members if m.name == name), None)
         m = _free(free_function_kernel(f))
         return m if any(x is m for x in self._members) else None
 
