@@ -255,8 +255,10 @@ class SourceKernel:
         want = tuple(reversed(self.local_xyz))
         d = len(local)
         if local != want[3 - d:] or any(s != 1 for s in want[:3 - d]):
-            raise exception(errc.nd_range, f"kernel {self.name} has work-groups of "
-                            f"{want} (SYCL order, from its local_size); the nd_range's "
+            shown = want[3 - d:] if all(s == 1 for s in want[:3 - d]) else want
+            raise exception(errc.nd_range, f"kernel {self.name} needs the local range "
+                            f"{shown} (its local_size, x={self.local_xyz[0]} "
+                            f"y={self.local_xyz[1]} z={self.local_xyz[2]}); the nd_range's "
                             f"local range is {local}")
         return self.local_xyz
 

@@ -1,0 +1,264 @@
+"""Kernels from GLSL and SPIR-V source: bundles, builds, reflection of bindings and push
+constants, enqueues by argument index, and every error a user can cause."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vksycl as sycl
+from vksycl.compiler.launch import compiled
+from vksycl.ext.oneapi import experimental as syclexp
+from vksycl.ext.oneapi import this_work_item
+from vksycl.runtime.glsl import compile_glsl
+
+GLSL = syclexp.source_language.glsl
+SPIRV = syclexp.source_language.spirv
+
+SAXPY = """#version 450
+layout(local_size_x = 16) in;
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) buffer Y { float y[]; };
+layout(push_constant) uniform Args { float a; uint n; } args;
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i < args.n) y[i] = args.a * x[i] + y[i];
+}
+"""
+
+GRID = """#version 450
+layout(local_size_x = 4, local_size_y = 2) in;
+layout(std430, binding = 0) buffer Out { int v[]; };
+layout(push_constant) uniform Args { ivec2 base; int width; } args;
+void main() {
+    uvec3 g = gl_GlobalInvocationID;
+    v[g.y * args.width + g.x] = args.base.x * int(g.y) + args.base.y * int(g.x);
+}
+"""
+
+SCALED = """#version 450
+layout(local_size_x = 8) in;
+layout(std430, binding = 0) buffer Out { float v[]; };
+void main() { v[gl_GlobalInvocationID.x] = float(gl_GlobalInvocationID.x) * SCALE; }
+"""
+
+ONE = """#version 450
+#extension GL_ARB_gpu_shader_int64 : require
+layout(local_size_x = 1) in;
+layout(std430, binding = 0) buffer Out { double v[]; };
+layout(push_constant) uniform Args { double d; int64_t big; } args;
+void main() { v[0] = args.d * 2.0; v[1] = double(args.big); }
+"""
+
+
+@syclexp.nd_range_kernel(1)
+def iota(start: sycl.float32, ptr: sycl.ptr[sycl.float32]):
+    i = this_work_item.get_nd_item(1).get_global_linear_id()
+    ptr[i] = start + sycl.float32(i)
+
+
+@pytest.fixture
+def ctx(q):
+    return q.get_context()
+
+
+@pytest.fixture
+def shared(q):
+    ptrs = []
+
+    def make(values, dtype):
+        values = np.asarray(values, dtype)
+        p = sycl.malloc_shared(values.size, dtype, q)
+        np.asarray(p)[: values.size] = values
+        ptrs.append(p)
+        return p
+
+    yield make
+    q.wait()
+    for p in ptrs:
+        sycl.free(p, q)
+
+
+def built(ctx, lang, source, *args):
+    return syclexp.build(syclexp.create_kernel_bundle_from_source(ctx, lang, source), *args)
+
+
+def test_glsl_kernel_by_index(q, ctx, shared):
+    src_bundle = syclexp.create_kernel_bundle_from_source(ctx, GLSL, SAXPY)
+    assert src_bundle.state is sycl.bundle_state.ext_oneapi_source
+    bundle = syclexp.build(src_bundle)
+    assert bundle.state is sycl.bundle_state.executable
+    assert bundle.ext_oneapi_has_kernel("main") and not bundle.ext_oneapi_has_kernel("other")
+    k = bundle.ext_oneapi_get_kernel("main")
+    assert k.get_info(sycl.info.kernel.num_args) == 4
+    assert syclexp.kernel_args(k) == ["X: buffer (binding 0, float32 elements)",
+                                      "Y: buffer (binding 1, float32 elements)",
+                                      "a: float32 (push constant at 0)",
+                                      "n: uint32 (push constant at 4)"]
+    x = shared(np.arange(64), np.float32)
+    y = shared(np.ones(64), np.float32)
+
+    def cgf(h):
+        h.set_arg(0, x)
+        h.set_arg(1, y)
+        h.set_arg(2, 2.0)
+        h.set_arg(3, 60)
+        h.parallel_for(sycl.nd_range((64,), (16,)), k)
+
+    q.submit(cgf).wait()
+    expect = np.ones(64, np.float32)
+    expect[:60] += 2 * np.arange(60, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(y)[:64], expect)
+
+
+def test_two_dimensional_kernel_and_vector_push_constants(q, ctx, shared):
+    k = built(ctx, GLSL, {"grid": GRID}).ext_oneapi_get_kernel("grid")
+    out = shared(np.zeros(6 * 8), np.int32)
+    # SYCL order: dimension 0 is the slowest (GLSL y), dimension 1 the fastest (GLSL x)
+    q.submit(lambda h: (h.set_args(out, np.array([100, 1], np.int32), 8),
+                        h.parallel_for(sycl.nd_range((6, 8), (2, 4)), k))).wait()
+    i, j = np.meshgrid(np.arange(6), np.arange(8), indexing="ij")
+    np.testing.assert_array_equal(np.asarray(out)[:48].reshape(6, 8), 100 * i + j)
+    info = sycl.info.kernel_device_specific
+    assert tuple(k.get_info(info.compile_work_group_size, q.get_device())) == (1, 2, 4)
+    assert k.get_info(info.work_group_size, q.get_device()) == 8
+
+
+def test_several_named_kernels_and_build_options(q, ctx, shared):
+    log: list[str] = []
+    bundle = built(ctx, GLSL, {"saxpy": SAXPY, "scaled": SCALED},
+                   syclexp.properties(syclexp.build_options(["-DSCALE=3.0"]),
+                                      syclexp.save_log(log)))
+    assert bundle.ext_oneapi_has_kernel("saxpy") and bundle.ext_oneapi_has_kernel("scaled")
+    assert len(log) == 2
+    out = shared(np.zeros(16), np.float32)
+    k = bundle.ext_oneapi_get_kernel("scaled")
+    q.submit(lambda h: (h.set_args(out), h.parallel_for(sycl.nd_range((16,), (8,)), k))).wait()
+    np.testing.assert_array_equal(np.asarray(out)[:16], 3 * np.arange(16, dtype=np.float32))
+
+
+def test_build_errors_carry_the_glslang_log(ctx):
+    log: list[str] = []
+    src = syclexp.create_kernel_bundle_from_source(ctx, GLSL, SCALED)  # SCALE undefined
+    with pytest.raises(sycl.exception) as ei:
+        syclexp.build(src, [syclexp.save_log(log)])
+    assert ei.value.code() == sycl.errc.build
+    assert "SCALE" in str(ei.value) and "ERROR" in str(ei.value)
+    assert log and "SCALE" in log[0]
+    with pytest.raises(sycl.exception) as ei:
+        built(ctx, GLSL, "#version 450\nvoid main() { syntax error }\n")
+    assert ei.value.code() == sycl.errc.build
+
+
+def test_spirv_from_glslang_and_from_the_python_compiler(q, ctx, shared):
+    spirv = compile_glsl(SAXPY)
+    k = built(ctx, SPIRV, spirv).ext_oneapi_get_kernel("main")
+    x = shared(np.arange(16), np.float32)
+    y = shared(np.zeros(16), np.float32)
+    q.submit(lambda h: (h.set_args(x, y, 0.5, 16),
+                        h.parallel_for(sycl.nd_range((16,), (16,)), k))).wait()
+    np.testing.assert_array_equal(np.asarray(y)[:16], 0.5 * np.arange(16, dtype=np.float32))
+
+    # a free function kernel's SPIR-V: entry __sycl_kernel_<name>; its push constants hold
+    # `start`, the pointer's element offset, and the global range the compiler passes
+    binary = compiled(q.get_device(), iota, sycl.nd_range((16,), (16,))).binary
+    b = built(ctx, SPIRV, {"iota": binary})
+    k2 = b.ext_oneapi_get_kernel("__sycl_kernel_iota")
+    assert k2 is b.ext_oneapi_get_kernel("iota")
+    assert b.ext_oneapi_get_raw_kernel_name("iota") == "__sycl_kernel_iota"
+    assert syclexp.kernel_args(k2) == ["buf0: buffer (binding 0, float32 elements)",
+                                       "args.0: float32 (push constant at 0)",
+                                       "args.1: uint32 (push constant at 4)",
+                                       "args.2: uint32 (push constant at 8)"]
+    out = shared(np.zeros(16), np.float32)
+    q.submit(lambda h: (h.set_args(out, 1.5, 0, 16),
+                        h.parallel_for(sycl.nd_range((16,), (16,)), k2))).wait()
+    np.testing.assert_array_equal(np.asarray(out)[:16], 1.5 + np.arange(16, dtype=np.float32))
+
+
+def test_invalid_spirv_is_a_build_error(ctx):
+    spirv = bytearray(compile_glsl(SAXPY))
+    with pytest.raises(sycl.exception) as ei:
+        built(ctx, SPIRV, bytes(spirv[:40]))
+    assert ei.value.code() == sycl.errc.build
+    with pytest.raises(sycl.exception) as ei:
+        built(ctx, SPIRV, b"\x00" * 64)
+    assert ei.value.code() == sycl.errc.build
+
+
+@pytest.mark.parametrize(("source", "needle"), [
+    ("#version 450\nlayout(local_size_x=1) in;\nlayout(binding=1) buffer B { float v[]; };\n"
+     "void main() { v[0] = 1.0; }\n", "bindings 0, 1, 2"),
+    ("#version 450\nlayout(local_size_x=1) in;\nlayout(set=1, binding=0) buffer B { float v[]; };"
+     "\nvoid main() { v[0] = 1.0; }\n", "descriptor set 1"),
+    ("#version 450\nlayout(local_size_x=1) in;\nlayout(binding=0) uniform U { float u; };\n"
+     "layout(binding=1) buffer B { float v[]; };\nvoid main() { v[0] = u; }\n",
+     "uniform buffer"),
+])
+def test_layouts_kompute_cannot_bind_are_build_errors(ctx, source, needle):
+    with pytest.raises(sycl.exception) as ei:
+        built(ctx, GLSL, source)
+    assert ei.value.code() == sycl.errc.build and needle in str(ei.value)
+
+
+def test_sixty_four_bit_push_constants(q, ctx, shared):
+    dev = q.get_device()
+    if not (dev.has(sycl.aspect.fp64) and dev.vulkan.features.get("shaderInt64")):
+        with pytest.raises(sycl.exception) as ei:
+            built(ctx, GLSL, ONE)
+        assert ei.value.code() == sycl.errc.build
+        return
+    k = built(ctx, GLSL, ONE).ext_oneapi_get_kernel("main")
+    out = shared(np.zeros(2), np.float64)
+    q.submit(lambda h: (h.set_args(out, 1.25, -(2**40)), h.single_task(k))).wait()
+    np.testing.assert_array_equal(np.asarray(out)[:2], [2.5, -(2.0**40)])
+
+
+def test_bad_bundle_requests(ctx):
+    cases = [
+        lambda: syclexp.create_kernel_bundle_from_source(ctx, "opencl", "kernel void f() {}"),
+        lambda: syclexp.create_kernel_bundle_from_source(ctx, GLSL, b"bytes"),
+        lambda: syclexp.create_kernel_bundle_from_source(ctx, SPIRV, "text"),
+        lambda: syclexp.create_kernel_bundle_from_source(ctx, GLSL, {"not a name": SAXPY}),
+        lambda: syclexp.create_kernel_bundle_from_source(ctx, GLSL, {}),
+        lambda: syclexp.build(sycl.get_kernel_bundle(ctx, [], sycl.bundle_state.input)),
+        lambda: syclexp.build(syclexp.create_kernel_bundle_from_source(ctx, GLSL, SAXPY),
+                              [syclexp.work_group_size(4)]),
+        lambda: syclexp.create_kernel_bundle_from_source(ctx, GLSL, SAXPY)
+        .ext_oneapi_get_kernel("main"),
+        lambda: built(ctx, GLSL, SAXPY).ext_oneapi_get_kernel("missing"),
+    ]
+    for case in cases:
+        with pytest.raises(sycl.exception) as ei:
+            case()
+        assert ei.value.code() == sycl.errc.invalid
+
+
+def test_undefined_enqueues_raise(q, ctx, shared):
+    k = built(ctx, GLSL, SAXPY).ext_oneapi_get_kernel("main")
+    x = shared(np.zeros(32), np.float32)
+    y = shared(np.zeros(32), np.float32)
+    i32 = shared(np.zeros(32), np.int32)
+    ndr = sycl.nd_range((32,), (16,))
+    cases = [
+        (lambda h: (h.set_args(x, y, 1.0), h.parallel_for(ndr, k)), "argument 3 (n)"),
+        (lambda h: (h.set_args(x, y, 1.0, 3, 4), h.parallel_for(ndr, k)), "set index 4"),
+        (lambda h: (h.set_args(x, y, 1, 3), h.parallel_for(ndr, k)), "float32, got int"),
+        (lambda h: (h.set_args(x, y, 1.0, -3), h.parallel_for(ndr, k)), "does not fit"),
+        (lambda h: (h.set_args(x, 2.0, 1.0, 3), h.parallel_for(ndr, k)), "USM pointer"),
+        (lambda h: (h.set_args(x, i32, 1.0, 3), h.parallel_for(ndr, k)), "holds float32"),
+        (lambda h: (h.set_args(x, y + 4, 1.0, 3), h.parallel_for(ndr, k)), "16 bytes into"),
+        (lambda h: (h.set_args(x, y, 1.0, 3), h.parallel_for(sycl.range(32), k)), "sycl.range"),
+        (lambda h: (h.set_args(x, y, 1.0, 3), h.single_task(k)), "parallel_for(nd_range"),
+        (lambda h: (h.set_args(x, y, 1.0, 3),
+                    h.parallel_for(sycl.nd_range((32,), (16,), (16,)), k)), "offset"),
+    ]
+    for cgf, needle in cases:
+        with pytest.raises(sycl.exception) as ei:
+            q.submit(cgf)
+        assert ei.value.code() == sycl.errc.invalid, needle
+        assert needle in str(ei.value)
+    with pytest.raises(sycl.exception) as ei:
+        q.submit(lambda h: (h.set_args(x, y, 1.0, 3),
+                            h.parallel_for(sycl.nd_range((32,), (8,)), k)))
+    assert ei.value.code() == sycl.errc.nd_range and "(16,)" in str(ei.value)
