@@ -147,3 +147,30 @@ def test_allocations_larger_than_the_buffer_range(q, monkeypatch, kind):
         assert err.value.code() == sycl.errc.feature_not_supported
     sycl.free(a, q)
     sycl.free(b, q)
+
+
+@pytest.mark.parametrize("window", [4096, 4099])
+def test_numpy_copies_through_many_staging_windows(q, window):
+    """Copies between numpy and device memory go through two alternating staging buffers;
+    make them small so one copy takes many windows, overlapped host and device work."""
+    from vksycl.runtime.context import scheduler_for
+
+    sched = scheduler_for(q.get_device())
+    saved = sched._staging_size, sched._staging
+    sched._staging_size, sched._staging = window, []
+    try:
+        n = 100_003
+        data = rng.integers(0, 256, n, dtype=np.uint8)
+        d = sycl.malloc_device(n + 16, sycl.uint8, q)
+        q.memset(d, 0xEE, n + 16).wait()
+        q.memcpy(d + 5, data, n).wait()
+        out = np.zeros(n + 16, np.uint8)
+        q.memcpy(out, d, n + 16).wait()
+        assert np.array_equal(out[5:n + 5], data)
+        assert np.all(out[:5] == 0xEE) and np.all(out[n + 5:] == 0xEE)
+        back = np.zeros(n - 7, np.uint8)
+        q.memcpy(back, d + 12, n - 7).wait()
+        assert np.array_equal(back, data[7:])
+        sycl.free(d, q)
+    finally:
+        sched._staging_size, sched._staging = saved

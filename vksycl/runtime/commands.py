@@ -18,12 +18,20 @@ if TYPE_CHECKING:
 
 @dataclass
 class GpuStep:
+    """Dispatches; `flush` ends the submission after them, so a later host step can wait
+    for exactly this much of the work."""
+
     dispatches: list[Dispatch]
+    flush: bool = False
 
 
 @dataclass
 class HostStep:
+    """Python run on the host once the GPU work before it is done, except the last `lag`
+    submissions (which it does not touch): that lets staging windows overlap."""
+
     run: Callable[[], None]
+    lag: int = 0
 
 
 Step = GpuStep | HostStep

@@ -176,10 +176,10 @@ class MemCopy(Command):
 
 
 def _through_staging(ctx: LowerContext, usm: Span, host_copy, upload: bool) -> list[Step]:
-    """Windows of a numpy <-> device copy: a host copy and a GPU copy each, alternating
-    between two staging buffers."""
-    steps: list[Step] = []
+    """Windows of a numpy <-> device copy through two staging buffers, so the host copies
+    one window while the device copies the other."""
     window = ctx.staging(0).nbytes
+    host_steps, gpu_steps = [], []
     for k, done in enumerate(range(0, usm.nbytes, window)):
         stage = ctx.staging(k % 2)
         n = min(window, usm.nbytes - done)
@@ -188,8 +188,22 @@ def _through_staging(ctx: LowerContext, usm: Span, host_copy, upload: bool) -> l
             ends = ((stage, inside), (buf, local)) if upload else ((buf, local), (stage, inside))
             gpu += _copy_dispatches(ctx.engine, *ends, m)
             inside += m
-        host = HostStep(lambda stage=stage, at=done, n=n: host_copy(stage, at, n))
-        steps += [host, GpuStep(gpu)] if upload else [GpuStep(gpu), host]
+        host_steps.append(HostStep(lambda stage=stage, at=done, n=n: host_copy(stage, at, n),
+                                   lag=1))
+        gpu_steps.append(GpuStep(gpu, flush=True))
+    steps: list[Step] = []
+    if upload:  # fill window k while the device copies window k-1 out of the other buffer
+        for host, gpu in zip(host_steps, gpu_steps, strict=True):
+            steps += [host, gpu]
+        return steps
+    # download: the device fills window k+1 while the host reads window k
+    steps.append(gpu_steps[0])
+    for k, host in enumerate(host_steps):
+        if k + 1 < len(gpu_steps):
+            steps.append(gpu_steps[k + 1])
+        else:
+            host.lag = 0
+        steps.append(host)
     return steps
 
 

@@ -64,6 +64,8 @@ class Scheduler:
             if command.needs_staging:
                 with self._staging_lock:
                     self._run_steps(command, deps, ev, submissions, host_times)
+                    if ev._submission is not None:  # staging is free once it is done
+                        ev._submission.wait()
             else:
                 self._run_steps(command, deps, ev, submissions, host_times)
         except BaseException as err:  # the caller's, or the queue's async handler
@@ -78,9 +80,14 @@ class Scheduler:
         pending = []
         deps_done = False
         timed = ev._profiling
+        ran_host_last = False
         for step in command.lower(self.eager):
             if isinstance(step, GpuStep):
+                ran_host_last = False
                 pending += step.dispatches
+                if step.flush:
+                    submissions.append(self.engine.submit(pending, timed))
+                    pending = []
                 continue
             if not deps_done:
                 for d in deps:
@@ -89,15 +96,18 @@ class Scheduler:
             if pending:
                 submissions.append(self.engine.submit(pending, timed))
                 pending = []
-            for s in submissions:
+            for s in submissions[: len(submissions) - step.lag]:
                 s.wait()
             host_times.append(host_now_ns())
             step.run()
             host_times.append(host_now_ns())
+            ran_host_last = True
         if pending:
-            sub = self.engine.submit(pending, timed)
-            submissions.append(sub)
-            ev._submission = sub
+            submissions.append(self.engine.submit(pending, timed))
+        if submissions and not ran_host_last:
+            # Each dispatch starts with a barrier on everything before it in the queue, so
+            # the last submission completes after every earlier one.
+            ev._submission = submissions[-1]
 
     def _profile(self, submitted_at: int, submissions: list[Submission],
                  host_times: list[int]) -> list[int]:
