@@ -1,0 +1,24 @@
+"""Every program in examples/ runs to completion and confirms its own results."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
+
+
+def test_there_are_examples():
+    names = {p.stem for p in EXAMPLES}
+    assert {"free_function_basic", "free_function_templates",
+            "free_function_scratch_memory"} <= names
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_runs(path):
+    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          timeout=300, cwd=path.parent)
+    assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout}\n{proc.stderr}"
