@@ -23,6 +23,8 @@ from .compiler.typesys import PtrType, Scalar, Struct
 from .exceptions import errc, exception, invalid
 from .kernel_properties import launch_config, sub_group_size, work_group_size
 from .ranges import nd_range
+from .runtime.handler import handler
+from .runtime.usm import ptr as ptr_type
 
 
 class kernel_function_s:
@@ -119,6 +121,8 @@ def _pointer_checker(t: PtrType, where: str) -> Any:
     dtype = _pointee_dtype(t)
 
     def check(v: Any) -> Any:
+        if type(v) is ptr_type and v.dtype == dtype:
+            return v
         if getattr(v, "dtype", None) != dtype or not hasattr(v, "allocation"):
             got = f"a pointer to {v.dtype}" if hasattr(v, "allocation") else type(v).__name__
             raise invalid(f"{where} is a pointer to {dtype}, got {got}")
@@ -220,12 +224,12 @@ class Plan:
 
         return check
 
-    def converted(self, args: tuple) -> tuple:
+    def converted(self, args: tuple) -> list:
         """The arguments of `nd_launch` / `single_task`, converted to the parameter types."""
         if len(args) != len(self.convert):
             raise invalid(f"{self.kernel.name} takes {len(self.convert)} arguments, got "
                           f"{len(args)}")
-        return tuple(c(a) for c, a in zip(self.convert, args, strict=True))
+        return [c(a) for c, a in zip(self.convert, args, strict=True)]
 
     def matched(self, values: dict[int, Any]) -> tuple:
         """The arguments set by index: every one set, each matching its parameter."""
@@ -282,11 +286,9 @@ def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: t
 
 def _submit(target: Any, kernel: FreeFunctionKernel, launch: Any, args: tuple,
             properties: Any) -> Any:
-    p = plan(kernel)
+    p = _PLANS.get(kernel) or plan(kernel)
     converted = p.converted(args)
-    from .runtime.handler import handler
-
-    if isinstance(target, handler):
+    if type(target) is handler or isinstance(target, handler):
         target._set(launch_command(target._queue.get_device(), kernel, launch, converted,
                                    properties, p))
         return None
