@@ -379,9 +379,15 @@ def test_captured_scalars_change_without_recompiling(q, mem):
     assert len(kernel._MEMORY) == before + 1
 
 
-def test_large_1d_range_is_split_over_y(q, mem):
-    limit = q.get_device().vulkan.max_compute_work_group_count[0]
-    n = limit * 128 + 1000
+def test_large_1d_range_is_split_over_y(q, mem, monkeypatch):
+    from vksycl.compiler import launch
+
+    real = q.get_device().vulkan.max_compute_work_group_count
+    limit = min(real[0], 4096)  # split at 4096 groups, whatever the device allows
+    monkeypatch.setattr(launch, "_limits", lambda device: (limit, real[1], real[2]))
+    launch._PREPARED.clear()
+    wg = launch._shape(sycl.range(1), q.get_device())[2][0]
+    n = limit * wg * 3 + 1000
     out = sycl.malloc_device(n, np.int32, q)
     check = mem.zeros(4, np.int32)
 
@@ -391,13 +397,13 @@ def test_large_1d_range_is_split_over_y(q, mem):
     def verify():
         check[0] = out[0]
         check[1] = out[n - 1]
-        check[2] = out[limit * 128]
+        check[2] = out[limit * wg]
         check[3] = out[n // 2]
 
     q.parallel_for(sycl.range(n), body).wait()
     q.single_task(verify).wait()
     sycl.free(out, q)
-    np.testing.assert_array_equal(mem.view(check, 4), [0, n - 1, limit * 128, n // 2])
+    np.testing.assert_array_equal(mem.view(check, 4), [0, n - 1, limit * wg, n // 2])
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint16", "float16", "bool"])

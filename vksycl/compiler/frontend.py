@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import device as dev
-from . import ir
+from . import if_device, ir
 from .source import Source, error, function_source
 from .typesys import (
     BOOL,
@@ -61,9 +61,9 @@ def mem_type(t: Type) -> Type:
 
 _UNSUPPORTED_STMTS = {
     ast.Try: "try/except", ast.Raise: "raise", ast.With: "with", ast.AsyncWith: "async with",
-    ast.AsyncFor: "async for", ast.Global: "global", ast.Nonlocal: "nonlocal",
+    ast.AsyncFor: "async for", ast.Global: "global",
     ast.Delete: "del", ast.Import: "import", ast.ImportFrom: "import",
-    ast.ClassDef: "class definition", ast.FunctionDef: "nested function definition",
+    ast.ClassDef: "class definition",
     ast.AsyncFunctionDef: "async function", ast.Assert: "assert",
     ast.Match: "match",
 }
@@ -75,7 +75,7 @@ _UNSUPPORTED_EXPRS = {
     ast.SetComp: "a set comprehension", ast.GeneratorExp: "a generator expression",
     ast.Yield: "yield (generators are not supported in device code)",
     ast.YieldFrom: "yield from (generators are not supported in device code)",
-    ast.Await: "await", ast.Lambda: "a lambda inside device code",
+    ast.Await: "await",
     ast.JoinedStr: "an f-string", ast.NamedExpr: "an assignment expression (:=)",
     ast.Starred: "a starred expression", ast.Slice: "a slice",
 }
@@ -95,6 +95,7 @@ class FunctionLowering:
         self.out: list[ir.Stmt] = self.fn.body
         self.returns: list[tuple[ast.AST, ir.Return, Any]] = []
         self.loop_depth = 0
+        self.inlined: Any = None  # the if_device body being inlined: where `return` goes
         self.assigned_once = _assigned_once(src.node)
         code = pyfn.__code__
         cells = pyfn.__closure__ or ()
@@ -338,6 +339,12 @@ class FunctionLowering:
     def stmt_Pass(self, s: ast.Pass) -> None:
         pass
 
+    def stmt_FunctionDef(self, s: ast.FunctionDef) -> None:
+        if_device.define(self, s)
+
+    def stmt_Nonlocal(self, s: ast.Nonlocal) -> None:
+        if_device.nonlocal_stmt(self, s)
+
     def stmt_Expr(self, s: ast.Expr) -> None:
         if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
             return  # docstring
@@ -546,6 +553,9 @@ class FunctionLowering:
         self.emit(ir.Continue())
 
     def stmt_Return(self, s: ast.Return) -> None:
+        if self.inlined is not None:
+            self.inlined.stmt_Return(self, s)
+            return
         self.do_return(s, self.expr(s.value) if s.value is not None else None)
 
     def do_return(self, node: ast.AST, value: Any) -> None:
@@ -567,6 +577,9 @@ class FunctionLowering:
         if isinstance(e.value, str | bytes):
             raise self.err(e, "strings are not supported in device code")
         return PyV(e.value)
+
+    def expr_Lambda(self, e: ast.Lambda) -> Any:
+        return if_device.lambda_body(self, e)
 
     def expr_Name(self, e: ast.Name) -> Any:
         return self.lookup(e.id, e)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import device as dev
-from . import fp64math, ir
+from . import fp64math, if_device, ir
 from .typesys import (
     BOOL,
     F32,
@@ -209,6 +209,8 @@ class Intrinsics:
         dev_name = getattr(obj, "__vksycl_device__", None)
         if dev_name is not None:
             return self.device_call(fl, dev_name, args, kwargs, node)
+        if getattr(obj, if_device.MARKER, None) is not None:
+            return if_device.call(fl, obj, args, kwargs, node)
         if obj is dev.atomic_ref:
             return self.atomic_ref(fl, args, kwargs, node)
         if obj is dev.work_group_memory:

@@ -1,0 +1,46 @@
+"""Device time of STREAM kernels as the compiler emits them, from profiling events, for a
+range launch (rounded up and guarded) and nd_range launches of two work-group sizes."""
+
+import numpy as np
+
+import vksycl as sycl
+
+q = sycl.queue(property_list=[sycl.property.queue.enable_profiling(),
+                              sycl.property.queue.in_order()])
+n = 1 << 26
+a, b, c = (sycl.malloc_device(n, np.float32, q) for _ in range(3))
+s = np.float32(3.0)
+
+
+def copy(i):
+    c[i] = a[i]
+
+
+def triad(i):
+    a[i] = b[i] + s * c[i]
+
+
+def copy_nd(it):
+    i = it.get_global_id(0)
+    c[i] = a[i]
+
+
+def triad_nd(it):
+    i = it.get_global_id(0)
+    a[i] = b[i] + s * c[i]
+
+
+cases = [("copy", copy, sycl.range(n), 2), ("triad", triad, sycl.range(n), 3)]
+for wg in (128, 256, 1024):
+    cases += [("copy", copy_nd, sycl.nd_range((n,), (wg,)), 2),
+              ("triad", triad_nd, sycl.nd_range((n,), (wg,)), 3)]
+for name, k, launch, arrays in cases:
+    q.parallel_for(launch, k).wait()
+    best = 1e18
+    for _ in range(10):
+        ev = q.parallel_for(launch, k)
+        ev.wait()
+        t = ev.get_profiling_info(sycl.info.event_profiling.command_end) - \
+            ev.get_profiling_info(sycl.info.event_profiling.command_start)
+        best = min(best, t)
+    print(f"{name:6} {launch!r:40} {arrays * n * 4 / best:8.1f} GB/s (device time)")
