@@ -26,6 +26,7 @@ import spirv_gen
 from ..config import cache_dir
 from ..exceptions import errc, exception
 from .codegen import Codegen, analyse
+from .host_bodies import device_view
 from .module import ArgSlot, KernelModule, KernelSpec
 from .source import function_source, source_text
 
@@ -184,17 +185,21 @@ def _fingerprint(pyfn: Any, seen: set[int], depth: int = 0) -> str:
     if id(pyfn) in seen or depth > 16:
         return "rec:" + getattr(pyfn, "__qualname__", "?")
     seen.add(id(pyfn))
+    view = device_view(pyfn)  # host bodies are never device code: they stay out
     try:
-        src = source_text(pyfn)
+        src = view.text if view is not None else source_text(pyfn)
     except exception:
         return "nosrc:" + getattr(pyfn, "__qualname__", "?")
+    skip = view.host_names if view is not None else frozenset()
     h = hashlib.sha256(src.encode())
     h.update(f"{pyfn.__module__}.{pyfn.__qualname__}".encode())
     g = pyfn.__globals__
-    for name in sorted(_names(pyfn.__code__)):
+    for name in sorted(_names(pyfn.__code__) - skip):
         if name in g:
             h.update(repr((name, _describe(g[name], seen, depth))).encode())
     for name, cell in zip(pyfn.__code__.co_freevars, pyfn.__closure__ or (), strict=False):
+        if name in skip:
+            continue
         with contextlib.suppress(ValueError):
             v = cell.cell_contents  # captured scalars are arguments: their type is the key
             d = type(v).__name__ if isinstance(v, bool | int | float | np.generic) else \

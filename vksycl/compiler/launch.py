@@ -18,6 +18,7 @@ import numpy as np
 from ..exceptions import errc, exception
 from ..runtime.commands import KernelLaunch
 from . import device as dev
+from .host_bodies import host_names
 from .kernel import CompiledKernel, kernel_name, load_or_compile
 from .module import KernelSpec
 
@@ -197,8 +198,8 @@ def _global_values(pyfn: Any) -> tuple:
     if names is None:
         from .kernel import _names
 
-        names = tuple(sorted(n for n in _names(code) if n in g and not isinstance(
-            g[n], pytypes.ModuleType)))
+        names = tuple(sorted(n for n in _names(code) - host_names(pyfn) if n in g and
+                             not isinstance(g[n], pytypes.ModuleType)))
         _GLOBAL_NAMES[code] = names
     return tuple(_global_sig(g.get(n)) for n in names)
 

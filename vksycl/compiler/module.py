@@ -402,9 +402,10 @@ class KernelModule:
             call_args.append(v)
             sig.append(("s", v.ty))
             return ir.ArgRead(p)
-        if isinstance(v, PtrV) and isinstance(v.root, ir.BufferRoot):
-            # storage-buffer pointers cannot be function parameters without variable
-            # pointers: the function is specialised for the buffer, the offset is passed
+        if isinstance(v, PtrV) and isinstance(v.root, ir.BufferRoot | ir.SharedRoot):
+            # module-scope memory (storage buffers, which cannot be function parameters
+            # without variable pointers, and work-group arrays): the function is
+            # specialised for it and reaches it directly; only the offset is passed
             poff = ir.Param(name + ".offset", I32)
             params.append(poff)
             call_args.append(v.offset)
