@@ -1,7 +1,8 @@
 """`sycl::ext::oneapi::experimental` (`syclexp`): re-exports only.
 
 Free function kernels (seed 004), kernel properties, enqueue functions, work-group
-memory, kernel bundles of free function kernels, and kernels from GLSL / SPIR-V source.
+memory, kernel bundles of free function kernels, kernels from GLSL / SPIR-V source, and
+if_device / if_host (seed 002).
 """
 
 from ....compiler import (
@@ -20,6 +21,7 @@ from ....free_function_kernels import (
     nd_launch,
     single_task,
 )
+from ....if_device import if_device, if_host
 from ....kernel_bundle import (
     get_kernel_bundle,
     get_kernel_id,
@@ -47,7 +49,8 @@ from ....source_kernels import (
 __all__ = [
     "build", "build_options", "create_kernel_bundle_from_source",
     "get_kernel_bundle", "get_kernel_id", "get_kernel_info",
-    "get_work_group_scratch_memory", "has_kernel_bundle", "is_compatible", "is_kernel",
+    "get_work_group_scratch_memory", "has_kernel_bundle", "if_device", "if_host",
+    "is_compatible", "is_kernel",
     "is_nd_range_kernel", "is_single_task_kernel", "is_source_kernel_bundle_supported",
     "kernel_args", "kernel_function", "kernel_function_s", "launch_config", "nd_launch",
     "nd_range_kernel", "properties", "save_log", "single_task", "single_task_kernel",
