@@ -162,6 +162,10 @@ def _build_error(fn_source: str, where: dict | None = None) -> sycl.exception:
      "\ndef k(x: sycl.int32):\n    pass\n", "same arguments"),
     ("@syclexp.nd_range_kernel(1)\n@syclexp.sub_group_size(8)\n@syclexp.sub_group_size(16)\n"
      "def k(x: sycl.int32):\n    pass\n", "same arguments"),
+    ("@syclexp.nd_range_kernel(1)\n@syclexp.work_group_size(8, 8)\ndef k(x: sycl.int32):\n"
+     "    pass\n", "2-dimensional property"),
+    ("@syclexp.work_group_size_hint(4, 4, 4)\n@syclexp.nd_range_kernel(2)\n"
+     "def k(x: sycl.int32):\n    pass\n", "3-dimensional property"),
 ])
 def test_ill_formed_definitions_are_diagnosed(source, needle):
     err = _build_error(source)

@@ -274,6 +274,7 @@ def add_property(kernel_or_fn: Any, prop: Any) -> None:
             return
     if isinstance(kernel_or_fn, FreeFunctionKernel):
         kernel_or_fn.properties = (*current, prop)
+        check_property_dims(kernel_or_fn)
     else:
         kernel_or_fn.__vksycl_properties__ = (*current, prop)
 
@@ -289,8 +290,18 @@ def _decorate(fn: Any, kind: str, dims: int) -> FreeFunctionKernel:
     if isinstance(fn, staticmethod):
         fn = fn.__func__
     k = FreeFunctionKernel(fn, kind, dims, properties=getattr(fn, "__vksycl_properties__", ()))
+    check_property_dims(k)
     _REGISTRY.append(k)
     return k
+
+
+def check_property_dims(k: FreeFunctionKernel) -> None:
+    """Work-group size properties name as many sizes as the kernel has dimensions."""
+    for p in k.properties:
+        sizes = getattr(p, "sizes", None)
+        if sizes is not None and k.kind == "nd_range" and len(sizes) != k.dims:
+            raise _ill_formed(k.function, f"is an nd_range_kernel({k.dims}) with the "
+                              f"{len(sizes)}-dimensional property {p!r}")
 
 
 def _describe(kind: str, dims: int) -> str:
