@@ -2,7 +2,10 @@
 templates by `typing.TypeVar` instantiated with a subscript (`iota[sycl.float32]`).
 
 The decorated object stays callable as the plain Python function; the runtime reads its
-`__vksycl_kernel__` to launch it with explicit arguments.
+`__vksycl_kernel__` to launch it with explicit arguments. Decorating checks the rules of
+"Defining a free function kernel" that Python can (errc.build, naming file and line),
+collects kernel properties applied above or below the kernel decorator, and records the
+kernel for `sycl.get_kernel_ids()`.
 """
 
 from __future__ import annotations
