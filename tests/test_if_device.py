@@ -205,6 +205,24 @@ def test_disassembly_has_no_trace_of_host_bodies(q, shared):
     assert view(p, 4).tolist() == [5.0] * 4
 
 
+def test_device_body_costs_nothing(q, shared):
+    p = shared(np.ones(4, np.float32))
+
+    def with_markers(i):
+        def on_device():
+            p[i] = p[i] * 2.0 + 1.0
+
+        syclexp.if_device(on_device).otherwise(lambda: print("host", i))
+
+    def written_in_place(i):
+        p[i] = p[i] * 2.0 + 1.0
+
+    dev = q.get_device()
+    a = compiled(dev, with_markers, sycl.range(4)).spirv_asm()
+    b = compiled(dev, written_in_place, sycl.range(4)).spirv_asm()
+    assert a.replace("with_markers", "K") == b.replace("written_in_place", "K")
+
+
 def host_helper_never_compiled(p):
     return {"x": open}  # not device code: compiling it would fail
 
@@ -439,6 +457,10 @@ def test_cache_keys_follow_device_bodies_only(q, shared, tmp_path):
 
     assert key(base) == key(other_host)
     assert key(base) != key(other_device)
+    first = key(base)
+    base.COUNTER = 1000  # only a host body names it
+    assert key(base) == first
+    base.COUNTER = 0
 
     k = base.make(p)
     before = launch_cache._global_values(k)
