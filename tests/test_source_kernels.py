@@ -262,3 +262,39 @@ def test_undefined_enqueues_raise(q, ctx, shared):
         q.submit(lambda h: (h.set_args(x, y, 1.0, 3),
                             h.parallel_for(sycl.nd_range((32,), (8,)), k)))
     assert ei.value.code() == sycl.errc.nd_range and "(16,)" in str(ei.value)
+
+
+def test_reflection_of_shared_memory_and_nested_push_constants(q, ctx):
+    src = """#version 450
+layout(local_size_x = 16, local_size_y = 2) in;
+layout(std430, binding = 0) buffer Out { float data[]; } outb;
+struct Box { vec2 lo; float pad[2]; };
+layout(push_constant) uniform Args { float scale; Box box; } args;
+shared float tile[32];
+void main() {
+    uint l = gl_LocalInvocationIndex;
+    tile[l] = args.scale;
+    barrier();
+    outb.data[gl_GlobalInvocationID.x] = tile[31 - l] + args.box.lo.y + args.box.pad[1];
+}
+"""
+    from vksycl.spirv_reflect import reflect
+
+    r = reflect(compile_glsl(src))
+    assert [a.name for a in r.args] == ["outb", "scale", "box"]
+    assert r.entry_points[0].local_size == (16, 2, 1)
+    assert r.workgroup_bytes == 32 * 4
+    assert r.push_size == 24
+    assert [(lf.offset, str(lf.dtype)) for lf in r.args[2].leaves] == [
+        (8, "float32"), (12, "float32"), (16, "float32"), (20, "float32")]
+    k = built(ctx, GLSL, src).ext_oneapi_get_kernel("main")
+    ds = sycl.info.kernel_device_specific
+    assert k.get_info(ds.ext_vksycl_local_mem_size, q.get_device()) == 128
+    assert k.get_info(ds.work_group_size, q.get_device()) == 32
+    out = sycl.malloc_shared(32, sycl.float32, q)
+    try:
+        q.submit(lambda h: (h.set_args(out, 1.0, [0.0, 2.0, 0.0, 4.0]),
+                            h.parallel_for(sycl.nd_range((1, 2, 16), (1, 2, 16)), k))).wait()
+        np.testing.assert_array_equal(np.asarray(out)[:16], np.full(16, 7.0, np.float32))
+    finally:
+        sycl.free(out, q)
