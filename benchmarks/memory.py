@@ -162,7 +162,7 @@ def main() -> None:
     header = f"{'MiB':>5} {'dir':>4} {'vksycl GB/s':>12} {'raw kp GB/s':>12} {'torch GB/s':>11}" \
              f" {'vs kp':>6} {'vs torch':>8}"
     print(header)
-    for mib in (s for s in (1, 4, 16, 64, 256) if s <= args.max_mib):
+    for mib in (s for s in (1, 4, 16, 64, 256, 1024) if s <= args.max_mib):
         for line in measure_size(q, raw, torch, mib * MIB, args.repeat):
             print(line)
 

@@ -126,7 +126,7 @@ def _copy_dispatches(engine: Engine, src: tuple[Buffer, int], dst: tuple[Buffer,
             out += _copy_dispatches(engine, (sb, so + head + body), (db, do + head + body), tail)
         return out
     out.append(engine.dispatch(_program(engine, "copy_words.comp"), [sb, db],
-                               _groups(-(-n // 4) + 1), struct.pack("<3I", so, do, n)))
+                               _groups(-(-n // 16) + 1), struct.pack("<3I", so, do, n)))
     return out
 
 
