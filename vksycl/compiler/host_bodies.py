@@ -63,18 +63,19 @@ def _code_names(code: Any) -> set[str]:
 def _analyse(pyfn: Any) -> DeviceView | None:
     src = function_source(pyfn)
     root = src.node
-    args = [a for n in ast.walk(root) if isinstance(n, ast.Call)
-            for a in _host_args(n, pyfn)]
-    if not args:
-        return None
-    arg_ids = {id(a) for a in args}
+    args: list[ast.expr] = []
     loads: dict[str, list[ast.AST]] = {}
     defs: dict[str, list[ast.AST]] = {}
     for n in ast.walk(root):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+        if isinstance(n, ast.Call):
+            args += _host_args(n, pyfn)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             loads.setdefault(n.id, []).append(n)
         elif isinstance(n, ast.FunctionDef) and n is not root:
             defs.setdefault(n.name, []).append(n)
+    if not args:
+        return None
+    arg_ids = {id(a) for a in args}
     bodies: list[ast.AST] = list(args)
     for a in args:  # a nested def named only where host bodies are passed is one
         if isinstance(a, ast.Name) and a.id in defs and \
