@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from spirv_gen.binary import rename_entry_point
+
 from ..exceptions import errc, exception
 
 _log = logging.getLogger("vksycl.engine")
@@ -168,6 +170,7 @@ class Engine:
         key = hashlib.blake2b(spirv + entry.encode(), digest_size=16).digest()
         prog = self._programs.get(key)
         if prog is None:
+            # Kompute binds the entry point "main" only.
             renamed = spirv if entry == "main" else rename_entry_point(spirv, entry, "main")
             prog = self._programs[key] = Program(renamed)
         self._programs_by_object[(id(spirv), entry)] = (spirv, prog)
@@ -217,14 +220,6 @@ class Engine:
         self._in_flight.append(sub)
         return sub
 
-    def record(self, dispatches: Iterable[Dispatch], timed: bool = False) -> Recording:
-        """A sequence recorded once and submitted many times (command-graph replay)."""
-        ops = [d.op for d in dispatches]
-        seq = self._manager.sequence(0, len(ops) + 1) if timed else self._manager.sequence()
-        for op in ops:
-            seq.record(op)
-        return Recording(self, seq, timed)
-
     def _take_sequence(self, timed: bool, n_ops: int) -> kp.Sequence:
         if len(self._in_flight) >= _MAX_IN_FLIGHT:
             self._in_flight.popleft().wait()
@@ -253,41 +248,5 @@ class Engine:
         while self._in_flight:
             self._in_flight.popleft().wait()
 
-    def device_properties(self) -> dict:
-        return self._manager.get_device_properties()
-
-
-class Recording:
-    """A pre-recorded sequence: each `submit` replays the same command buffer."""
-
-    def __init__(self, engine: Engine, sequence: kp.Sequence, timed: bool) -> None:
-        self._engine = engine
-        self._sequence = sequence
-        self._timed = timed
-
-    def submit(self) -> Submission:
-        with self._engine._submit_lock:
-            self._sequence.eval_async()
-        return _ReplaySubmission(self._engine, self._sequence, self._timed)
-
-
-class _ReplaySubmission(Submission):
-    """A submission of a recording: the sequence stays with its recording after the wait."""
-
-    __slots__ = ()
-
-    def _finish(self, seq: kp.Sequence) -> None:
-        if self._timed:
-            period = self._engine.timestamp_period
-            self._timestamps = [int(t * period) for t in seq.get_timestamps()]
-        self._sequence = None
-
 
 _NO_PUSH = np.zeros(0, dtype=np.uint32)
-
-
-def rename_entry_point(spirv: bytes, old: str, new: str) -> bytes:
-    """Kompute binds the entry point "main" only: rename the kernel's entry point."""
-    from spirv_gen.binary import rename_entry_point as rename
-
-    return rename(spirv, old, new)
