@@ -52,6 +52,8 @@ class _Otherwise:
 
 
 class _Marker:
+    """`otherwise` in device code, recognised by its mode as the markers are."""
+
     def __init__(self, mode: str) -> None:
         self.__vksycl_call_if__ = mode
 
