@@ -232,7 +232,8 @@ def test_sub_group_operations(q, mem):
         out[k + 1] = sycl.inclusive_scan_over_group(sg, v, sycl.plus())
         out[k + 2] = sycl.exclusive_scan_over_group(sg, v, sycl.maximum())
         out[k + 3] = sycl.group_broadcast(sg, v, 1)
-        out[k + 4] = sycl.shift_group_left(sg, v, 1) if lane + 1 < size else -1
+        shifted = sycl.shift_group_left(sg, v, 1)  # group functions: converged control flow
+        out[k + 4] = shifted if lane + 1 < size else -1
         out[k + 5] = sycl.permute_group_by_xor(sg, v, 1)
         out[k + 6] = sycl.any_of_group(sg, v == 16) * 2 + sycl.all_of_group(sg, v < 17)
         out[k + 7] = size * 1000 + lane * 10 + sg.get_group_id() * 0 + sg.leader()

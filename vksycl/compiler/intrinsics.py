@@ -119,7 +119,9 @@ class Intrinsics:
                 return ir.Ext("Floor", t, [ir.Op("OpFDiv", t, [x, y])])
             if not t.is_signed:
                 return ir.Op("OpUDiv", t, [x, y])
-            return ir.Op("OpSDiv", t, [ir.Op("OpISub", t, [x, floor_mod(x, y, t)]), y])
+            q = ir.Op("OpSDiv", t, [x, y])
+            return ir.Op("OpISub", t, [q, ir.Op("OpSelect", t, [
+                _rounds_up(x, y, q, t), ir.Const(t, 1), ir.Const(t, 0)])])
         raise fl.err(node, f"unsupported operator {type(op).__name__}")
 
     def need_int(self, fl: Any, x: ir.Value, y: ir.Value, node: ast.AST, what: str) -> None:
@@ -581,9 +583,19 @@ def round_even(x: ir.Value, t: Scalar) -> ir.Value:
     return ir.Op("OpSelect", t, [ir.Op("OpFOrdLessThan", BOOL, [d, half]), f, r])
 
 
+def _rounds_up(x: ir.Value, y: ir.Value, q: ir.Value, t: Scalar) -> ir.Value:
+    """Whether truncating x / y (= q) rounded up, i.e. the remainder is non-zero and has
+    the opposite sign of y."""
+    r = ir.Op("OpISub", t, [x, ir.Op("OpIMul", t, [q, y])])
+    return ir.Op("OpLogicalAnd", BOOL, [
+        ir.Op("OpINotEqual", BOOL, [r, ir.Const(t, 0)]),
+        ir.Op("OpSLessThan", BOOL, [ir.Op("OpBitwiseXor", t, [r, y]), ir.Const(t, 0)])])
+
+
 def floor_mod(x: ir.Value, y: ir.Value, t: Scalar) -> ir.Value:
-    """Python's %: the result takes the divisor's sign. Built from the remainder (the
-    sign of the dividend) rather than OpSMod/OpFMod, which drivers get wrong."""
+    """Python's %: the result takes the divisor's sign. Built from truncating division
+    (x - y * trunc(x / y)) rather than OpSMod/OpSRem/OpFMod, which drivers get wrong for
+    negative operands (GLSL leaves them undefined; NVIDIA's and lavapipe's differ)."""
     if t.is_int and not t.is_signed:
         return ir.Op("OpUMod", t, [x, y])
     if t.is_float:
@@ -594,12 +606,9 @@ def floor_mod(x: ir.Value, y: ir.Value, t: Scalar) -> ir.Value:
             ir.Op("OpLogicalNotEqual", BOOL, [ir.Op("OpFOrdLessThan", BOOL, [r, zero]),
                                               ir.Op("OpFOrdLessThan", BOOL, [y, zero])])])
         return ir.Op("OpSelect", t, [fix, ir.Op("OpFAdd", t, [r, y]), r])
-    r = ir.Op("OpSRem", t, [x, y])
-    zero = ir.Const(t, 0)
-    fix = ir.Op("OpLogicalAnd", BOOL, [
-        ir.Op("OpINotEqual", BOOL, [r, zero]),
-        ir.Op("OpSLessThan", BOOL, [ir.Op("OpBitwiseXor", t, [r, y]), zero])])
-    return ir.Op("OpSelect", t, [fix, ir.Op("OpIAdd", t, [r, y]), r])
+    q = ir.Op("OpSDiv", t, [x, y])
+    r = ir.Op("OpISub", t, [x, ir.Op("OpIMul", t, [q, y])])
+    return ir.Op("OpSelect", t, [_rounds_up(x, y, q, t), ir.Op("OpIAdd", t, [r, y]), r])
 
 
 def fl_mem(t: Any) -> Any:
