@@ -127,10 +127,10 @@ def test_freed_and_foreign_pointers(q):
     sycl.free(b, q)
 
 
-def test_allocation_too_large_for_the_device(q):
+@pytest.mark.parametrize("malloc", [sycl.malloc_device, sycl.malloc_host, sycl.malloc_shared])
+def test_allocation_too_large_for_the_device(q, malloc):
     huge = q.get_device().get_info(sycl.info.device.global_mem_size) * 4
-    assert code_of(lambda: sycl.malloc_device(huge, sycl.uint8, q)) == \
-        sycl.errc.memory_allocation
+    assert code_of(lambda: malloc(huge, sycl.uint8, q)) == sycl.errc.memory_allocation
 
 
 def test_bad_allocation_arguments(q):

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..compiler.launch import build_launch
 from ..exceptions import errc, exception
+from ..ranges import nd_range, range
 from . import memops
 from .commands import Barrier, Command, HostTask
 from .event import event
@@ -74,8 +76,9 @@ class handler:
         self._set(self._launch(kernel, None, properties))
 
     def parallel_for(self, launch: Any, kernel: Callable, properties: Any = None) -> None:
-        from ..ranges import nd_range, range
-
+        if type(launch) is range or type(launch) is nd_range:
+            self._set(self._launch(kernel, launch, properties))
+            return
         if isinstance(launch, int | tuple | list):
             launch = range(launch)
         if not isinstance(launch, range | nd_range):
@@ -88,8 +91,6 @@ class handler:
         command = getattr(kernel, "_vksycl_command", None)
         if command is not None:
             return command(self._queue.get_device(), launch, self._kernel_args, properties)
-        from ..compiler.launch import build_launch
-
         return build_launch(self._queue.get_device(), kernel, launch, properties)
 
     def host_task(self, fn: Callable[..., Any]) -> None:

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import info
 from ..exceptions import errc, exception
 from ..types import as_dtype
 from .context import context, scheduler_for
@@ -53,14 +52,23 @@ def _allocate(count: int, args: tuple, kind: alloc, alignment: int = 0) -> ptr |
     if count == 0:
         return None
     nbytes = count * dtype.itemsize
-    limit = dev.get_info(info.device.global_mem_size)
-    if kind is alloc.device and nbytes > limit:
-        raise exception(errc.memory_allocation, f"{nbytes} bytes exceed the device's "
-                        f"{limit} bytes of memory")
+    limit = _heap_size(dev.vulkan, host_visible=kind is not alloc.device)
+    if nbytes > limit:
+        raise exception(errc.memory_allocation, f"{nbytes} bytes of {kind.value} USM exceed "
+                        f"the {limit} bytes of the memory heap that holds them")
     sched = scheduler_for(dev)
     a = Allocation(sched.engine, ctx, dev, nbytes, kind, buffer_range_limit(dev))
     ctx._register(a)
     return ptr(a, 0, dtype)
+
+
+def _heap_size(vk: Any, host_visible: bool) -> int:
+    """The size of the heap Kompute allocates from: that of the first memory type with
+    the properties it asks for (device-local, or host-visible and coherent)."""
+    for t in vk.memory_types:
+        if (t.host_visible and t.host_coherent) if host_visible else t.device_local:
+            return vk.memory_heaps[t.heap_index].size
+    raise exception(errc.memory_allocation, "the device has no memory type for this USM kind")
 
 
 def buffer_range_limit(dev: Any) -> int:

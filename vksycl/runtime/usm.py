@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import threading
+import typing
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -113,6 +114,9 @@ class ptr:
         self.dtype = as_dtype(dtype)
 
     def __class_getitem__(cls, element_type: Any) -> PointerType:
+        # A TypeVar stays one: `sycl.ptr[T]` in a template kernel's annotations.
+        if isinstance(element_type, typing.TypeVar):
+            return PointerType(element_type)
         return PointerType(as_dtype(element_type))
 
     # -- pointer arithmetic --------------------------------------------------------------
@@ -214,7 +218,7 @@ class PointerType:
 
     __slots__ = ("dtype",)
 
-    def __init__(self, dtype: np.dtype) -> None:
+    def __init__(self, dtype: np.dtype | typing.TypeVar) -> None:
         self.dtype = dtype
 
     def __eq__(self, other: object) -> bool:
