@@ -126,7 +126,9 @@ class Engine:
         self._max_timestamps = max(max_timestamps, 2)
         self._manager = kp.Manager(index)
         self._submit_lock = threading.Lock()
-        self._pool: dict[bool, list[kp.Sequence]] = {False: [], True: []}
+        self._pool: dict[bool, collections.deque[kp.Sequence]] = {
+            False: collections.deque(), True: collections.deque()}
+        self._cache_lock = threading.Lock()
         self._in_flight: collections.deque[Submission] = collections.deque()
         self._pipelines: collections.OrderedDict[tuple, kp.Algorithm] = (
             collections.OrderedDict()
@@ -156,8 +158,9 @@ class Engine:
         if buffer.released:
             return
         buffer.released = True
-        for key in self._pipelines_by_buffer.pop(id(buffer), ()):
-            self._pipelines.pop(key, None)
+        with self._cache_lock:
+            for key in self._pipelines_by_buffer.pop(id(buffer), ()):
+                self._pipelines.pop(key, None)
         buffer.host = None
         buffer.tensor.destroy()
 
@@ -186,11 +189,12 @@ class Engine:
         """A dispatch op; the pipeline for (program, buffers, groups) is built once."""
         push = np.frombuffer(push_constants, dtype=np.uint32) if push_constants else _NO_PUSH
         key = (program.key, tuple(id(b) for b in buffers), groups, push.size)
-        algo = self._pipelines.get(key)
-        if algo is None:
-            algo = self._build_pipeline(key, program, buffers, groups, push)
-        else:
-            self._pipelines.move_to_end(key)
+        with self._cache_lock:
+            algo = self._pipelines.get(key)
+            if algo is None:
+                algo = self._build_pipeline(key, program, buffers, groups, push)
+            else:
+                self._pipelines.move_to_end(key)
         return Dispatch(kp.OpAlgoDispatch(algo, push))
 
     def _build_pipeline(self, key, program, buffers, groups, push) -> kp.Algorithm:
@@ -221,32 +225,47 @@ class Engine:
         return sub
 
     def _take_sequence(self, timed: bool, n_ops: int) -> kp.Sequence:
+        # Pools and the in-flight list are deques: their appends and pops are atomic, so
+        # threads running deferred commands share them without a lock.
         if len(self._in_flight) >= _MAX_IN_FLIGHT:
-            self._in_flight.popleft().wait()
+            self._pop_in_flight(wait=True)
         pool = self._pool[timed]
         if not pool:
             self._reclaim()
         if timed and n_ops + 1 > self._max_timestamps:
             self._pool[True].clear()
             self._max_timestamps = n_ops + 1
-        if pool:
+        try:
             seq = pool.pop()
-            seq.clear()
-            return seq
-        if timed:
-            return self._manager.sequence(0, self._max_timestamps)
-        return self._manager.sequence()
+        except IndexError:
+            if timed:
+                return self._manager.sequence(0, self._max_timestamps)
+            return self._manager.sequence()
+        seq.clear()
+        return seq
 
     def _reclaim(self) -> None:
-        while self._in_flight and self._in_flight[0].done():
-            self._in_flight.popleft()
+        """Stops tracking finished submissions (their sequences went back to the pool)."""
+        try:
+            while self._in_flight[0].done():
+                self._in_flight.popleft()
+        except IndexError:
+            pass
+
+    def _pop_in_flight(self, wait: bool) -> None:
+        try:
+            sub = self._in_flight.popleft()
+        except IndexError:
+            return
+        if wait:
+            sub.wait()
 
     def _recycle(self, seq: kp.Sequence, timed: bool) -> None:
         self._pool[timed].append(seq)
 
     def synchronize(self) -> None:
         while self._in_flight:
-            self._in_flight.popleft().wait()
+            self._pop_in_flight(wait=True)
 
 
 _NO_PUSH = np.zeros(0, dtype=np.uint32)
