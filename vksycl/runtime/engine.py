@@ -136,6 +136,7 @@ class Engine:
         self._pipelines_by_buffer: dict[int, set[tuple]] = collections.defaultdict(set)
         self._programs: dict[bytes, Program] = {}
         self._programs_by_object: dict[tuple[int, str], tuple[bytes, Program]] = {}
+        self._placeholder: Buffer | None = None  # bound by kernels that bind no buffer
 
     # -- memory -----------------------------------------------------------------------
     def buffer(self, nbytes: int, host_visible: bool) -> Buffer:
@@ -201,15 +202,20 @@ class Engine:
         for b in buffers:
             if b.released:
                 raise exception(errc.invalid, "a kernel argument points to freed memory")
-        algo = self._manager.algorithm(
-            [b.tensor for b in buffers], program.spirv, list(groups), _NO_PUSH, push
-        )
+        # Kompute builds no pipeline for an algorithm without tensors: bind a placeholder.
+        tensors = [b.tensor for b in buffers] or [self._placeholder_buffer().tensor]
+        algo = self._manager.algorithm(tensors, program.spirv, list(groups), _NO_PUSH, push)
         self._pipelines[key] = algo
         for b in buffers:
             self._pipelines_by_buffer[id(b)].add(key)
         while len(self._pipelines) > _PIPELINE_CACHE_SIZE:
             self._pipelines.popitem(last=False)
         return algo
+
+    def _placeholder_buffer(self) -> Buffer:
+        if self._placeholder is None:
+            self._placeholder = self.buffer(_WORD, host_visible=False)
+        return self._placeholder
 
     # -- submission ----------------------------------------------------------------------
     def submit(self, dispatches: Iterable[Dispatch], timed: bool = False) -> Submission:
