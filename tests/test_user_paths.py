@@ -45,3 +45,56 @@ def test_kernel_using_only_work_group_memory_runs(q):
     e.wait_and_throw()
     assert e.get_info(sycl.info.event.command_execution_status) is \
         sycl.info.event_command_status.complete
+
+
+# -- events ------------------------------------------------------------------------------------
+
+def test_default_constructed_event_is_complete():
+    e = sycl.event()
+    e.wait()
+    e.wait_and_throw()
+    assert e.get_info(sycl.info.event.command_execution_status) is \
+        sycl.info.event_command_status.complete
+    sycl.event.wait([e, sycl.event()])
+
+
+def test_static_event_wait_and_throw_takes_a_list(q):
+    out = sycl.malloc_shared(256, sycl.float32, q)
+
+    def body(i):
+        out[i] = i * 0.5
+
+    e1 = q.parallel_for(sycl.range(256), body)
+    e2 = q.submit(lambda h: (h.depends_on(e1), h.host_task(lambda: None)))
+    sycl.event.wait_and_throw([e1, e2])
+    assert np.array_equal(np.asarray(out), np.arange(256, dtype=np.float32) * 0.5)
+
+    def fail():
+        raise ValueError("host task failed")
+
+    own = sycl.queue(async_handler=lambda errors: None)  # keeps the error out of q
+    bad = own.submit(lambda h: h.host_task(fail))
+    with pytest.raises(ValueError, match="host task failed"):
+        sycl.event.wait_and_throw([e1, bad])
+    sycl.free(out, q)
+
+
+def test_depends_on_rejects_what_is_not_an_event(q):
+    out = sycl.malloc_shared(8, sycl.int32, q)
+
+    def body(i):
+        out[i] = 1
+
+    for bad in (1, "e", None, [None]):
+        if bad is None:
+            _raises(sycl.errc.invalid, q.submit,
+                    lambda h: (h.depends_on(None), h.parallel_for(sycl.range(8), body)))
+        else:
+            _raises(sycl.errc.invalid, q.parallel_for, sycl.range(8), body, depends_on=bad)
+    assert not np.asarray(out).any()  # nothing ran
+    sycl.free(out, q)
+
+
+def test_submit_needs_a_command_group_function(q):
+    _raises(sycl.errc.invalid, q.submit, 5)
+    _raises(sycl.errc.invalid, q.submit, sycl.range(4))

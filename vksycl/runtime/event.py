@@ -15,18 +15,30 @@ if TYPE_CHECKING:
     from .engine import Engine, Submission
 
 
-class _wait_method:
-    """`e.wait()` waits for one event; `sycl.event.wait([e1, e2])` for a list, as in SYCL."""
+class _one_or_list:
+    """`e.wait()` acts on one event; `sycl.event.wait([e1, e2])` on a list, as in SYCL
+    (the same for `wait_and_throw`)."""
+
+    def __init__(self, one: str, many: Callable[[Iterable[event]], None]) -> None:
+        self._one, self._many = one, many
 
     def __get__(self, obj: event | None, owner: type) -> Any:
         if obj is None:
-            return _wait_all
-        return obj._wait
+            return self._many
+        return getattr(obj, self._one)
 
 
 def _wait_all(events: Iterable[event]) -> None:
     for e in events:
         e._wait()
+
+
+def _wait_and_throw_all(events: Iterable[event]) -> None:
+    """Waits for every event, then raises the first error among them."""
+    events = list(events)
+    _wait_all(events)
+    for e in events:
+        e._wait_and_throw()
 
 
 class event:
@@ -41,11 +53,13 @@ class event:
         "_times",
     )
 
-    wait = _wait_method()
+    wait = _one_or_list("_wait", _wait_all)
+    wait_and_throw = _one_or_list("_wait_and_throw", _wait_and_throw_all)
 
     def __init__(self, engine: Engine | None = None, profiling: bool = False) -> None:
         self._engine = engine
-        self._issued = False  # every step handed to the device or run
+        # every step handed to the device or run; a default-constructed event is complete
+        self._issued = engine is None
         self._issued_signal: threading.Event | None = None  # only for deferred commands
         self._submission: Submission | None = None
         self._error: BaseException | None = None
@@ -61,6 +75,7 @@ class event:
 
     def _defer(self) -> None:
         """Marks the event as issued later, by another thread."""
+        self._issued = False
         self._issued_signal = threading.Event()
 
     def _mark_issued(self) -> None:
@@ -75,7 +90,7 @@ class event:
         if self._submission is not None:
             self._submission.wait()
 
-    def wait_and_throw(self) -> None:
+    def _wait_and_throw(self) -> None:
         self._wait()
         if self._error is not None:
             raise self._error

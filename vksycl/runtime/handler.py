@@ -44,6 +44,9 @@ class handler:
         if isinstance(events, event):
             self._deps.append(events)
             return
+        if not isinstance(events, Iterable):
+            raise exception(errc.invalid, "depends_on expects an event or a list of events, "
+                            f"got {type(events).__name__}")
         for e in events:
             if not isinstance(e, event):
                 raise exception(errc.invalid, f"depends_on expects events, got {type(e).__name__}")

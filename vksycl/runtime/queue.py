@@ -74,6 +74,9 @@ class queue:
 
     # -- submission ------------------------------------------------------------------
     def submit(self, cgf: Callable[[handler], Any], depends_on: Any = None) -> event:
+        if not callable(cgf):
+            raise exception(errc.invalid, "submit takes a command group function of a "
+                            f"handler, got {type(cgf).__name__}")
         h = handler(self)
         if depends_on is not None:
             h.depends_on(depends_on)
