@@ -38,6 +38,8 @@ class Usage:
     push: set[int]
     buffers: list[ir.BufferRoot]
     shared: list[ir.SharedRoot]
+    reads: set[int] = dataclasses.field(default_factory=set)  # ids of buffer roots read
+    writes: set[int] = dataclasses.field(default_factory=set)  # ... and written
 
 
 def _children(node: Any) -> Any:
@@ -57,6 +59,8 @@ def analyse(kernel: ir.Function) -> Usage:
     push: set[int] = set()
     buffers: dict[int, ir.BufferRoot] = {}
     shared: dict[int, ir.SharedRoot] = {}
+    reads: set[int] = set()
+    writes: set[int] = set()
 
     def visit_fn(fn: ir.Function) -> None:
         if id(fn) in seen:
@@ -66,6 +70,13 @@ def analyse(kernel: ir.Function) -> Usage:
         stack: list[Any] = [fn.body]
         while stack:
             node = stack.pop()
+            if isinstance(node, ir.Load):
+                reads.add(id(node.place.root))
+            elif isinstance(node, ir.Store):
+                writes.add(id(node.place.root))
+            elif isinstance(node, ir.Atomic):
+                reads.add(id(node.place.root))
+                writes.add(id(node.place.root))
             if isinstance(node, ir.Call):
                 visit_fn(node.fn)
             elif isinstance(node, ir.PushField):
@@ -81,7 +92,7 @@ def analyse(kernel: ir.Function) -> Usage:
         order.append(fn)
 
     visit_fn(kernel)
-    return Usage(order, push, list(buffers.values()), list(shared.values()))
+    return Usage(order, push, list(buffers.values()), list(shared.values()), reads, writes)
 
 
 class Codegen:
@@ -189,6 +200,11 @@ class Codegen:
             v = b.variable(self.buffer_block(root.elem), "StorageBuffer", name=f"buf{k}")
             b.decorate(v, "DescriptorSet", 0)
             b.decorate(v, "Binding", k)
+            # read-only / write-only buffers tell the driver what it may cache
+            if id(root) not in usage.writes:
+                b.decorate(v, "NonWritable")
+            elif id(root) not in usage.reads:
+                b.decorate(v, "NonReadable")
             self.buffer_vars[id(root)] = v
         for root in usage.shared:
             arr = self.ty(ArrayType(self.mem(root.elem), root.length))
