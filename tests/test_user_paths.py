@@ -98,3 +98,62 @@ def test_depends_on_rejects_what_is_not_an_event(q):
 def test_submit_needs_a_command_group_function(q):
     _raises(sycl.errc.invalid, q.submit, 5)
     _raises(sycl.errc.invalid, q.submit, sycl.range(4))
+
+
+# -- USM ---------------------------------------------------------------------------------------
+
+def test_copy_between_different_element_types_is_invalid(q):
+    d = sycl.malloc_device(16, sycl.float32, q)
+    q.copy(np.arange(16, dtype=np.float32), d, 16).wait()
+    wide = np.zeros(16, np.float64)
+    msg = _raises(sycl.errc.invalid, q.copy, d, wide, 16)
+    assert "float32" in msg and "float64" in msg
+    ints = sycl.malloc_shared(16, sycl.int32, q)
+    _raises(sycl.errc.invalid, q.copy, d, ints, 16)
+    assert not wide.any() and not np.asarray(ints).any()
+    # the same element type in any container copies as before
+    out = np.zeros(16, np.float32)
+    q.copy(d, out, 16).wait()
+    assert np.array_equal(out, np.arange(16, dtype=np.float32))
+    # memcpy counts bytes and takes any types
+    raw = np.zeros(64, np.uint8)
+    q.memcpy(raw, d, 64).wait()
+    assert np.array_equal(raw.view(np.float32), out)
+    sycl.free(d, q)
+    sycl.free(ints, q)
+
+
+def test_malloc_rejects_element_types_kernels_cannot_hold(q):
+    for bad in (object, str, "U4", "datetime64[s]", None, "no such type"):
+        _raises(sycl.errc.invalid, sycl.malloc_shared, 4, bad, q)
+    _raises(sycl.errc.invalid, sycl.malloc_device, 2.5, sycl.float32, q)
+    _raises(sycl.errc.invalid, sycl.malloc_device, "8", sycl.float32, q)
+    p = sycl.malloc_device(np.int64(8), np.dtype(np.float32), q)
+    assert p.count == 8
+    layout = np.dtype([("x", np.float32), ("n", np.int32)])
+    s = sycl.malloc_shared(3, layout, q)
+    s[1] = (2.5, 7)
+    assert s[1]["x"] == 2.5 and s[1]["n"] == 7 and s.count == 3
+    sycl.free(p, q)
+    sycl.free(s, q)
+
+
+def test_every_usm_kind_in_one_kernel(q):
+    n = 1000
+    dev = sycl.malloc_device(n, sycl.float32, q)
+    host = sycl.malloc_host(n, sycl.float32, q)
+    shared = sycl.malloc_shared(n, sycl.float32, q)
+    generic = sycl.malloc(n, sycl.float32, q, sycl.usm.alloc.shared)
+    x = np.linspace(-1, 1, n, dtype=np.float32)
+    q.copy(x, dev, n).wait()
+    np.asarray(host)[:] = 2 * x
+
+    def body(i):
+        shared[i] = dev[i] + host[i]
+        generic[i] = dev[i] * host[i]
+
+    q.parallel_for(sycl.range(n), body).wait()
+    np.testing.assert_allclose(np.asarray(shared), 3 * x, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(generic), 2 * x * x, rtol=1e-6)
+    for p in (dev, host, shared, generic):
+        sycl.free(p, q)

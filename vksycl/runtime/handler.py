@@ -138,8 +138,13 @@ class handler:
 
 
 def _itemsize(src: Any, dest: Any) -> int:
-    for side in (src, dest):
-        dtype = getattr(side, "dtype", None)
+    """The size of the element type both sides share (SYCL's `copy<T>` has one T)."""
+    s, d = getattr(src, "dtype", None), getattr(dest, "dtype", None)
+    if s is not None and d is not None and np.dtype(s) != np.dtype(d):
+        raise exception(errc.invalid, f"copy from {np.dtype(s)} to {np.dtype(d)} elements: "
+                        "both sides need one element type (memcpy copies bytes, and "
+                        "ptr.astype(t) views a pointer as another type)")
+    for dtype in (s, d):
         if dtype is not None:
             return np.dtype(dtype).itemsize
     return 1

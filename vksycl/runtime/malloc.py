@@ -7,6 +7,7 @@ and the untyped (num_bytes, queue) / (num_bytes, device, context).
 
 from __future__ import annotations
 
+import operator
 import os
 from typing import Any
 
@@ -24,7 +25,7 @@ def _where(args: tuple) -> tuple[np.dtype, Any, context]:
 
     dtype = np.dtype(np.uint8)
     if args and not isinstance(args[0], queue | context) and not _is_device(args[0]):
-        dtype, args = as_dtype(args[0]), args[1:]
+        dtype, args = _element_type(args[0]), args[1:]
     if len(args) == 1 and isinstance(args[0], queue):
         return dtype, args[0].get_device(), args[0].get_context()
     if len(args) == 2 and _is_device(args[0]) and isinstance(args[1], context):
@@ -36,6 +37,19 @@ def _where(args: tuple) -> tuple[np.dtype, Any, context]:
                     "(count, [type,] device, context)")
 
 
+def _element_type(t: Any) -> np.dtype:
+    """A USM element type: a number, a bool or a struct layout; never Python objects,
+    strings or dates, whose bytes kernels and copies cannot give meaning to."""
+    try:
+        dtype = None if t is None else as_dtype(t)  # numpy reads None as float64
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.kind in "OUSMm":
+        raise exception(errc.invalid, f"{t!r} is not a USM element type (a sycl/numpy "
+                        "number type, bool, or a sycl.struct)")
+    return dtype
+
+
 def _is_device(obj: Any) -> bool:
     from ..platform_device import device
 
@@ -44,7 +58,11 @@ def _is_device(obj: Any) -> bool:
 
 def _allocate(count: int, args: tuple, kind: alloc, alignment: int = 0) -> ptr | None:
     dtype, dev, ctx = _where(args)
-    count = int(count)
+    try:
+        count = operator.index(count)
+    except TypeError:
+        raise exception(errc.invalid, f"an allocation's count is an integer, got "
+                        f"{type(count).__name__} {count!r}") from None
     if count < 0:
         raise exception(errc.invalid, f"cannot allocate a negative count ({count})")
     if alignment and (alignment & (alignment - 1)):
