@@ -7,6 +7,7 @@ import pytest
 
 import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
+from vksycl.ext.oneapi import this_work_item
 
 
 def _raises(code: sycl.errc, fn, *args, **kwargs) -> str:
@@ -157,3 +158,23 @@ def test_every_usm_kind_in_one_kernel(q):
     np.testing.assert_allclose(np.asarray(generic), 2 * x * x, rtol=1e-6)
     for p in (dev, host, shared, generic):
         sycl.free(p, q)
+
+
+# -- free function kernels ---------------------------------------------------------------------
+
+@syclexp.nd_range_kernel(1)
+def iota(start: sycl.float32, ptr: sycl.ptr[sycl.float32]):
+    i = this_work_item.get_nd_item(1).get_global_linear_id()
+    ptr[i] = start + sycl.float32(i)
+
+
+def test_nd_launch_rejects_arguments_that_are_not_numbers(q):
+    out = sycl.malloc_shared(16, sycl.float32, q)
+    k = syclexp.kernel_function(iota)
+    ndr = sycl.nd_range((16,), (16,))
+    for bad in ("x", "1.5", None, [1.0]):
+        _raises(sycl.errc.invalid, syclexp.nd_launch, q, ndr, k, bad, out)
+    assert not np.asarray(out).any()
+    syclexp.nd_launch(q, ndr, k, np.float64(0.25), out).wait()
+    assert np.array_equal(np.asarray(out), np.arange(16, dtype=np.float32) + 0.25)
+    sycl.free(out, q)

@@ -81,15 +81,31 @@ def is_kernel(f: Any) -> bool:
 # -- argument conversion ----------------------------------------------------------------------
 
 def _scalar_converter(t: Scalar, where: str) -> Any:
-    """C++ implicit conversion of an arithmetic value to parameter type `t`."""
+    """C++ implicit conversion of an arithmetic value to parameter type `t`; strings,
+    None and containers are no arithmetic values, even where Python would convert them."""
+
+    def not_a_number(v: Any) -> exception:
+        return invalid(f"{where} is a {t!r}, got {type(v).__name__} {v!r}")
+
     if t.is_bool:
-        return bool
+        def to_bool(v: Any) -> bool:
+            numeric = hasattr(v, "__index__") or hasattr(v, "__float__")
+            if isinstance(v, str | bytes) or not numeric:
+                raise not_a_number(v)
+            return bool(v)
+
+        return to_bool
     if t.is_float:
         finfo = np.finfo(t.dtype)
         big = float(finfo.max)
 
         def to_float(v: Any) -> float:
-            f = float(v)
+            if isinstance(v, str | bytes):
+                raise not_a_number(v)
+            try:
+                f = float(v)
+            except (TypeError, ValueError):
+                raise not_a_number(v) from None
             if math.isfinite(f) and abs(f) > big:
                 raise invalid(f"{where}: {v!r} does not fit {t!r}")
             return f
@@ -104,7 +120,12 @@ def _scalar_converter(t: Scalar, where: str) -> Any:
             if not math.isfinite(v):
                 raise invalid(f"{where}: {v!r} cannot convert to {t!r}")
             v = math.trunc(v)
-        i = int(v) & mask
+        elif isinstance(v, str | bytes):
+            raise not_a_number(v)
+        try:
+            i = int(v) & mask
+        except (TypeError, ValueError):
+            raise not_a_number(v) from None
         return i - (1 << bits) if signed and i >= half else i
 
     return to_int
