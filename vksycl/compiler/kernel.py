@@ -62,6 +62,7 @@ class CompiledKernel:
     # captured values compiled in as constants (paths), and the values they had
     specialized: tuple[tuple, ...] = ()
     spec_values: tuple = ()
+    coarsen: int = 1  # ids each work-item runs (range kernels)
     device_globals: list[Any] = field(default_factory=list)
     virtual_tables: list[Any] = field(default_factory=list)
 
@@ -139,7 +140,8 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
                           cg.push_size, local_size_xyz(spec.local),
                           frozenset(lowered.aspects), tuple(cg.b.capabilities),
                           tuple(lowered.specialized),
-                          tuple(_cell_value(pyfn, p) for p in lowered.specialized))
+                          tuple(_cell_value(pyfn, p) for p in lowered.specialized),
+                          lowered.coarsen)
 
 
 # -- caches ----------------------------------------------------------------------------------

@@ -276,7 +276,8 @@ def _groups(ck: CompiledKernel, launch: Any, device: Any) -> tuple[int, int, int
     if kind == "single_task":
         return (1, 1, 1)
     g = tuple(launch.get_global_range()) if kind == "nd_range" else tuple(launch)
-    local = ck.spec.local
+    local = list(ck.spec.local)
+    local[0] *= ck.coarsen
     counts = [-(-g[d] // local[d]) for d in range(dims)][::-1] + [1] * (3 - dims)
     limits = _limits(device)
     if dims == 1 and counts[0] > limits[0]:

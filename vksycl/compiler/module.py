@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import errc, exception
+from . import coarsen as coarsening
 from . import device as dev
 from . import ir
 from .frontend import FunctionLowering, Restart, mem_type, source_of
@@ -75,6 +76,7 @@ class Lowered:
     aspects: set[str] = field(default_factory=set)
     uses_subgroups: bool = False
     specialized: list[tuple] = field(default_factory=list)
+    coarsen: int = 1
 
 
 def _is_usm_ptr(obj: Any) -> bool:
@@ -112,6 +114,7 @@ class KernelModule:
         self.kernel_fl: FunctionLowering | None = None
         self.origins: dict[int, tuple[tuple, Any, Any]] = {}
         self.specialized: list[tuple] = []
+        self.item_override: ir.Value | None = None
         self.names: dict[str, int] = {}
 
     # -- entry ---------------------------------------------------------------------------
@@ -145,11 +148,49 @@ class KernelModule:
             if value is not None:
                 raise fl.err(rnode, "a kernel cannot return a value")
         fn.ret = VOID
-        if spec.kind == "range" or (spec.kind == "nd_range" and spec.dims == 1):
+        coarsen = 1
+        if spec.kind == "range" and spec.dims == 1 and coarsening.eligible(fn.body):
+            fn = self.coarsened(fn, src, bound)
+            coarsen = coarsening.COARSEN
+        elif spec.kind == "range" or (spec.kind == "nd_range" and spec.dims == 1):
             fn.body.insert(0, ir.If(self.queries.guard(), [ir.Return(None)], []))
         return Lowered(fn, [], self.args, self.push_types, list(self.shared.values()),
                        self.aspects, self.uses_subgroups,
-                       [p for p in self.specialized])
+                       [p for p in self.specialized], coarsen)
+
+    def coarsened(self, fn: ir.Function, src: Any, bound: list) -> ir.Function:
+        """The kernel running its straight-line body for COARSEN ids per work-item:
+        batched (loads before stores) when the whole work-group chunk is in range,
+        one by one with the range check otherwise."""
+        k_count = coarsening.COARSEN
+        local = self.local[0]
+        out = ir.Function("kernel", [], VOID)
+        ids = [ir.Local(f"id{k}", I32) for k in range(k_count)]
+        group, lid = self.queries.group_id(0), self.queries.local_id(0)
+        chunk = local * k_count
+        base = ir.Op("OpIAdd", I32, [ir.Op("OpIMul", I32, [group, ir.Const(I32, chunk)]), lid])
+        n = self.queries.global_range(0)
+        out.locals += ids
+        out.body += [ir.Assign(ids[k], ir.Op("OpIAdd", I32, [base, ir.Const(I32, k * local)]))
+                     for k in range(k_count)]
+        bodies = []
+        for k in range(k_count):
+            self.item_override = ir.Read(ids[k])
+            self.stack.append(self.pyfn)
+            copy, _ = self.lower_function(self.pyfn, src, "kernel", bound, kernel=True)
+            self.stack.pop()
+            out.locals += copy.locals
+            bodies.append(copy.body)
+        self.item_override = None
+        firsts, stores = zip(*(coarsening.split(b, out) for b in bodies), strict=True)
+        fast = coarsening.interleave(list(firsts)) + coarsening.interleave(list(stores))
+        slow = [ir.If(ir.Op("OpSLessThan", BOOL, [ir.Read(ids[k]), n]),
+                      [s for s in bodies[k] if not isinstance(s, ir.Return)], [])
+                for k in range(k_count)]
+        end = ir.Op("OpIMul", I32, [ir.Op("OpIAdd", I32, [group, ir.Const(I32, 1)]),
+                                     ir.Const(I32, chunk)])
+        out.body.append(ir.If(ir.Op("OpSLessThanEqual", BOOL, [end, n]), fast, slow))
+        return out
 
     def lower_function(self, pyfn: Any, src: Any, name: str, params: list[tuple[str, Any]],
                        kernel: bool = False) -> tuple[ir.Function, FunctionLowering]:

@@ -50,6 +50,8 @@ class Queries:
         return builtin("WorkgroupId", self.comp(d))
 
     def global_id(self, d: int, offset: bool = True) -> ir.Value:
+        if self.m.item_override is not None:  # a coarsened copy of the body
+            return self.m.item_override
         gid = ir.Op("OpIAdd", I32, [ir.Op("OpIMul", I32, [self.group_id(d), self.local_range(d)]),
                                      self.local_id(d)])
         if offset and self.m.has_offset:
