@@ -178,3 +178,29 @@ def test_nd_launch_rejects_arguments_that_are_not_numbers(q):
     syclexp.nd_launch(q, ndr, k, np.float64(0.25), out).wait()
     assert np.array_equal(np.asarray(out), np.arange(16, dtype=np.float32) + 0.25)
     sycl.free(out, q)
+
+
+# -- ranges ------------------------------------------------------------------------------------
+
+def test_range_and_id_arithmetic_is_elementwise(q):
+    r = sycl.range(1024, 4)
+    assert r * 2 == (2048, 8) and type(r * 2) is sycl.range
+    assert 2 * r == (2048, 8)
+    assert r + sycl.range(1, 2) == (1025, 6)
+    assert r - 1 == (1023, 3)
+    assert r // 4 == (256, 1) and r % 3 == (1, 1)
+    i = sycl.id(1, 2) + sycl.id(3, 4)
+    assert i == (4, 6) and type(i) is sycl.id
+    assert (sycl.range(8) * 2).size() == 16
+    _raises(sycl.errc.invalid, lambda: sycl.range(4) + sycl.range(4, 4))
+    _raises(sycl.errc.invalid, lambda: sycl.range(4) - 5)
+    _raises(sycl.errc.invalid, lambda: sycl.range(4) / 2)
+    out = sycl.malloc_shared(64, sycl.int32, q)
+    np.asarray(out)[:] = 0
+
+    def body(i):
+        out[i] = 1
+
+    q.parallel_for(sycl.range(16) * 2, body).wait()  # one dimension of 32, not (16, 16)
+    assert np.asarray(out).sum() == 32 and np.all(np.asarray(out)[:32] == 1)
+    sycl.free(out, q)

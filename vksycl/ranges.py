@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import operator
+from collections.abc import Callable, Iterable
 from typing import Any
+
+import numpy as np
 
 from .exceptions import errc, exception
 
@@ -19,8 +22,37 @@ def _dims(values: tuple[Any, ...], what: str) -> tuple[int, ...]:
     return out
 
 
+def _operand(index: _Index, other: Any) -> tuple[int, ...] | None:
+    """The other operand of an elementwise operator, one value per dimension."""
+    if isinstance(other, _Index):
+        if len(other) != len(index):
+            raise exception(errc.invalid, f"{index!r} and {other!r} have different "
+                            "dimensions")
+        return tuple(other)
+    if isinstance(other, int | np.integer) and not isinstance(other, bool | np.bool_):
+        return (int(other),) * len(index)
+    return None
+
+
+def _elementwise(op: Callable[[int, int], int], reflected: bool = False) -> Any:
+    def method(self: _Index, other: Any) -> Any:
+        values = _operand(self, other)
+        if values is None:
+            return NotImplemented
+        pairs = zip(values, self, strict=True) if reflected else zip(self, values, strict=True)
+        return type(self)(*(op(a, b) for a, b in pairs))
+
+    return method
+
+
+def _no_true_division(self: _Index, other: Any) -> Any:
+    raise exception(errc.invalid, f"{self!r} / {other!r}: sizes divide with // in Python")
+
+
 class _Index(tuple):
-    """A tuple of 1 to 3 sizes with SYCL's accessors."""
+    """A tuple of 1 to 3 sizes with SYCL's accessors. Arithmetic is elementwise with an
+    integer or an index of the same dimensions, as in SYCL (never tuple concatenation or
+    repetition: `range(n) * 2` is `range(2 * n)`)."""
 
     what = "index"
 
@@ -42,6 +74,23 @@ class _Index(tuple):
 
     def __repr__(self) -> str:
         return f"sycl.{type(self).__name__}{tuple(self)!r}"
+
+    __add__ = _elementwise(operator.add)
+    __radd__ = _elementwise(operator.add, reflected=True)
+    __sub__ = _elementwise(operator.sub)
+    __rsub__ = _elementwise(operator.sub, reflected=True)
+    __mul__ = _elementwise(operator.mul)
+    __rmul__ = _elementwise(operator.mul, reflected=True)
+    __floordiv__ = _elementwise(operator.floordiv)
+    __rfloordiv__ = _elementwise(operator.floordiv, reflected=True)
+    __mod__ = _elementwise(operator.mod)
+    __rmod__ = _elementwise(operator.mod, reflected=True)
+    __lshift__ = _elementwise(operator.lshift)
+    __rshift__ = _elementwise(operator.rshift)
+    __and__ = _elementwise(operator.and_)
+    __or__ = _elementwise(operator.or_)
+    __xor__ = _elementwise(operator.xor)
+    __truediv__ = __rtruediv__ = _no_true_division
 
 
 class range(_Index):
