@@ -204,3 +204,247 @@ def test_range_and_id_arithmetic_is_elementwise(q):
     q.parallel_for(sycl.range(16) * 2, body).wait()  # one dimension of 32, not (16, 16)
     assert np.asarray(out).sum() == 32 and np.all(np.asarray(out)[:32] == 1)
     sycl.free(out, q)
+
+
+# -- the API at a glance, as DESIGN.md spells it -----------------------------------------------
+
+def test_api_at_a_glance():
+    q = sycl.queue(sycl.cpu_selector_v, property_list=[sycl.property.queue.in_order()])
+    dev = q.get_device()
+    assert dev.get_info(sycl.info.device.name) and isinstance(dev.has(sycl.aspect.fp64), bool)
+    a = sycl.malloc_shared(1024, sycl.float32, q)
+    d = sycl.malloc_device(1024, np.float32, q)
+    np.asarray(a)[:] = np.arange(1024)
+    q.memcpy(d, a, 1024 * 4).wait()
+    np.asarray(a)[:] = 0
+    q.copy(d, a, 1024).wait()
+    assert np.array_equal(np.asarray(a), np.arange(1024))
+    q.fill(d, np.float32(1.5), 1024)
+    q.memset(d + 512, 0, 2048)
+    q.copy(d, a, 1024).wait()
+    assert np.all(np.asarray(a)[:512] == 1.5) and not np.asarray(a)[512:].any()
+    assert a[3] == 1.5 and (a + 16)[0] == 1.5 and isinstance(a, sycl.ptr)
+    assert sycl.get_pointer_type(a, q.get_context()) is sycl.usm.alloc.shared
+
+    def body(i):
+        a[i] = a[i] * 2.0
+
+    e0 = q.parallel_for(sycl.range(1024), body)
+    q.parallel_for(sycl.nd_range((1024,), (64,)), lambda it: ...)
+
+    def k():
+        a[0] = 42.0
+
+    q.single_task(k, depends_on=[e0], properties=[]).wait()
+    n = 1024
+    q.submit(lambda h: (h.depends_on(e0), h.parallel_for(sycl.range(n), body))).wait()
+    assert a[0] == 84.0 and np.all(np.asarray(a)[1:512] == 6.0)
+    syclexp.nd_launch(q, sycl.nd_range((1024,), (16,)), syclexp.kernel_function(iota), 3.25, a)
+    q.wait()
+    assert np.array_equal(np.asarray(a), np.arange(1024, dtype=np.float32) + 3.25)
+
+    bins = sycl.malloc_shared(16, sycl.int32, q)
+    data = sycl.malloc_device(1000, sycl.int32, q)
+    q.memset(bins, 0, 64)
+    values = (np.arange(1000) * 7 % 16).astype(np.int32)
+    q.copy(values, data, 1000)
+
+    def hist(it):
+        sycl.atomic_ref(bins + data[it.get_global_id(0)]).fetch_add(1)
+
+    q.parallel_for(sycl.nd_range((1000,), (8,)), hist).wait()
+    assert np.array_equal(np.asarray(bins), np.bincount(values, minlength=16))
+    for p in (a, d, bins, data):
+        sycl.free(p, q)
+
+
+# -- ranges of every shape ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(1,), (7,), (257,), (4999,), (3, 5), (17, 33), (1000, 1),
+                                   (2, 3, 5), (3, 17, 9), (1, 1, 300), (10, 11, 12)])
+def test_ranges_that_are_multiples_of_nothing(q, shape):
+    n = int(np.prod(shape))
+    out = sycl.malloc_shared(n + 64, sycl.int32, q)
+    np.asarray(out)[:] = -1
+    dims = len(shape)
+
+    if dims == 1:
+        def body(it):
+            out[it.get_linear_id()] = it.get_id(0)
+    elif dims == 2:
+        def body(it):
+            out[it.get_linear_id()] = it.get_id(0) * 1000 + it.get_id(1)
+    else:
+        def body(it):
+            out[it.get_linear_id()] = it.get_id(0) * 10000 + it.get_id(1) * 100 + it.get_id(2)
+
+    q.parallel_for(sycl.range(*shape), body).wait()
+    weights = {1: (1,), 2: (1000, 1), 3: (10000, 100, 1)}[dims]
+    expected = sum(w * g for w, g in zip(weights, np.indices(shape), strict=True)).ravel()
+    got = np.asarray(out)
+    assert np.array_equal(got[:n], expected) and np.all(got[n:] == -1)
+    sycl.free(out, q)
+
+
+def test_nd_range_2d_and_3d_local_ids(q):
+    out = sycl.malloc_shared(96, sycl.int32, q)
+
+    def body(it):
+        out[it.get_global_linear_id()] = it.get_local_linear_id() * 100 + it.get_group_linear_id()
+
+    q.parallel_for(sycl.nd_range((8, 12), (4, 4)), body).wait()
+    r, c = np.indices((8, 12))
+    expected = ((r % 4) * 4 + c % 4) * 100 + (r // 4) * 3 + c // 4
+    assert np.array_equal(np.asarray(out).reshape(8, 12), expected)
+    q.parallel_for(sycl.nd_range((4, 4, 6), (2, 2, 3)), body).wait()
+    x, y, z = np.indices((4, 4, 6))
+    local = ((x % 2) * 2 + y % 2) * 3 + z % 3
+    group = ((x // 2) * 2 + y // 2) * 2 + z // 3
+    assert np.array_equal(np.asarray(out).reshape(4, 4, 6), local * 100 + group)
+    sycl.free(out, q)
+
+
+def test_more_than_65535_work_groups_in_x(q):
+    n = 65535 * 256 + 1000  # a range kernel's groups exceed maxComputeWorkGroupCount[0]
+    big = sycl.malloc_device(n, sycl.int32, q)
+
+    def body(i):
+        big[i] = i
+
+    q.parallel_for(sycl.range(n), body).wait()
+    host = np.empty(n, np.int32)
+    q.copy(big, host, n).wait()
+    assert np.array_equal(host, np.arange(n, dtype=np.int32))
+
+    groups = 70000
+
+    def by_group(it):
+        big[it.get_global_id(0)] = it.get_group(0)
+
+    q.parallel_for(sycl.nd_range((groups * 8,), (8,)), by_group).wait()
+    q.copy(big, host, groups * 8).wait()
+    assert np.array_equal(host[: groups * 8], np.arange(groups * 8) // 8)
+    sycl.free(big, q)
+
+
+def test_zero_size_ranges_and_copies_do_nothing(q):
+    out = sycl.malloc_shared(16, sycl.int32, q)
+    d = sycl.malloc_device(16, sycl.int32, q)
+    np.asarray(out)[:] = 5
+
+    def body(it):
+        out[0] = 99
+
+    for launch in (sycl.range(0), sycl.range(0, 4), sycl.range(3, 0, 2),
+                   sycl.nd_range((0,), (4,))):
+        q.parallel_for(launch, body).wait()
+    for e in (q.memcpy(d, out, 0), q.copy(out + 16, d + 16, 0), q.fill(d, np.int32(1), 0),
+              q.memset(out, 0, 0), q.memcpy(None, None, 0)):
+        e.wait()
+    assert sycl.malloc_device(0, sycl.int32, q) is None
+    assert np.all(np.asarray(out) == 5)
+    sycl.free(out, q)
+    sycl.free(d, q)
+
+
+# -- dependencies, host tasks and profiling ----------------------------------------------------
+
+@pytest.mark.parametrize("in_order", [False, True])
+def test_host_tasks_between_kernels(in_order):
+    props = [sycl.property.queue.in_order()] if in_order else []
+    q = sycl.queue(property_list=props)
+    x = sycl.malloc_shared(256, sycl.int32, q)
+    np.asarray(x)[:] = 0
+    seen = []
+
+    def add1(i):
+        x[i] = x[i] + 1
+
+    def on_host():
+        seen.append(int(x[7]))
+        np.asarray(x)[:] *= 10
+
+    e1 = q.parallel_for(sycl.range(256), add1)
+    e2 = q.submit(lambda h: (h.depends_on(e1), h.host_task(on_host)))
+    q.submit(lambda h: (h.depends_on(e2), h.parallel_for(sycl.range(256), add1))).wait()
+    assert seen == [1] and np.all(np.asarray(x) == 11)
+    sycl.free(x, q)
+
+
+def test_kernel_profiling_events_are_ordered():
+    q = sycl.queue(property_list=[sycl.property.queue.enable_profiling()])
+    n = 1 << 18
+    v = sycl.malloc_device(n, sycl.float32, q)
+    q.fill(v, np.float32(3), n).wait()
+
+    def body(i):
+        v[i] = v[i] * v[i] + 1.0
+
+    e = q.parallel_for(sycl.range(n), body)
+    ev = sycl.info.event_profiling
+    submit = e.get_profiling_info(ev.command_submit)
+    start = e.get_profiling_info(ev.command_start)
+    end = e.get_profiling_info(ev.command_end)
+    assert 0 < submit <= start < end
+    out = np.empty(n, np.float32)
+    q.copy(v, out, n).wait()
+    assert np.all(out == 10.0)
+    sycl.free(v, q)
+
+
+# -- errors users cause ------------------------------------------------------------------------
+
+def test_memory_errors_name_what_went_wrong(q):
+    a = sycl.malloc_shared(16, sycl.float32, q)
+    d = sycl.malloc_device(16, sycl.float32, q)
+    assert "overrun" in _raises(sycl.errc.invalid, q.memcpy, d, a, 17 * 4)
+    assert "overrun" in _raises(sycl.errc.invalid, q.copy, np.zeros(17, np.float32), d, 17)
+    _raises(sycl.errc.invalid, q.memcpy, d - 1, a, 4)
+    _raises(sycl.errc.invalid, q.fill, d + 8, np.float32(0), 9)
+    freed = sycl.malloc_shared(16, sycl.float32, q)
+
+    def body(i):
+        freed[i] = 1.0
+
+    q.parallel_for(sycl.range(16), body).wait()
+    assert freed[3] == 1.0
+    sycl.free(freed, q)
+    assert "freed" in _raises(sycl.errc.invalid, q.memcpy, d, freed, 4)
+    _raises(sycl.errc.invalid, q.parallel_for, sycl.range(16), body)
+    _raises(sycl.errc.invalid, lambda: freed[0])
+    _raises(sycl.errc.invalid, sycl.free, freed, q)
+    _raises(sycl.errc.invalid, lambda: d[0])  # device memory has no host view
+    sycl.free(a, q)
+    sycl.free(d, q)
+
+
+def test_unsupported_python_in_a_kernel_names_file_line_and_construct(q):
+    out = sycl.malloc_shared(4, sycl.int32, q)
+
+    def body(i):
+        out[i] = 1
+        print(i)
+
+    line = body.__code__.co_firstlineno + 2
+    msg = _raises(sycl.errc.build, q.parallel_for, sycl.range(4), body)
+    assert f"{__file__}:{line}:" in msg and "print" in msg
+    assert not np.asarray(out).any()
+    sycl.free(out, q)
+
+
+def test_hidden_fp64_makes_float64_kernels_unsupported(q, monkeypatch):
+    monkeypatch.setenv("VKSYCL_HIDE_ASPECTS", "fp64")
+    assert not q.get_device().has(sycl.aspect.fp64)
+    x = sycl.malloc_shared(8, sycl.float64, q)
+    np.asarray(x)[:] = 1.0
+
+    def twice_plus_one(i):
+        x[i] = x[i] * 2.0 + sycl.float64(1.0)
+
+    msg = _raises(sycl.errc.kernel_not_supported, q.parallel_for, sycl.range(8),
+                  twice_plus_one)
+    assert "fp64" in msg
+    assert np.all(np.asarray(x) == 1.0)
+    q.fill(x, np.float64(2.0), 8).wait()  # copies and fills move bytes: no fp64 needed
+    assert np.all(np.asarray(x) == 2.0)
+    sycl.free(x, q)
