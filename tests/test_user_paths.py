@@ -124,6 +124,21 @@ def test_copy_between_different_element_types_is_invalid(q):
     sycl.free(ints, q)
 
 
+def test_sizes_of_memory_operations_are_integers(q):
+    d = sycl.malloc_device(16, sycl.int32, q)
+    src = np.arange(16, dtype=np.int32)
+    for call in (lambda: q.copy(src, d, 2.5), lambda: q.memcpy(d, src, 8.0),
+                 lambda: q.memset(d, 1, 4.5), lambda: q.fill(d, np.int32(3), "4"),
+                 lambda: q.prefetch(d, 1.5), lambda: q.mem_advise(d, None, 0)):
+        _raises(sycl.errc.invalid, call)
+    q.memset(d, 0, 64)
+    q.copy(src, d, np.int64(5)).wait()
+    out = np.full(16, -1, np.int32)
+    q.copy(d, out, 16).wait()
+    assert np.array_equal(out[:5], src[:5]) and not out[5:].any()
+    sycl.free(d, q)
+
+
 def test_malloc_rejects_element_types_kernels_cannot_hold(q):
     for bad in (object, str, "U4", "datetime64[s]", None, "no such type"):
         _raises(sycl.errc.invalid, sycl.malloc_shared, 4, bad, q)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -106,35 +107,45 @@ class handler:
 
     # -- memory ----------------------------------------------------------------------
     def memcpy(self, dest: Any, src: Any, num_bytes: int) -> None:
-        n = int(num_bytes)
+        n = _size(num_bytes, "memcpy")
         s = memops.resolve(src, n, self._queue, "memcpy source", writable=False)
         d = memops.resolve(dest, n, self._queue, "memcpy destination", writable=True)
         self._set(memops.MemCopy(s, d))
 
     def copy(self, src: Any, dest: Any, count: int) -> None:
         """`copy(src, dest, count)`: count elements of the source's element type."""
-        self.memcpy(dest, src, int(count) * _itemsize(src, dest))
+        self.memcpy(dest, src, _size(count, "copy") * _itemsize(src, dest))
 
     def memset(self, ptr: Any, value: int, num_bytes: int) -> None:
-        d = memops.resolve(ptr, int(num_bytes), self._queue, "memset", writable=True)
+        d = memops.resolve(ptr, _size(num_bytes, "memset"), self._queue, "memset", writable=True)
         self._set(memops.Fill(d, bytes([int(value) & 0xFF])))
 
     def fill(self, ptr: Any, pattern: Any, count: int) -> None:
         raw = _pattern_bytes(ptr, pattern)
-        d = memops.resolve(ptr, int(count) * len(raw), self._queue, "fill", writable=True)
+        d = memops.resolve(ptr, _size(count, "fill") * len(raw), self._queue, "fill", writable=True)
         self._set(memops.Fill(d, raw))
 
     def prefetch(self, ptr: Any, num_bytes: int) -> None:
-        memops.resolve(ptr, int(num_bytes), self._queue, "prefetch", writable=False)
+        memops.resolve(ptr, _size(num_bytes, "prefetch"), self._queue, "prefetch", writable=False)
         self._set(Barrier("prefetch"))
 
     def mem_advise(self, ptr: Any, num_bytes: int, advice: int) -> None:
-        memops.resolve(ptr, int(num_bytes), self._queue, "mem_advise", writable=False)
+        memops.resolve(ptr, _size(num_bytes, "mem_advise"), self._queue,
+                       "mem_advise", writable=False)
         self._set(Barrier("mem_advise"))
 
     def ext_oneapi_barrier(self, events: Iterable[event] = ()) -> None:
         self.depends_on(list(events))
         self._set(Barrier())
+
+
+def _size(n: Any, what: str) -> int:
+    """A count or size in bytes: an integer (a float is a mistake, not a size)."""
+    try:
+        return operator.index(n)
+    except TypeError:
+        raise exception(errc.invalid, f"{what} takes an integer size, got "
+                        f"{type(n).__name__} {n!r}") from None
 
 
 def _itemsize(src: Any, dest: Any) -> int:
