@@ -101,6 +101,16 @@ def test_submit_needs_a_command_group_function(q):
     _raises(sycl.errc.invalid, q.submit, sycl.range(4))
 
 
+def test_every_object_reports_the_same_backend(q):
+    got = []
+    q.submit(lambda h: h.host_task(lambda ih: got.append(ih.get_backend()))).wait()
+    bundle = sycl.get_kernel_bundle(q.get_context(), sycl.bundle_state.executable)
+    backends = [q.get_backend(), q.get_device().get_backend(), q.get_context().get_backend(),
+                q.get_device().get_platform().get_backend(), bundle.get_backend(), *got]
+    assert all(b is sycl.backend.vulkan for b in backends), backends
+    assert sycl.backend.vulkan == "vulkan"
+
+
 # -- USM ---------------------------------------------------------------------------------------
 
 def test_copy_between_different_element_types_is_invalid(q):

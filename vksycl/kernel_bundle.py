@@ -173,8 +173,8 @@ class kernel:
     def get_kernel_bundle(self) -> kernel_bundle:
         return self._bundle
 
-    def get_backend(self) -> str:
-        return "vulkan"
+    def get_backend(self) -> Any:
+        return self._bundle.get_backend()
 
     def __repr__(self) -> str:
         return f"sycl.kernel({self._impl.name})"
@@ -264,8 +264,8 @@ class kernel_bundle:
     def get_devices(self) -> list[Any]:
         return list(self._devices)
 
-    def get_backend(self) -> str:
-        return "vulkan"
+    def get_backend(self) -> Any:
+        return self._context.get_backend()
 
     @property
     def state(self) -> bundle_state:

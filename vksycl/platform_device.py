@@ -36,7 +36,9 @@ SELECTOR_ENV = "VKSYCL_DEVICE_SELECTOR"
 Selector = Callable[["device"], int]
 
 
-class backend(enum.Enum):
+class backend(enum.StrEnum):
+    """`sycl.backend`; equal to its name, so code comparing with "vulkan" keeps working."""
+
     vulkan = "vulkan"
 
 

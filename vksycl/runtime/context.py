@@ -52,6 +52,9 @@ class context:
     def get_platform(self) -> Any:
         return self._devices[0].get_platform()
 
+    def get_backend(self) -> Any:
+        return self.get_platform().get_backend()
+
     def has_device(self, dev: Any) -> bool:
         return dev in self._devices
 

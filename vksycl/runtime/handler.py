@@ -26,8 +26,8 @@ class interop_handle:
     def __init__(self, q: Queue) -> None:
         self._queue = q
 
-    def get_backend(self) -> str:
-        return "vulkan"
+    def get_backend(self) -> Any:
+        return self._queue.get_backend()
 
     def get_native_queue(self) -> Queue:
         return self._queue

@@ -69,8 +69,8 @@ class queue:
             raise exception(errc.invalid, f"the queue has no property {kind.__name__}")
         return p
 
-    def get_backend(self) -> str:
-        return "vulkan"
+    def get_backend(self) -> Any:
+        return self._device.get_backend()
 
     # -- submission ------------------------------------------------------------------
     def submit(self, cgf: Callable[[handler], Any], depends_on: Any = None) -> event:
