@@ -205,6 +205,29 @@ def test_nd_launch_rejects_arguments_that_are_not_numbers(q):
     sycl.free(out, q)
 
 
+def test_kernel_properties_of_closure_kernels_are_checked(q):
+    out = sycl.malloc_shared(128, sycl.int32, q)
+    np.asarray(out)[:] = 0
+
+    def body(it):
+        out[it.get_global_id(0)] = it.get_local_range(0)
+
+    ndr = sycl.nd_range((128,), (32,))
+    _raises(sycl.errc.nd_range, q.parallel_for, ndr, body,
+            properties=syclexp.properties(syclexp.work_group_size(64)))
+    sizes = q.get_device().get_info(sycl.info.device.sub_group_sizes)
+    missing = next(s for s in (4, 8, 16, 32, 64, 128) if s not in sizes)
+    _raises(sycl.errc.kernel_not_supported, q.parallel_for, ndr, body,
+            properties=[syclexp.sub_group_size(missing)])
+    _raises(sycl.errc.invalid, q.parallel_for, ndr, body, properties=5)
+    _raises(sycl.errc.invalid, q.parallel_for, ndr, body, properties=["work_group_size"])
+    assert not np.asarray(out).any()
+    q.parallel_for(ndr, body, properties=syclexp.properties(
+        syclexp.work_group_size(32), syclexp.sub_group_size(sizes[0]))).wait()
+    assert np.all(np.asarray(out) == 32)
+    sycl.free(out, q)
+
+
 # -- ranges ------------------------------------------------------------------------------------
 
 def test_range_and_id_arithmetic_is_elementwise(q):
