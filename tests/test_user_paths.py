@@ -86,13 +86,13 @@ def test_depends_on_rejects_what_is_not_an_event(q):
     def body(i):
         out[i] = 1
 
-    for bad in (1, "e", None, [None]):
-        if bad is None:
-            _raises(sycl.errc.invalid, q.submit,
-                    lambda h: (h.depends_on(None), h.parallel_for(sycl.range(8), body)))
-        else:
-            _raises(sycl.errc.invalid, q.parallel_for, sycl.range(8), body, depends_on=bad)
+    for bad in (1, "e", [None], [q]):
+        _raises(sycl.errc.invalid, q.parallel_for, sycl.range(8), body, depends_on=bad)
+    _raises(sycl.errc.invalid, q.submit,
+            lambda h: (h.depends_on(None), h.parallel_for(sycl.range(8), body)))
     assert not np.asarray(out).any()  # nothing ran
+    q.parallel_for(sycl.range(8), body, depends_on=None).wait()  # None: no dependencies
+    assert np.all(np.asarray(out) == 1)
     sycl.free(out, q)
 
 
