@@ -80,6 +80,27 @@ def test_static_event_wait_and_throw_takes_a_list(q):
     sycl.free(out, q)
 
 
+def test_an_asynchronous_error_is_reported_once():
+    def fail():
+        raise ValueError("host task failed")
+
+    q = sycl.queue()
+    e = q.submit(lambda h: h.host_task(fail))
+    with pytest.raises(ValueError):
+        e.wait_and_throw()
+    q.wait_and_throw()  # the event reported it already
+    e.wait_and_throw()
+
+    caught = []
+    q = sycl.queue(async_handler=lambda errors: caught.extend(errors))
+    e = q.submit(lambda h: h.host_task(fail))
+    q.wait_and_throw()
+    assert [str(err) for err in caught] == ["host task failed"]
+    e.wait_and_throw()  # the queue's handler had it
+    q.wait_and_throw()
+    assert len(caught) == 1
+
+
 def test_depends_on_rejects_what_is_not_an_event(q):
     out = sycl.malloc_shared(8, sycl.int32, q)
 

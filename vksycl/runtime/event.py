@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -26,6 +27,16 @@ class _one_or_list:
         if obj is None:
             return self._many
         return getattr(obj, self._one)
+
+
+def consume(err: BaseException) -> bool:
+    """True the first time an asynchronous error is reported: an event's wait_and_throw
+    and its queue's throw_asynchronous report each error once between them."""
+    if getattr(err, "_vksycl_reported", False):
+        return False
+    with contextlib.suppress(AttributeError):  # an exception type without a __dict__
+        err._vksycl_reported = True  # type: ignore[attr-defined]
+    return True
 
 
 def _wait_all(events: Iterable[event]) -> None:
@@ -92,7 +103,7 @@ class event:
 
     def _wait_and_throw(self) -> None:
         self._wait()
-        if self._error is not None:
+        if self._error is not None and consume(self._error):
             raise self._error
 
     def is_complete(self) -> bool:

@@ -11,7 +11,7 @@ from ..exceptions import errc, exception, exception_list
 from ..properties import find, property
 from .commands import Command
 from .context import context, default_context, scheduler_for
-from .event import event
+from .event import consume, event
 from .handler import handler
 
 _log = logging.getLogger("vksycl.queue")
@@ -154,6 +154,7 @@ class queue:
     def throw_asynchronous(self) -> None:
         with self._lock:
             errors, self._errors = self._errors, []
+        errors = [e for e in errors if consume(e)]
         if not errors:
             return
         if self._async_handler is not None:
