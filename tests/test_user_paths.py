@@ -101,6 +101,29 @@ def test_an_asynchronous_error_is_reported_once():
     assert len(caught) == 1
 
 
+def test_queue_takes_async_handler_and_properties_in_sycl_order():
+    caught = []
+
+    def handler(errors):
+        caught.extend(errors)
+
+    def fail():
+        raise ValueError("host task failed")
+
+    in_order = [sycl.property.queue.in_order()]
+    queues = [sycl.queue(sycl.default_selector_v, handler, in_order),
+              sycl.queue(sycl.device(), handler),
+              sycl.queue(sycl.context(), sycl.device(), handler, in_order)]
+    for q in queues:
+        q.submit(lambda h: h.host_task(fail))
+        q.wait_and_throw()
+    assert len(caught) == 3 and all(str(e) == "host task failed" for e in caught)
+    assert [q.is_in_order() for q in queues] == [True, False, True]
+    assert sycl.queue(in_order).is_in_order()
+    _raises(sycl.errc.invalid, sycl.queue, sycl.device(), 5)
+    _raises(sycl.errc.invalid, sycl.queue, sycl.device(), handler, handler)
+
+
 def test_depends_on_rejects_what_is_not_an_event(q):
     out = sycl.malloc_shared(8, sycl.int32, q)
 

@@ -20,7 +20,8 @@ _PRUNE_AT = 64  # outstanding events kept before completed ones are dropped
 
 class queue:
     """`queue()`, `queue(selector)`, `queue(device)`, `queue(context, device|selector)`,
-    each with `property_list=[...]` and `async_handler=`."""
+    each with `property_list=[...]` and `async_handler=`, which may also follow in SYCL's
+    positional order: `queue(selector, async_handler, property_list)`."""
 
     def __init__(self, *args: Any, property_list: Iterable[Any] = (),
                  async_handler: Callable[[exception_list], None] | None = None) -> None:
@@ -30,9 +31,16 @@ class queue:
         ctx = None
         if args and isinstance(args[0], context):
             ctx, args = args[0], args[1:]
-        if len(args) > 1:
-            raise exception(errc.invalid, "queue takes ([context,] device or selector)")
-        target = args[0] if args else None
+        target, *rest = args if args else (None,)
+        if isinstance(target, list):  # queue(property_list)
+            target, rest = None, [target, *rest]
+        if rest and isinstance(rest[-1], list) and not property_list:
+            property_list = rest.pop()
+        if rest and callable(rest[0]) and async_handler is None:
+            async_handler = rest.pop(0)
+        if rest:
+            raise exception(errc.invalid, "queue takes ([context,] device or selector"
+                            "[, async_handler][, property_list])")
         dev = target if isinstance(target, device_cls) else select_device(target)
         if ctx is None:
             ctx = default_context(dev.get_platform())
