@@ -408,3 +408,30 @@ def test_captured_sizes_specialise_the_kernel(q, mem):
         q.parallel_for(sycl.nd_range((2 * bins,), (bins,)), body).wait()
         np.testing.assert_array_equal(mem.view(out, 2 * bins),
                                       np.tile(np.arange(bins)[::-1] * 3, 2))
+
+
+def test_coarsened_kernels_cover_every_item_exactly_once(q, mem):
+    from vksycl.compiler.launch import compiled
+
+    for n, launch_of in ((1000, sycl.range), (4096, lambda n: sycl.nd_range((n,), (64,))),
+                         (64 * 5, lambda n: sycl.nd_range((n,), (64,)))):
+        src = mem.of(np.arange(n, dtype=np.int32))
+        hits = mem.zeros(n, np.int32)
+        dst = mem.zeros(n, np.int32)
+
+        def plain(i):
+            dst[i] = src[i] * 3 + 1  # noqa: B023
+
+        def nd(it):
+            i = it.get_global_id(0)
+            dst[i] = src[i] * 3 + 1  # noqa: B023
+
+        def counted(i):
+            sycl.atomic_ref(hits + i).fetch_add(1)  # noqa: B023
+
+        k = plain if launch_of is sycl.range else nd
+        assert compiled(q.get_device(), k, launch_of(n)).coarsen > 1
+        q.parallel_for(launch_of(n), k).wait()
+        q.parallel_for(sycl.range(n), counted).wait()
+        np.testing.assert_array_equal(mem.view(dst, n), np.arange(n) * 3 + 1)
+        np.testing.assert_array_equal(mem.view(hits, n), np.ones(n))

@@ -115,6 +115,7 @@ class KernelModule:
         self.origins: dict[int, tuple[tuple, Any, Any]] = {}
         self.specialized: list[tuple] = []
         self.item_override: ir.Value | None = None
+        self.group_observed = False  # local ids, groups, barriers, local memory used
         self.names: dict[str, int] = {}
 
     # -- entry ---------------------------------------------------------------------------
@@ -149,7 +150,10 @@ class KernelModule:
                 raise fl.err(rnode, "a kernel cannot return a value")
         fn.ret = VOID
         coarsen = 1
-        if spec.kind == "range" and spec.dims == 1 and coarsening.eligible(fn.body):
+        # nd_range items are independent too when the code never looks at their groups
+        independent = spec.kind == "range" or (
+            spec.kind == "nd_range" and not spec.has_offset and not self.group_observed)
+        if independent and spec.dims == 1 and coarsening.eligible(fn.body):
             fn = self.coarsened(fn, src, bound)
             coarsen = coarsening.COARSEN
         elif spec.kind == "range" or (spec.kind == "nd_range" and spec.dims == 1):
@@ -314,6 +318,7 @@ class KernelModule:
         elem = dev.element_type(np.dtype(dtype))
         if key is None:
             key = ("site", fl.src.filename, node.lineno, node.col_offset)
+        self.group_observed = True
         root = self.shared.get(key)
         if root is None:
             length = int(np.prod(shape)) if shape else 1
@@ -334,6 +339,7 @@ class KernelModule:
         return PtrV(ir.PrivateRoot(elem, length, local, shape=shape), ir.Const(I32, 0))
 
     def scratch_memory(self, fl: FunctionLowering, dtype: Any, node: ast.AST) -> PtrV:
+        self.group_observed = True
         elem = dev.element_type(np.dtype(dtype))
         size = np.dtype(dtype).itemsize
         if self.spec.scratch_bytes < size:
@@ -364,6 +370,8 @@ class KernelModule:
 
     def free_query(self, fl: FunctionLowering, name: str, args: list[Any],
                    node: ast.AST) -> ItemV:
+        if name != "get_nd_item":
+            self.group_observed = True
         if name == "get_sub_group":
             self.need_nd(fl, node, name)
             return ItemV("sub_group", 1)

@@ -83,6 +83,8 @@ class Queries:
     # the query methods ---------------------------------------------------------------
     def call(self, fl: Any, obj: ItemV, name: str, args: list[Any], node: ast.AST) -> Any:
         kind = obj.kind
+        if kind in ("group", "sub_group") or name not in _GLOBAL_ONLY:
+            self.m.group_observed = True
         if kind in _INDEX_KIND_QUERY and name in ("get", "__getitem__"):
             return self.index(fl, obj, args[0], node)
         if kind in ("range", "local_range", "global_range", "group_range") and name == "size":
@@ -130,6 +132,8 @@ class Queries:
         return v.obj
 
     def index(self, fl: Any, obj: ItemV, index: Any, node: ast.AST) -> Any:
+        if obj.kind not in ("id", "item", "global_id", "global_range", "range"):
+            self.m.group_observed = True
         q = _INDEX_KIND_QUERY.get(obj.kind)
         if q is None:
             raise fl.err(node, f"a {obj.kind} cannot be indexed")
@@ -175,6 +179,9 @@ class Queries:
                         "sg_max_local_range": "SubgroupSize"}[what])
 
 
+# queries that do not reveal how work-items are grouped
+_GLOBAL_ONLY = {"get_id", "get_range", "get_linear_id", "get_global_id", "get_global_range",
+                "get_global_linear_id", "__getitem__", "get"}
 _QUERY_KIND = {v: k for k, v in _INDEX_KIND_QUERY.items()}
 _QUERY_KIND["get_id"] = "id"
 _QUERY_KIND["get_global_id"] = "global_id"
@@ -252,6 +259,7 @@ class Groups:
                                                                                "sub_group"):
             raise fl.err(node, f"{name} needs a group or sub_group as its first argument")
         g = args[0]
+        self.m.group_observed = True
         self.m.need_nd(fl, node, name)
         sub = g.kind == "sub_group"
         if sub:
