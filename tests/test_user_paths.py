@@ -140,6 +140,25 @@ def test_depends_on_rejects_what_is_not_an_event(q):
     sycl.free(out, q)
 
 
+def test_dependencies_before_the_kernel_in_sycl_order(q):
+    a = sycl.malloc_shared(16, sycl.int32, q)
+    np.asarray(a)[:] = 0
+
+    def inc(i):
+        a[i] = a[i] + 1
+
+    def first_times_ten():
+        a[0] = a[0] * 10
+
+    e1 = q.parallel_for(sycl.range(16), inc)
+    e2 = q.parallel_for(sycl.range(16), e1, inc)
+    e3 = q.parallel_for(16, [e1, e2], inc)
+    q.single_task(e3, first_times_ten).wait()
+    q.single_task([], first_times_ten).wait()
+    assert a[0] == 300 and np.all(np.asarray(a)[1:] == 3)
+    sycl.free(a, q)
+
+
 def test_submit_needs_a_command_group_function(q):
     _raises(sycl.errc.invalid, q.submit, 5)
     _raises(sycl.errc.invalid, q.submit, sycl.range(4))

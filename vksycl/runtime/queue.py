@@ -122,10 +122,15 @@ class queue:
 
     def single_task(self, kernel: Callable, depends_on: Any = None, properties: Any = None
                     ) -> event:
+        """`single_task(kernel)`, or in SYCL's order `single_task(event(s), kernel)`."""
+        kernel, depends_on = _events_first(kernel, depends_on)
         return self._shortcut(lambda h: h.single_task(kernel, properties), depends_on)
 
     def parallel_for(self, launch: Any, kernel: Callable, depends_on: Any = None,
                      properties: Any = None) -> event:
+        """`parallel_for(range, kernel)`, or in SYCL's order
+        `parallel_for(range, event(s), kernel)`."""
+        kernel, depends_on = _events_first(kernel, depends_on)
         return self._shortcut(lambda h: h.parallel_for(launch, kernel, properties), depends_on)
 
     def memcpy(self, dest: Any, src: Any, num_bytes: int, depends_on: Any = None) -> event:
@@ -176,6 +181,18 @@ class queue:
     def wait_and_throw(self) -> None:
         self.wait()
         self.throw_asynchronous()
+
+
+def _events_first(kernel: Any, depends_on: Any) -> tuple[Any, Any]:
+    """(kernel, dependencies) from arguments where the events may come before the kernel,
+    as in SYCL's queue shortcuts."""
+    if depends_on is None or not (callable(depends_on) or
+                                  hasattr(depends_on, "_vksycl_command")):
+        return kernel, depends_on
+    if isinstance(kernel, event) or (isinstance(kernel, list | tuple) and
+                                     all(isinstance(e, event) for e in kernel)):
+        return depends_on, kernel
+    return kernel, depends_on
 
 
 def _empty() -> Command:
