@@ -227,6 +227,24 @@ def test_malloc_rejects_element_types_kernels_cannot_hold(q):
     sycl.free(s, q)
 
 
+def test_numpy_views_kept_past_free_stay_readable(q):
+    n = 1 << 16
+    a = sycl.malloc_shared(n, sycl.float32, q)
+    h = sycl.malloc_host(n, sycl.int32, q)
+    view, part = np.asarray(a), np.asarray(h + 8)[:100]
+    view[:] = 3.0
+    part[:] = 7
+    sycl.free(a, q)
+    sycl.free(h, q)
+    assert view.sum() == 3.0 * n and np.all(part == 7)  # the memory is still mapped
+    view[:] = 4.0
+    assert view[5] == 4.0
+    del view, part
+    b = sycl.malloc_shared(n, sycl.float32, q)  # without views, free releases at once
+    np.asarray(b)[:] = 1.0
+    sycl.free(b, q)
+
+
 def test_every_usm_kind_in_one_kernel(q):
     n = 1000
     dev = sycl.malloc_device(n, sycl.float32, q)

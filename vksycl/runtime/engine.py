@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import logging
+import sys
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -155,14 +156,19 @@ class Engine:
         return Buffer(tensor, words * _WORD, host)
 
     def release(self, buffer: Buffer) -> None:
-        """Frees a buffer now, and forgets every pipeline bound to it."""
+        """Frees a buffer now, and forgets every pipeline bound to it. Host memory that
+        numpy arrays still view is freed when the last of them goes (by kp.Tensor's
+        destructor), so a view kept past `sycl.free` reads stale data, never unmapped
+        memory."""
         if buffer.released:
             return
         buffer.released = True
         with self._cache_lock:
             for key in self._pipelines_by_buffer.pop(id(buffer), ()):
                 self._pipelines.pop(key, None)
-        buffer.host = None
+        host, buffer.host = buffer.host, None
+        if host is not None and _viewed(host.base):
+            return
         buffer.tensor.destroy()
 
     # -- programs and pipelines ---------------------------------------------------------
@@ -272,6 +278,13 @@ class Engine:
     def synchronize(self) -> None:
         while self._in_flight:
             self._pop_in_flight(wait=True)
+
+
+def _viewed(mapped: np.ndarray) -> bool:
+    """Whether numpy arrays besides the buffer's own view hold the mapped array: every
+    view's base is that array (numpy collapses chains of views). Three references are
+    ours: the buffer's own view, this parameter and getrefcount's argument."""
+    return sys.getrefcount(mapped) > 3
 
 
 _NO_PUSH = np.zeros(0, dtype=np.uint32)
