@@ -2,6 +2,10 @@
 the API as DESIGN.md spells it, every USM kind in kernels, dependencies, odd and large
 ranges, and the errors users cause."""
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -577,3 +581,25 @@ def test_hidden_fp64_makes_float64_kernels_unsupported(q, monkeypatch):
     q.fill(x, np.float64(2.0), 8).wait()  # copies and fills move bytes: no fp64 needed
     assert np.all(np.asarray(x) == 2.0)
     sycl.free(x, q)
+
+
+# -- leaving -----------------------------------------------------------------------------------
+
+def test_a_script_may_exit_with_kernels_in_flight(tmp_path):
+    script = tmp_path / "exit_early.py"  # kernels need a source file
+    script.write_text(textwrap.dedent("""
+        import vksycl as sycl
+        q = sycl.queue()
+        a = sycl.malloc_shared(1 << 20, sycl.float32, q)
+        a[0] = 1.0
+        def k(i):
+            a[i] = a[i] * 2.0 + 1.0
+        q.parallel_for(sycl.range(1 << 20), k).wait()
+        print(a[0])
+        for _ in range(20):
+            q.parallel_for(sycl.range(1 << 20), k)
+    """))
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["3.0"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import threading
 from typing import Any
 
@@ -28,6 +29,19 @@ def scheduler_for(device: Any) -> Scheduler:
                                           vk.max_memory_allocation_size))
             _schedulers[device] = sched
         return sched
+
+
+def _drain() -> None:
+    """Waits for the work in flight on every device before the interpreter tears Kompute
+    down (destroying a sequence the device still runs crashes the process), as a SYCL
+    queue's destructor waits for its work."""
+    with _schedulers_lock:
+        schedulers = list(_schedulers.values())
+    for sched in schedulers:
+        sched.engine.synchronize()
+
+
+atexit.register(_drain)
 
 
 class context:
