@@ -128,6 +128,24 @@ def test_queue_takes_async_handler_and_properties_in_sycl_order():
     _raises(sycl.errc.invalid, sycl.queue, sycl.device(), handler, handler)
 
 
+def test_queues_without_a_handler_use_their_contexts():
+    caught = []
+    ctx = sycl.context(sycl.device(), async_handler=lambda errors: caught.extend(errors))
+
+    def fail():
+        raise ValueError("host task failed")
+
+    q = sycl.queue(ctx, sycl.device())
+    q.submit(lambda h: h.host_task(fail))
+    q.wait_and_throw()
+    assert [str(e) for e in caught] == ["host task failed"]
+    own = []
+    q = sycl.queue(ctx, sycl.device(), async_handler=lambda errors: own.extend(errors))
+    q.submit(lambda h: h.host_task(fail))
+    q.wait_and_throw()
+    assert len(own) == 1 and len(caught) == 1
+
+
 def test_depends_on_rejects_what_is_not_an_event(q):
     out = sycl.malloc_shared(8, sycl.int32, q)
 

@@ -60,6 +60,11 @@ class context:
         self._async_handler = async_handler
         self._usm = Registry()
 
+    @property
+    def async_handler(self) -> Any:
+        """The handler of asynchronous errors of queues made without one."""
+        return self._async_handler
+
     def get_devices(self) -> list:
         return list(self._devices)
 

@@ -170,8 +170,10 @@ class queue:
         errors = [e for e in errors if consume(e)]
         if not errors:
             return
-        if self._async_handler is not None:
-            self._async_handler(exception_list(errors))
+        # the queue's handler, else its context's (SYCL 2020, 4.13.1.2)
+        report = self._async_handler or self._context.async_handler
+        if report is not None:
+            report(exception_list(errors))
             return
         first = errors[0]
         if isinstance(first, exception):
