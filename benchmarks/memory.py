@@ -61,7 +61,7 @@ class RawKompute:
         a = self.mgr.tensor_t(np.zeros(words, np.uint32), kp.TensorTypes.storage)
         b = self.mgr.tensor_t(np.zeros(words, np.uint32), kp.TensorTypes.storage)
         n16 = nbytes // 16
-        groups = min(4096, 1 << (max(1, -(-n16 // 256)) - 1).bit_length())
+        groups = min(32768, 1 << (max(1, -(-n16 // 256)) - 1).bit_length())
         push = np.array([0, 0, n16], np.uint32)
         algo = self.mgr.algorithm([a, b], self.spirv, [groups, 1, 1],
                                   np.zeros(0, np.uint32), push)

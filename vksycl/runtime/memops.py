@@ -19,7 +19,7 @@ from .glsl import compile_glsl
 from .usm import Allocation, ptr
 
 _GROUP = 256
-_MAX_GROUPS = 4096
+_MAX_GROUPS = 32768  # under the 65535 every Vulkan device allows; more groups hide latency
 _VEC = 16
 _MAX_PUSH_PATTERN = 64
 
