@@ -478,6 +478,27 @@ def test_more_than_65535_work_groups_in_x(q):
     sycl.free(big, q)
 
 
+def test_launches_past_32_bit_work_item_ids_are_refused(q):
+    count = sycl.malloc_shared(1, sycl.int64, q)
+    count[0] = 0
+
+    def body(it):
+        sycl.atomic_ref(count).fetch_add(1)
+
+    for launch in (sycl.range(1 << 31), sycl.range(65536, 32768), sycl.range(2, 1 << 15, 1 << 15),
+                   sycl.nd_range(((1 << 31) + 1024,), (1024,))):
+        msg = _raises(sycl.errc.nd_range, q.parallel_for, launch, body)
+        assert "2**31 - 1" in msg
+    k = syclexp.kernel_function(iota)
+    out = sycl.malloc_shared(16, sycl.float32, q)
+    _raises(sycl.errc.nd_range, syclexp.nd_launch, q, sycl.nd_range((1 << 31,), (256,)), k,
+            1.0, out)
+    q.wait()
+    assert count[0] == 0 and not np.asarray(out).any()
+    sycl.free(count, q)
+    sycl.free(out, q)
+
+
 def test_zero_size_ranges_and_copies_do_nothing(q):
     out = sycl.malloc_shared(16, sycl.int32, q)
     d = sycl.malloc_device(16, sycl.int32, q)

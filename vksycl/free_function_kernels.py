@@ -22,7 +22,7 @@ from .compiler.launch import build_launch_args
 from .compiler.typesys import PtrType, Scalar, Struct
 from .exceptions import errc, exception, invalid
 from .kernel_properties import launch_config, sub_group_size, work_group_size
-from .ranges import nd_range
+from .ranges import check_work_items, nd_range
 from .runtime.handler import handler
 from .runtime.usm import ptr as ptr_type
 
@@ -298,8 +298,10 @@ def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: t
     """The command of one launch of a free function kernel, arguments already converted."""
     if id(device.vulkan) not in p.checked_devices:
         p.check_device(device)
-    if p.local is not None and launch is not None:
-        p.check_local(launch)
+    if launch is not None:
+        check_work_items(launch)
+        if p.local is not None:
+            p.check_local(launch)
     return build_launch_args(device, kernel, launch, args, properties)
 
 

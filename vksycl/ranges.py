@@ -101,6 +101,19 @@ class id(_Index):
     what = "id"
 
 
+MAX_WORK_ITEMS = (1 << 31) - 1
+
+
+def check_work_items(launch: Any) -> None:
+    """Kernels compiled from Python number work-items with 32-bit integers, so a launch of
+    more work-items would wrap around (and compute wrong results in silence): refuse it."""
+    g = launch.get_global_range() if isinstance(launch, nd_range) else launch
+    n = g[0] if len(g) == 1 else g.size()
+    if n > MAX_WORK_ITEMS:
+        raise exception(errc.nd_range, f"{launch!r} has {n} work-items; kernels compiled "
+                        f"from Python take at most {MAX_WORK_ITEMS} (2**31 - 1)")
+
+
 class nd_range:
     """A global range divided into work-groups of a local range."""
 

@@ -12,7 +12,7 @@ import numpy as np
 from .. import info
 from ..compiler.launch import build_launch
 from ..exceptions import errc, exception
-from ..ranges import nd_range, range
+from ..ranges import check_work_items, nd_range, range
 from . import memops
 from .commands import Barrier, Command, HostTask
 from .event import event
@@ -98,6 +98,8 @@ class handler:
             return command(self._queue.get_device(), launch, self._kernel_args, properties)
         if properties is not None:
             properties = _kernel_properties(properties, launch, self._queue.get_device())
+        if launch is not None:
+            check_work_items(launch)
         return build_launch(self._queue.get_device(), kernel, launch, properties)
 
     def host_task(self, fn: Callable[..., Any]) -> None:
