@@ -186,3 +186,21 @@ def test_many_threads_submit_to_one_queue(q):
     assert errors == []
     for m in mems:
         sycl.free(m, q)
+
+
+def test_queue_context_info_and_wait_lists(ordered_q):
+    q = ordered_q
+    assert q.get_info(info.queue.device) == q.get_device()
+    assert q.get_info(info.queue.context) is q.get_context()
+    ctx = q.get_context()
+    assert ctx.get_info(info.context.devices) == ctx.get_devices()
+    assert ctx.get_info(info.context.platform) == q.get_device().get_platform()
+    a = sycl.malloc_device(16, sycl.uint8, q)
+    e1 = q.memset(a, 1, 16)
+    e2 = q.memset(a, 2, 16, depends_on=[e1])
+    assert e1 in e2.get_wait_list()  # the explicit dependency (and the queue's order)
+    e2.wait()
+    with pytest.raises(sycl.exception) as err:
+        q.get_info(info.event.command_execution_status)
+    assert err.value.code() == sycl.errc.invalid
+    sycl.free(a, q)

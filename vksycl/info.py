@@ -98,6 +98,19 @@ class device:
     ext_vksycl_sub_group_operations = descriptor()
 
 
+class context:
+    devices = descriptor()
+    platform = descriptor()
+    reference_count = descriptor()
+    backend_version = descriptor()
+
+
+class queue:
+    context = descriptor()
+    device = descriptor()
+    reference_count = descriptor()
+
+
 class event:
     command_execution_status = descriptor()
 

@@ -6,6 +6,7 @@ import atexit
 import threading
 from typing import Any
 
+from .. import info
 from ..exceptions import errc, exception
 from .engine import Engine
 from .scheduler import Scheduler
@@ -67,6 +68,17 @@ class context:
 
     def get_devices(self) -> list:
         return list(self._devices)
+
+    def get_info(self, param: Any) -> Any:
+        if param is info.context.devices:
+            return self.get_devices()
+        if param is info.context.platform:
+            return self.get_platform()
+        if param is info.context.reference_count:
+            return 1
+        if param is info.context.backend_version:
+            return self._devices[0].get_info(info.device.backend_version)
+        raise exception(errc.invalid, f"unknown context info descriptor {param!r}")
 
     def get_platform(self) -> Any:
         return self._devices[0].get_platform()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,7 @@ def _wait_and_throw_all(events: Iterable[event]) -> None:
 class event:
     __slots__ = (
         "__weakref__",
+        "_deps",
         "_engine",
         "_error",
         "_issued",
@@ -77,6 +79,8 @@ class event:
         self._profiling = profiling
         # submit, start, end (ns), or a function computing them once the work is done
         self._times: list[int] | Callable[[], list[int]] | None = None
+        # weak, so a long in-order chain of events does not keep every event alive
+        self._deps: tuple[weakref.ref[event], ...] = ()
 
     @classmethod
     def completed(cls) -> event:
@@ -140,7 +144,8 @@ class event:
         raise exception(errc.invalid, f"unknown profiling descriptor {param!r}")
 
     def get_wait_list(self) -> list[event]:
-        return []
+        """The events this event's command waited for (those still referenced)."""
+        return [e for e in (ref() for ref in self._deps) if e is not None]
 
 
 def host_now_ns() -> int:

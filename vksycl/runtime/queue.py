@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .. import info
 from ..exceptions import errc, exception, exception_list
 from ..properties import find, property
 from .commands import Command
@@ -64,6 +65,15 @@ class queue:
 
     def get_context(self) -> context:
         return self._context
+
+    def get_info(self, param: Any) -> Any:
+        if param is info.queue.device:
+            return self._device
+        if param is info.queue.context:
+            return self._context
+        if param is info.queue.reference_count:
+            return 1
+        raise exception(errc.invalid, f"unknown queue info descriptor {param!r}")
 
     def is_in_order(self) -> bool:
         return self._in_order

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 
 from .commands import Command, GpuStep, HostTask, LowerContext
@@ -40,6 +41,7 @@ class Scheduler:
     def execute(self, command: Command, deps: Sequence[event], profiling: bool,
                 on_error: Callable[[BaseException], None]) -> event:
         ev = event(self.engine, profiling)
+        ev._deps = tuple(weakref.ref(d) for d in deps)
         if not isinstance(command, HostTask) and all(d.ordered_on(self.engine) for d in deps):
             self._run(command, deps, ev, _reraise)
         else:
