@@ -5,8 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(libvulkan1 mesa-vulkan-drivers libvulkan-dev libfmt-dev g++ make patch)
+packages=(libvulkan1 mesa-vulkan-drivers libvulkan-dev libfmt-dev g++ make cmake patch)
 python3 -c 'import ensurepip' 2>/dev/null || packages+=(python3-venv)
+# Kompute's Python module compiles against the interpreter's headers.
+python3 -c 'import os, sysconfig; exit(not os.path.exists(os.path.join(
+    sysconfig.get_paths()["include"], "Python.h")))' || packages+=(python3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
