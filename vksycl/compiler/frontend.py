@@ -952,8 +952,12 @@ def _assigned_once(fn: ast.AST) -> dict[str, int]:
 def _stable(v: ir.Value) -> bool:
     """Whether a value reads nothing that can change (no variables, no memory)."""
     stack = [v]
+    seen: set[int] = set()
     while stack:
         x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
         if isinstance(x, ir.Const | ir.PushField | ir.ArgRead | ir.Builtin):
             continue
         if isinstance(x, ir.Op):
@@ -998,7 +1002,11 @@ def _kind(v: Any) -> str:
 
 def source_of(fn: Any, node: ast.AST | None = None) -> Source:
     try:
-        return function_source(fn)
+        src = function_source(fn)
     except OSError as ex:
         raise error("<unknown>", node, f"no source for {fn!r}: {ex}") from None
+    if isinstance(src.node, ast.AsyncFunctionDef):
+        raise error(src.filename, src.node, f"async def {src.name}: coroutines are not "
+                    "supported in device code (define the kernel with def)")
+    return src
 

@@ -83,6 +83,27 @@ def source_text(fn: Any) -> str:
     return "".join(lines[code.co_firstlineno - 1: _last_line(code)])
 
 
+def _span(node: ast.AST) -> tuple[tuple[int, int], tuple[int, int]]:
+    return (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+
+
+def _by_position(code: Any, candidates: list) -> list:
+    """The innermost candidate whose source span holds every instruction of `code`
+    (several functions on one line: lambdas passed to lambdas)."""
+    spots = [(line, end, col, end_col) for line, end, col, end_col in code.co_positions()
+             if None not in (line, end, col, end_col) and (col, end_col) != (0, 0)]
+    if not spots:
+        return candidates
+    lo = min((line, col) for line, _, col, _ in spots)
+    hi = max((end, end_col) for _, end, _, end_col in spots)
+    inside = [n for n in candidates if _span(n)[0] <= lo and hi <= _span(n)[1]]
+    if len(inside) <= 1:
+        return inside
+    inner = [n for n in inside if not any(m is not n and _span(n)[0] <= _span(m)[0]
+                                          and _span(m)[1] <= _span(n)[1] for m in inside)]
+    return inner
+
+
 def function_source(fn: Any) -> Source:
     """The AST node and source text of a Python function or lambda."""
     code = getattr(fn, "__code__", None)
@@ -110,6 +131,12 @@ def function_source(fn: Any) -> Source:
     if not candidates:
         raise exception(errc.build, f"{code.co_filename}:{first}: cannot find the source "
                         f"of {code.co_name}")
+    if len(candidates) > 1:
+        candidates = _by_position(code, candidates)
+    if len(candidates) != 1:
+        raise exception(errc.build, f"{code.co_filename}:{first}: cannot tell which of "
+                        f"{len(candidates)} functions on this line is {code.co_qualname}; "
+                        "define the kernel on a line of its own")
     node = candidates[0]
     text = "".join(lines[node.lineno - 1: node.end_lineno])
     if want_lambda:
