@@ -22,8 +22,12 @@ _VALUES = (ir.Const, ir.Read, ir.ArgRead, ir.PushField, ir.Builtin, ir.Load, ir.
 
 def _expr_ok(v: Any, loads: list[int]) -> bool:
     stack = [v]
+    seen: set[int] = set()
     while stack:
         x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
         if not isinstance(x, _VALUES):
             return False
         if isinstance(x, ir.Op):

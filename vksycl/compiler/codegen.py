@@ -68,8 +68,12 @@ def analyse(kernel: ir.Function) -> Usage:
         seen.add(id(fn))
         remove_dead_stores(fn)
         stack: list[Any] = [fn.body]
+        visited: set[int] = set()  # the IR is a DAG: shared operands are walked once
         while stack:
             node = stack.pop()
+            if id(node) in visited:
+                continue
+            visited.add(id(node))
             if isinstance(node, ir.Load):
                 reads.add(id(node.place.root))
             elif isinstance(node, ir.Store):
@@ -459,8 +463,12 @@ def _straight(v: ir.Value) -> bool:
     """Whether evaluating v needs no control flow and has no side effects (so it may be
     evaluated speculatively by OpSelect)."""
     stack = [v]
+    seen: set[int] = set()
     while stack:
         x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
         if isinstance(x, _SIMPLE):
             continue
         if isinstance(x, ir.Op):

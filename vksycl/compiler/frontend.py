@@ -132,8 +132,14 @@ class FunctionLowering:
                 if t is not None:
                     return ir.Const(t, obj.item())
             if isinstance(obj, int):
-                return ir.Const(want if want is not None and want.is_int else
-                                literal_int_type(obj), obj)
+                t = want if want is not None and want.is_int else literal_int_type(obj)
+                lo, hi = (-(1 << (t.bits - 1)), 1 << (t.bits - 1)) if t.is_signed \
+                    else (0, 1 << t.bits)
+                if not lo <= obj < hi:
+                    raise self.err(node, f"the integer constant {obj} does not fit {t!r} "
+                                   f"(its range is {lo} to {hi - 1}); convert it explicitly, "
+                                   "e.g. with sycl.int64(...)")
+                return ir.Const(t, obj)
             if isinstance(obj, float):
                 return ir.Const(want if want is not None and want.is_float else F32, obj)
             raise self.err(node, f"{_describe(obj)} is not a device value")
@@ -392,6 +398,8 @@ class FunctionLowering:
                 items = value.items
             elif isinstance(value, AggV):
                 items = value.fields
+            elif isinstance(value, PyV) and isinstance(value.obj, tuple):
+                items = [PyV(o) for o in value.obj]
             else:
                 raise self.err(target, f"cannot unpack {_kind(value)}")
             if len(items) != len(target.elts):
