@@ -46,3 +46,42 @@ def test_async_kernel_is_a_build_error(q, mem) -> None:
         q.parallel_for(sycl.range(4), k).wait()
     _build_error(ei, "async def")
     assert (mem.view(a, 4) == 0).all()
+
+
+def test_constant_tuple_unpacks(q, mem) -> None:
+    o = mem.zeros(3, np.int32)
+
+    def k():
+        a, (b, c) = 3, (4, 5)
+        o[0] = a
+        o[1] = b
+        o[2] = c
+
+    q.single_task(k).wait()
+    assert mem.view(o, 3).tolist() == [3, 4, 5]
+
+
+BIG = 1 << 40
+
+
+def test_int_constant_that_does_not_fit_is_a_build_error(q, mem) -> None:
+    out = mem.zeros(1, np.int32)
+
+    def k1():
+        out[0] = BIG
+
+    def k2():
+        out[0] = 2 ** 31 - 1 + 1
+
+    for k, value in ((k1, BIG), (k2, 2 ** 31)):
+        with pytest.raises(sycl.exception) as ei:
+            q.single_task(k).wait()
+        msg = _build_error(ei, f"integer constant {value} does not fit int32")
+        assert "internal compiler error" not in msg
+    wide = mem.zeros(1, np.int64)
+
+    def k3():
+        wide[0] = BIG
+
+    q.single_task(k3).wait()
+    assert mem.view(wide, 1)[0] == BIG

@@ -137,8 +137,7 @@ class FunctionLowering:
                     else (0, 1 << t.bits)
                 if not lo <= obj < hi:
                     raise self.err(node, f"the integer constant {obj} does not fit {t!r} "
-                                   f"(its range is {lo} to {hi - 1}); convert it explicitly, "
-                                   "e.g. with sycl.int64(...)")
+                                   f"(whose range is {lo} to {hi - 1})")
                 return ir.Const(t, obj)
             if isinstance(obj, float):
                 return ir.Const(want if want is not None and want.is_float else F32, obj)
