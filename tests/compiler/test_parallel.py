@@ -435,3 +435,31 @@ def test_coarsened_kernels_cover_every_item_exactly_once(q, mem):
         q.parallel_for(sycl.range(n), counted).wait()
         np.testing.assert_array_equal(mem.view(dst, n), np.arange(n) * 3 + 1)
         np.testing.assert_array_equal(mem.view(hits, n), np.ones(n))
+
+
+@sycl.struct
+class Saxpy:
+    a: sycl.float32
+    x: sycl.ptr[sycl.float32]
+    y: sycl.ptr[sycl.float32]
+
+
+@nd_range_kernel(1)
+def saxpy_struct(args: Saxpy, n: sycl.int32):
+    i = this_work_item.get_nd_item(1).get_global_id(0)
+    if i < n:
+        args.y[i] = args.a * args.x[i] + args.y[i]
+
+
+def test_free_function_kernel_with_a_decomposed_struct_argument(q, mem):
+    from vksycl.compiler.launch import compiled
+
+    x, y = mem.of(np.arange(40, dtype=np.float32)), mem.of(np.ones(40, np.float32))
+    launch = sycl.nd_range((48,), (16,))
+    q.execute(build_launch_args(q.get_device(), saxpy_struct, launch,
+                                (Saxpy(a=2.0, x=x, y=y), 40)), []).wait()
+    np.testing.assert_array_equal(mem.view(y, 40), 2 * np.arange(40) + 1)
+    refl = compiled(q.get_device(), saxpy_struct, launch).reflection()
+    paths = sorted(a["path"] for a in refl["args"] if a["path"][0] == "param")
+    assert paths == [("param", 0, "a"), ("param", 0, "x"), ("param", 0, "y"), ("param", 1)]
+    assert refl["num_buffers"] == 2

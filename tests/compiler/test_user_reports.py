@@ -29,7 +29,7 @@ def _store(p, v):
 
 def test_two_lambdas_on_one_line_compile_the_kernel_lambda(q, mem) -> None:
     out = mem.zeros(2, np.int32)
-    run = lambda: q.single_task(lambda: _store(out, 9))  # noqa: E731
+    run = lambda: q.single_task(lambda: _store(out, 9))
     run().wait()
     both = (lambda: _store(out + 1, 5), lambda: _store(out + 1, 6))
     q.single_task(both[1]).wait()
