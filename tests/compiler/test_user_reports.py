@@ -85,3 +85,124 @@ def test_int_constant_that_does_not_fit_is_a_build_error(q, mem) -> None:
 
     q.single_task(k3).wait()
     assert mem.view(wide, 1)[0] == BIG
+
+
+def test_captured_list_is_read_by_value_at_each_launch(q, mem) -> None:
+    out = mem.zeros(2, np.int32)
+    coeffs = [1, [2, 3]]
+
+    def k():
+        out[0] = coeffs[0]
+        out[1] = coeffs[1][1]
+
+    q.single_task(k).wait()
+    assert mem.view(out, 2).tolist() == [1, 3]
+    coeffs[1][1] = 7
+    q.single_task(k).wait()
+    assert mem.view(out, 2).tolist() == [1, 7]
+    coeffs[0] = 4
+    q.single_task(k).wait()
+    assert mem.view(out, 2).tolist() == [4, 7]
+
+
+def test_captured_dict_is_a_build_error(q, mem) -> None:
+    out = mem.zeros(1, np.int32)
+    table = {"a": 1}
+
+    def k():
+        out[0] = table["a"]
+
+    with pytest.raises(sycl.exception) as ei:
+        q.single_task(k).wait()
+    _build_error(ei, "'table' is a dict")
+
+
+class _Config:
+    scale = 3
+    offsets = (1, 2)
+
+
+def test_attributes_of_a_captured_object_are_read_at_each_launch(q, mem) -> None:
+    out = mem.zeros(2, np.int32)
+    cfg = _Config()
+
+    def k():
+        out[0] = cfg.scale
+        out[1] = cfg.offsets[1]
+
+    q.single_task(k).wait()
+    assert mem.view(out, 2).tolist() == [3, 2]
+    cfg.scale = 5
+    cfg.offsets = (1, 9)
+    q.single_task(k).wait()
+    assert mem.view(out, 2).tolist() == [5, 9]
+    cfg.scale = 2.75  # another type: compiled again for a float
+    fout = mem.zeros(1, np.float32)
+
+    def kf():
+        fout[0] = cfg.scale * 2
+
+    q.single_task(kf).wait()
+    assert mem.view(fout, 1)[0] == np.float32(5.5)
+
+
+class _Solver:
+    def __init__(self, q: sycl.queue, mem) -> None:
+        self.a = mem.zeros(8, np.int32)
+        self.q = q
+        self.step = 2
+
+    def run(self) -> None:
+        def k(i):
+            self.a[i] = i * self.step
+
+        self.q.parallel_for(sycl.range(8), k).wait()
+
+
+def test_pointer_attribute_of_self_is_a_kernel_argument(q, mem) -> None:
+    s = _Solver(q, mem)
+    s.run()
+    assert mem.view(s.a, 8).tolist() == [i * 2 for i in range(8)]
+    s.a = mem.zeros(8, np.int32)
+    s.step = 3
+    s.run()
+    assert mem.view(s.a, 8).tolist() == [i * 3 for i in range(8)]
+
+
+def test_pointer_from_another_context_is_invalid(q) -> None:
+    from vksycl.compiler.launch import build_launch
+
+    dev = q.get_device()
+    q1 = sycl.queue(sycl.context(dev), dev)
+    q2 = sycl.queue(sycl.context(dev), dev)
+    a = sycl.malloc_shared(4, sycl.int32, q1)
+    try:
+        def k(i):
+            a[i] = 5
+
+        with pytest.raises(sycl.exception) as ei:
+            build_launch(dev, k, sycl.range(4), context=q2.get_context())
+        assert ei.value.code() == errc.invalid
+        assert "kernel argument a: pointer from another context" in str(ei.value)
+        q1.parallel_for(sycl.range(4), k).wait()
+        assert np.asarray(a).tolist() == [5] * 4
+    finally:
+        sycl.free(a, q1)
+
+
+@pytest.mark.parametrize("name,dtype", [("int64", np.int64), ("int16", np.int16),
+                                        ("int8", np.int8)])
+def test_hidden_integer_aspects_are_enforced(q, mem, monkeypatch, name, dtype) -> None:
+    c = mem.zeros(1, dtype)
+
+    def k():
+        c[0] = dtype(3)
+
+    monkeypatch.setenv("VKSYCL_HIDE_ASPECTS", name)
+    with pytest.raises(sycl.exception) as ei:
+        q.single_task(k).wait()
+    assert ei.value.code() == errc.kernel_not_supported
+    assert f"uses {name}" in str(ei.value)
+    monkeypatch.delenv("VKSYCL_HIDE_ASPECTS")
+    q.single_task(k).wait()
+    assert mem.view(c, 1)[0] == 3

@@ -599,6 +599,8 @@ class FunctionLowering:
 
     def expr_Attribute(self, e: ast.Attribute) -> Any:
         base = self.expr(e.value)
+        if isinstance(base, PyV) and base.path is not None:
+            return self.m.attribute(self, base, e.attr, e)
         if isinstance(base, PyV):
             try:
                 return PyV(getattr(base.obj, e.attr))

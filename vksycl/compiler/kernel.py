@@ -27,7 +27,7 @@ from ..config import cache_dir
 from ..exceptions import errc, exception
 from .codegen import Codegen, analyse
 from .host_bodies import device_view
-from .module import ArgSlot, KernelModule, KernelSpec
+from .module import ArgSlot, KernelModule, KernelSpec, captured_value
 from .source import function_source, source_text
 
 COMPILER_VERSION = "vksycl-compiler-1"
@@ -84,11 +84,6 @@ class CompiledKernel:
         }
 
 
-def _cell_value(pyfn: Any, path: tuple) -> Any:
-    i = pyfn.__code__.co_freevars.index(path[1])
-    return pyfn.__closure__[i].cell_contents
-
-
 def kernel_name(pyfn: Any) -> str:
     name = getattr(pyfn, "__name__", "kernel")
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "kernel"
@@ -140,7 +135,7 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
                           cg.push_size, local_size_xyz(spec.local),
                           frozenset(lowered.aspects), tuple(cg.b.capabilities),
                           tuple(lowered.specialized),
-                          tuple(_cell_value(pyfn, p) for p in lowered.specialized),
+                          tuple(captured_value(pyfn, p) for p in lowered.specialized),
                           lowered.coarsen)
 
 

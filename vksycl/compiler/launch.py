@@ -20,7 +20,7 @@ from ..runtime.commands import KernelLaunch
 from . import device as dev
 from .host_bodies import host_names
 from .kernel import CompiledKernel, kernel_name, load_or_compile
-from .module import KernelSpec
+from .module import KernelSpec, frozen, path_name
 
 # work-group shapes for range kernels: 256 work-items where the device allows (measured
 # on an H100: 1.5x the bandwidth of 128), 128 otherwise (every Vulkan device takes 128)
@@ -40,6 +40,8 @@ _CAPABILITY_FEATURES = {
     "AtomicFloat32MinMaxEXT": "shaderBufferFloat32AtomicMinMax",
     "AtomicFloat64MinMaxEXT": "shaderBufferFloat64AtomicMinMax",
 }
+# SPIR-V capabilities of integer types and the aspects that name them
+_CAPABILITY_ASPECTS = {"Int64": "int64", "Int16": "int16", "Int8": "int8"}
 # sub-group capabilities and their VkSubgroupFeatureFlagBits
 _SUBGROUP_BITS = {
     "GroupNonUniform": 1, "GroupNonUniformVote": 2, "GroupNonUniformArithmetic": 4,
@@ -57,8 +59,8 @@ def _fmt(dtype: np.dtype) -> str:
 class Prepared:
     """A compiled kernel plus everything needed to launch it quickly."""
 
-    __slots__ = ("checked", "ck", "groups", "launch_slots", "n", "packer", "ptrs", "scalars",
-                 "spec_getters", "variants")
+    __slots__ = ("attr_getters", "attr_sigs", "checked", "ck", "groups", "launch_slots", "n",
+                 "packer", "ptrs", "scalar_paths", "scalars", "spec_getters", "variants")
 
     def __init__(self, ck: CompiledKernel, pyfn: Any) -> None:
         self.ck = ck
@@ -83,7 +85,13 @@ class Prepared:
         # (getter, push position or -1, binding or -1, itemsize, dtype) per pointer argument
         self.ptrs = []
         self.scalars = []
+        self.scalar_paths = []
         self.launch_slots = []
+        # attributes of captured objects are read at each launch; if one changes type,
+        # the kernel is compiled again for the new types
+        self.attr_getters = [_getter(a.path, pyfn) for a in ck.args
+                             if a.kind != "launch" and _attribute_path(a.path)]
+        self.attr_sigs = tuple(_sig(get(pyfn, ())) for get in self.attr_getters)
         for a in ck.args:
             pos = order.get(id(a), -1)
             if a.kind == "ptr":
@@ -92,10 +100,12 @@ class Prepared:
             elif a.kind == "scalar":
                 self.scalars.append((_getter(a.path, pyfn), pos, a.dtype.kind == "b"
                                      or np.dtype(a.dtype).kind == "b"))
+                self.scalar_paths.append((pos, a.path, np.dtype(a.dtype)))
             else:
                 self.launch_slots.append((a.path[1], a.path[2], pos))
 
-    def arguments(self, pyfn: Any, args: tuple, launch: Any) -> tuple[list, bytes]:
+    def arguments(self, pyfn: Any, args: tuple, launch: Any,
+                  context: Any = None) -> tuple[list, bytes]:
         values: list[Any] = [0] * self.n
         buffers: list[Any] = [None] * self.ck.num_buffers
         for get, pos, binding, itemsize, dtype, path in self.ptrs:
@@ -103,6 +113,10 @@ class Prepared:
             if not hasattr(p, "allocation"):
                 raise exception(errc.kernel_argument, f"kernel argument {_name(path)} must "
                                 f"be a USM pointer, got {type(p).__name__}")
+            if context is not None and (p.allocation.context is not context or
+                                        not context.owns(p.allocation)):
+                raise exception(errc.invalid, f"kernel argument {_name(path)}: pointer from "
+                                "another context")
             if binding >= 0:
                 buffers[binding] = p.allocation.kernel_buffer()
             if pos >= 0:
@@ -119,9 +133,21 @@ class Prepared:
         try:
             push = self.packer.pack(*values)
         except struct.error as ex:
-            raise exception(errc.kernel_argument, f"a kernel argument does not fit its "
-                            f"type: {ex}") from None
+            raise exception(errc.kernel_argument, self.misfit(values) or
+                            f"a kernel argument does not fit its type: {ex}") from None
         return buffers, push
+
+    def misfit(self, values: list) -> str | None:
+        """Which scalar argument does not fit its type, and why (for the error)."""
+        for pos, path, dtype in self.scalar_paths:
+            v = values[pos]
+            if pos < 0 or dtype.kind not in "iu" or isinstance(v, float):
+                continue
+            info = np.iinfo(dtype)
+            if not info.min <= int(v) <= info.max:
+                return (f"kernel argument {_name(path)} = {v} does not fit its type "
+                        f"{dtype} (whose range is {info.min} to {info.max})")
+        return None
 
 
 def _launch_value(launch: Any, what: str, d: int) -> int:
@@ -134,7 +160,12 @@ def _launch_value(launch: Any, what: str, d: int) -> int:
 def _name(path: tuple) -> str:
     if path[0] == "param":
         return f"#{path[1]}" + "".join(f".{p}" for p in path[2:])
-    return ".".join(str(p) for p in path[2 if path[0] == "global" else 1:])
+    return path_name(path)
+
+
+def _attribute_path(path: tuple) -> bool:
+    """Whether a capture path goes through attributes of a captured object."""
+    return path[0] != "param" and len(path) > (2 if path[0] == "cell" else 3)
 
 
 def _getter(path: tuple, pyfn: Any) -> Any:
@@ -223,8 +254,16 @@ def _prepare(pyfn: Any, spec_key: tuple, spec_fn: Any) -> Prepared:
         spec = spec_fn()
         ck = load_or_compile(pyfn, spec, key)
         p = _PREPARED[key] = Prepared(ck, pyfn)
+    if p.attr_getters:
+        sigs = tuple(_sig(get(pyfn, ())) for get in p.attr_getters)
+        if sigs != p.attr_sigs:  # an attribute changed type: the kernel for the new ones
+            key = (key, sigs)
+            p = _PREPARED.get(key)
+            if p is None:
+                ck = load_or_compile(pyfn, spec_fn(), key, sigs)
+                p = _PREPARED[key] = Prepared(ck, pyfn)
     if p.spec_getters:  # compiled with captured values as constants: one variant per value
-        values = tuple(get(pyfn, ()) for get in p.spec_getters)
+        values = tuple(frozen(get(pyfn, ())) for get in p.spec_getters)
         variant = p.variants.get(values)
         if variant is None:
             ck = load_or_compile(pyfn, spec_fn(), (key, values), values)
@@ -304,8 +343,10 @@ def _check(p: Prepared, device: Any) -> None:
 
     ck = p.ck
     vk = device.vulkan
-    for a in ck.aspects:
-        if a in ("fp64", "fp16", "atomic64") and not device.has(getattr(aspect, a)):
+    used = [a for a in ck.aspects if a in ("fp64", "fp16", "atomic64")] + \
+        [_CAPABILITY_ASPECTS[c] for c in ck.capabilities if c in _CAPABILITY_ASPECTS]
+    for a in used:
+        if not device.has(getattr(aspect, a)):
             raise exception(errc.kernel_not_supported, f"kernel {ck.name} uses {a}, which "
                             f"{vk.name} does not support")
     ops = vk.properties.get("subgroupSupportedOperations", 0)
@@ -332,7 +373,7 @@ def _check(p: Prepared, device: Any) -> None:
 
 
 def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple | None,
-            param_types: tuple | None = None) -> KernelLaunch:
+            param_types: tuple | None = None, context: Any = None) -> KernelLaunch:
     pyfn, info = _kernel_function(kernel)
     kind, dims, local, has_offset = _shape(launch, device)
     if info is not None:
@@ -355,7 +396,7 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
     vk = device.vulkan
     if id(vk) not in p.checked:
         _check(p, device)
-    buffers, push = p.arguments(pyfn, args or (), launch)
+    buffers, push = p.arguments(pyfn, args or (), launch, context)
     ck = p.ck
     gkey = (id(vk), launch if kind == "range" else (
         None if launch is None else tuple(launch.get_global_range())))
@@ -367,15 +408,17 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
     return KernelLaunch(ck.name, ck.binary, ck.entry, buffers, push, groups)
 
 
-def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None) -> KernelLaunch:
-    """The command for a closure kernel (captured values become arguments)."""
-    return _launch(device, kernel, launch, properties, None)
+def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
+                 context: Any = None) -> KernelLaunch:
+    """The command for a closure kernel (captured values become arguments). With a
+    context, every pointer argument must belong to it."""
+    return _launch(device, kernel, launch, properties, None, context=context)
 
 
 def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
-                      properties: Any = None) -> KernelLaunch:
+                      properties: Any = None, context: Any = None) -> KernelLaunch:
     """The command for a kernel whose arguments are passed explicitly."""
-    return _launch(device, kernel, launch, properties, tuple(args))
+    return _launch(device, kernel, launch, properties, tuple(args), context=context)
 
 
 def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None,

@@ -8,6 +8,9 @@ parameter, so arguments a kernel never uses cost nothing.
 from __future__ import annotations
 
 import ast
+import enum
+import sys
+import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +84,44 @@ class Lowered:
 
 def _is_usm_ptr(obj: Any) -> bool:
     return hasattr(obj, "allocation") and hasattr(obj, "byte_offset") and hasattr(obj, "dtype")
+
+
+def frozen(v: Any) -> Any:
+    """A captured list as the tuple it holds now: lists are compiled in by value, and a
+    kernel is compiled again when the value changes."""
+    if isinstance(v, list):
+        return tuple(frozen(x) for x in v)
+    if isinstance(v, tuple) and any(isinstance(x, list | tuple) for x in v):
+        return tuple(frozen(x) for x in v)
+    return v
+
+
+def captured_value(pyfn: Any, path: tuple) -> Any:
+    """The value a capture path (closure cell or module global, then attributes) holds
+    now, lists frozen."""
+    if path[0] == "cell":
+        v = pyfn.__closure__[pyfn.__code__.co_freevars.index(path[1])].cell_contents
+        fields = path[2:]
+    else:
+        g = pyfn.__globals__ if path[1] == pyfn.__module__ else vars(sys.modules[path[1]])
+        v, fields = g[path[2]], path[3:]
+    for f in fields:
+        v = getattr(v, f)
+    return frozen(v)
+
+
+def path_name(path: tuple) -> str:
+    """How the user spells a capture path: `cfg.scale`."""
+    return ".".join(str(p) for p in path[1 if path[0] == "cell" else 2:])
+
+
+def _plain(obj: Any) -> bool:
+    """A user's own mutable object (not a module, class, function, enum or vksycl or
+    numpy value): its attributes are read at each launch, as captured locals are."""
+    t = type(obj)
+    return hasattr(obj, "__dict__") and not callable(obj) and not isinstance(
+        obj, type | pytypes.ModuleType | enum.Enum) and \
+        t.__module__.split(".")[0] not in ("vksycl", "numpy", "builtins")
 
 
 def push_storage(t: Scalar) -> Scalar:
@@ -296,7 +337,40 @@ class KernelModule:
             value = self.scalar_arg(path, t)
             self.origins[id(value)] = (path, obj, value)
             return value
+        if isinstance(obj, dict | set | bytearray):
+            raise fl.err(node, f"'{path_name(path)}' is a {type(obj).__name__}, which can "
+                         "change after the kernel is compiled; capture a tuple, or a USM "
+                         "pointer for data")
+        if _plain(obj):
+            return PyV(obj, path)
+        if isinstance(obj, list) or len(path) > (2 if path[0] == "cell" else 3):
+            # compiled in: the kernel is compiled again for each value it has at launch
+            obj = frozen(obj)
+            try:
+                hash(obj)
+            except TypeError:
+                raise fl.err(node, f"'{path_name(path)}' holds {type(obj).__name__} values "
+                             "that cannot be compiled in; capture a tuple of numbers, or a "
+                             "USM pointer for data") from None
+            if path not in self.specialized:
+                self.specialized.append(path)
         return PyV(obj)
+
+    def attribute(self, fl: FunctionLowering, base: PyV, attr: str, node: ast.AST) -> Any:
+        """An attribute of a captured plain object: a kernel argument read at each launch
+        (a number or pointer), or a constant the kernel is compiled for."""
+        assert base.path is not None
+        path = (*base.path, attr)
+        hit = self.captures.get(path)
+        if hit is not None:
+            return hit
+        try:
+            obj = getattr(base.obj, attr)
+        except AttributeError:
+            raise fl.err(node, f"{path_name(base.path)} has no attribute '{attr}'") from None
+        value = self.classify(fl, path, obj, node, runtime=True)
+        self.captures[path] = value
+        return value
 
     def specialize(self, v: Any) -> Any:
         """The host value behind a captured scalar used where a constant is needed; the

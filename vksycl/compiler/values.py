@@ -16,9 +16,11 @@ from .typesys import Struct, Type
 
 @dataclass(eq=False)
 class PyV:
-    """A compile-time Python object (literal, global constant, module, function, type)."""
+    """A compile-time Python object (literal, global constant, module, function, type).
+    `path` is where a captured plain object lives, so its attributes are read at launch."""
 
     obj: Any
+    path: tuple | None = None
 
 
 @dataclass(eq=False)
