@@ -15,6 +15,7 @@ from . import device as dev
 from . import fp64math, if_device, ir
 from .typesys import (
     BOOL,
+    F16,
     F32,
     F64,
     I32,
@@ -109,6 +110,11 @@ class Intrinsics:
                 "OpShiftRightArithmetic" if t.is_signed else "OpShiftRightLogical")
             return ir.Op(name, t, [fl.convert(x, t), fl.convert(y, t)])
         t = promote(x.ty, y.ty)
+        if t == F16 and isinstance(op, ast.Mod | ast.FloorDiv):
+            # in float32, as numpy does: a half-precision quotient may round across an
+            # integer, and floor() would then be off by one
+            wide = self.arith(fl, op, fl.convert(x, F32), fl.convert(y, F32), node)
+            return fl.convert(wide, F16)
         x, y = fl.convert(x, t), fl.convert(y, t)
         if type(op) in _ARITH:
             return ir.Op(_ARITH[type(op)][t.is_float], t, [x, y])
