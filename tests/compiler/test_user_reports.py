@@ -206,3 +206,29 @@ def test_hidden_integer_aspects_are_enforced(q, mem, monkeypatch, name, dtype) -
     monkeypatch.delenv("VKSYCL_HIDE_ASPECTS")
     q.single_task(k).wait()
     assert mem.view(c, 1)[0] == 3
+
+
+def test_2d_and_3d_ranges_past_65535_work_groups_in_x(q, mem) -> None:
+    n = 65535 * 32 + 40  # 65537 work-groups of 32 along the fastest dimension
+    out = mem.zeros(n, np.int32)
+
+    def k(it):
+        out[it[0] * n + it[1]] = it[1] + 1
+
+    q.parallel_for(sycl.range(1, n), k).wait()
+    assert (mem.view(out, n) == np.arange(1, n + 1)).all()
+
+    shape = (2, 3, 65537)
+    total = int(np.prod(shape))
+    ids = mem.zeros(total, np.int32)
+    groups = mem.zeros(total, np.int32)
+
+    def k3(it):
+        i = (it.get_global_id(0) * 3 + it.get_global_id(1)) * 65537 + it.get_global_id(2)
+        ids[i] = i
+        groups[i] = it.get_group(2) + it.get_group(1) * 100000 + it.get_group(0) * 1000000
+
+    q.parallel_for(sycl.nd_range(shape, (1, 1, 1)), k3).wait()
+    assert (mem.view(ids, total) == np.arange(total)).all()
+    a, b, c = np.indices(shape).reshape(3, -1)
+    assert (mem.view(groups, total) == c + b * 100000 + a * 1000000).all()

@@ -319,6 +319,14 @@ def _groups(ck: CompiledKernel, launch: Any, device: Any) -> tuple[int, int, int
     local[0] *= ck.coarsen
     counts = [-(-g[d] // local[d]) for d in range(dims)][::-1] + [1] * (3 - dims)
     limits = _limits(device)
+    if ck.spec.fold_groups:
+        total = counts[0] * counts[1] * counts[2]
+        x = min(total, limits[0])
+        y = -(-total // x)
+        if y > limits[1]:
+            raise exception(errc.nd_range, f"range {g} needs {total} work-groups, more "
+                            "than this device can dispatch")
+        return (x, y, 1)
     if dims == 1 and counts[0] > limits[0]:
         x = limits[0]
         y = -(-counts[0] // x)
@@ -331,6 +339,15 @@ def _groups(ck: CompiledKernel, launch: Any, device: Any) -> tuple[int, int, int
             raise exception(errc.nd_range, f"range {g} needs {counts} work-groups; this "
                             f"device dispatches at most {limits}")
     return (counts[0], counts[1], counts[2])
+
+
+def _too_many_groups(launch: Any, local: tuple[int, ...], device: Any) -> bool:
+    """Whether a 2-/3-dimensional launch needs more work-groups along a dimension than
+    the device dispatches (its kernel then numbers work-groups linearly)."""
+    g = tuple(launch.get_global_range()) if hasattr(launch, "get_global_range") else \
+        tuple(launch)
+    limits = _limits(device)
+    return any(-(-g[d] // local[d]) > limits[len(g) - 1 - d] for d in range(len(g)))
 
 
 def _limits(device: Any) -> tuple[int, int, int]:
@@ -386,11 +403,12 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
             raise exception(errc.invalid, f"kernel {info.name} takes {len(param_types)} "
                             f"arguments, got {len(args)}")
     scratch = _scratch(properties)
-    spec_key = (kind, dims, local, has_offset, scratch, param_types)
+    fold = dims > 1 and _too_many_groups(launch, local, device)
+    spec_key = (kind, dims, local, has_offset, scratch, param_types, fold)
     name = info.name if info is not None else kernel_name(pyfn)
 
     def spec() -> KernelSpec:
-        return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch)
+        return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold)
 
     p = _prepare(pyfn, spec_key, spec)
     vk = device.vulkan

@@ -54,6 +54,9 @@ class KernelSpec:
     has_offset: bool = False
     params: tuple[Any, ...] | None = None  # device types of explicit parameters
     scratch_bytes: int = 0
+    # 2-/3-dimensional launches with more work-groups in a dimension than the device
+    # dispatches: work-groups are numbered linearly over x and y and decomposed
+    fold_groups: bool = False
 
 
 @dataclass
@@ -197,7 +200,8 @@ class KernelModule:
         if independent and spec.dims == 1 and coarsening.eligible(fn.body):
             fn = self.coarsened(fn, src, bound)
             coarsen = coarsening.COARSEN
-        elif spec.kind == "range" or (spec.kind == "nd_range" and spec.dims == 1):
+        elif spec.kind == "range" or (spec.kind == "nd_range" and spec.dims == 1) or \
+                spec.fold_groups:
             fn.body.insert(0, ir.If(self.queries.guard(), [ir.Return(None)], []))
         return Lowered(fn, [], self.args, self.push_types, list(self.shared.values()),
                        self.aspects, self.uses_subgroups,

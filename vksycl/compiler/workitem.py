@@ -47,7 +47,29 @@ class Queries:
         if self.m.dims == 1:
             return ir.Op("OpIAdd", I32, [builtin("WorkgroupId", 0), ir.Op("OpIMul", I32, [
                 builtin("WorkgroupId", 1), builtin("NumWorkgroups", 0)])])
+        if self.m.spec.fold_groups:
+            return self.folded_group_id(self.comp(d))
         return builtin("WorkgroupId", self.comp(d))
+
+    def folded_group_id(self, comp: int) -> ir.Value:
+        """Component `comp` of the group id when the dispatch numbers work-groups
+        linearly over x and y (more groups in one dimension than the device takes)."""
+        linear = ir.Op("OpIAdd", I32, [builtin("WorkgroupId", 0), ir.Op("OpIMul", I32, [
+            builtin("WorkgroupId", 1), builtin("NumWorkgroups", 0)])])
+        for c in range(comp):
+            linear = ir.Op("OpSDiv", I32, [linear, self.group_count(c)])
+        if comp == self.m.dims - 1:
+            return linear
+        n = self.group_count(comp)
+        quotient = ir.Op("OpSDiv", I32, [linear, n])
+        return ir.Op("OpISub", I32, [linear, ir.Op("OpIMul", I32, [quotient, n])])
+
+    def group_count(self, comp: int) -> ir.Value:
+        """Work-groups along Vulkan component `comp` (ranges are rounded up)."""
+        d = self.m.dims - 1 - comp
+        size = self.local_range(d)
+        return ir.Op("OpSDiv", I32, [ir.Op("OpIAdd", I32, [
+            self.global_range(d), ir.Const(I32, self.m.local[d] - 1)]), size])
 
     def global_id(self, d: int, offset: bool = True) -> ir.Value:
         if self.m.item_override is not None:  # a coarsened copy of the body
