@@ -9,6 +9,7 @@ import pytest
 
 import vksycl as sycl
 from vksycl.exceptions import errc
+from vksycl.ext.oneapi import experimental as syclexp
 
 HERE = __file__
 
@@ -232,3 +233,67 @@ def test_2d_and_3d_ranges_past_65535_work_groups_in_x(q, mem) -> None:
     assert (mem.view(ids, total) == np.arange(total)).all()
     a, b, c = np.indices(shape).reshape(3, -1)
     assert (mem.view(groups, total) == c + b * 100000 + a * 1000000).all()
+
+
+def test_sub_group_local_range_indexes_like_a_range(q, mem) -> None:
+    o = mem.zeros(16, np.int32)
+
+    def k(it):
+        sg = it.get_sub_group()
+        r = sg.get_local_range()
+        o[it.get_global_id(0)] = r[0] * 100 + sg.get_local_id()[0] + sg.get_local_range()
+
+    q.parallel_for(sycl.nd_range((16,), (16,)), k).wait()
+    size = q.get_device().get_info(sycl.info.device.sub_group_sizes)[0]
+    got = mem.view(o, 16)
+    assert got.tolist() == [size * 101 + i % size for i in range(16)]
+
+
+@syclexp.single_task_kernel()
+def _doubled(out: sycl.ptr[sycl.int32], x: sycl.int32):
+    out[0] = x * 2
+
+
+def test_single_task_kernel_decorator_with_parentheses(q, mem) -> None:
+    out = mem.zeros(1, np.int32)
+    syclexp.single_task(q, syclexp.kernel_function(_doubled), out, 21)
+    q.wait()
+    assert mem.view(out, 1)[0] == 42
+
+
+def test_messages_name_the_construct_once(q, mem) -> None:
+    o = mem.zeros(2, np.int32)
+
+    def lam():
+        o[0] = (lambda: 1)
+
+    def lst():
+        o[0] = [1, 2][0]
+
+    def scalar_index():
+        x = o[1]
+        o[0] = x[0]
+
+    cases = ((lam, "a lambda is not supported in device code except as the function passed"),
+             (lst, "a list (use a tuple) is not supported in device code"),
+             (scalar_index, "an int32 value cannot be indexed"))
+    for k, text in cases:
+        with pytest.raises(sycl.exception) as ei:
+            q.single_task(k).wait()
+        msg = _build_error(ei, text)
+        assert msg.count("not supported") <= 1 and "Body" not in msg, msg
+
+
+def test_kernel_argument_overflow_names_the_argument(q, mem) -> None:
+    o = mem.zeros(1, np.int32)
+    small = np.int16(3)
+
+    def k():
+        o[0] = small
+
+    q.single_task(k).wait()
+    small = 1 << 40  # read by k at its next launch
+    with pytest.raises(sycl.exception) as ei:
+        q.single_task(k).wait()
+    assert ei.value.code() == errc.kernel_argument
+    assert "kernel argument small" in str(ei.value)

@@ -322,6 +322,9 @@ def nd_range_kernel(dims: int) -> Any:
     return wrap
 
 
-def single_task_kernel(fn: Any) -> FreeFunctionKernel:
-    """`@syclexp.single_task_kernel`: a free function kernel run by one work-item."""
+def single_task_kernel(fn: Any = None) -> Any:
+    """`@syclexp.single_task_kernel` (or `single_task_kernel()`, as nd_range_kernel is
+    spelled): a free function kernel run by one work-item."""
+    if fn is None:
+        return lambda f: _decorate(f, "single_task", 1)
     return _decorate(fn, "single_task", 1)

@@ -68,13 +68,10 @@ _UNSUPPORTED_STMTS = {
     ast.Match: "match",
 }
 _UNSUPPORTED_EXPRS = {
-    ast.List: "a list (dynamic containers are not supported in device code)",
-    ast.Dict: "a dict (dynamic containers are not supported in device code)",
-    ast.Set: "a set (dynamic containers are not supported in device code)",
+    ast.List: "a list (use a tuple)", ast.Dict: "a dict", ast.Set: "a set",
     ast.ListComp: "a list comprehension", ast.DictComp: "a dict comprehension",
     ast.SetComp: "a set comprehension", ast.GeneratorExp: "a generator expression",
-    ast.Yield: "yield (generators are not supported in device code)",
-    ast.YieldFrom: "yield from (generators are not supported in device code)",
+    ast.Yield: "yield (a generator)", ast.YieldFrom: "yield from (a generator)",
     ast.Await: "await",
     ast.JoinedStr: "an f-string", ast.NamedExpr: "an assignment expression (:=)",
     ast.Starred: "a starred expression", ast.Slice: "a slice",
@@ -141,6 +138,8 @@ class FunctionLowering:
                 return ir.Const(t, obj)
             if isinstance(obj, float):
                 return ir.Const(want if want is not None and want.is_float else F32, obj)
+            if isinstance(obj, if_device.Body):
+                raise obj.misuse()
             raise self.err(node, f"{_describe(obj)} is not a device value")
         if isinstance(v, ItemV) and v.kind in ("id", "item") and v.dims == 1:
             return self.m.queries.scalar_query(self, "get_id", 0, node)
@@ -232,6 +231,9 @@ class FunctionLowering:
             numeric = isinstance(value.obj, int | float | bool | np.generic)
             if not numeric or (self.assigned_once.get(name) == 1 and self.loop_depth == 0):
                 return FixedSlot(value)
+        if isinstance(value, ir.Value) and id(value) in self.m.one_d and \
+                self.assigned_once.get(name) == 1 and self.loop_depth == 0:
+            return FixedSlot(value)  # keeps its [0]
         if isinstance(value, PyV | ir.Value):
             v = self.scalar(value, node)
             ty = self.hints.get(name, v.ty)
@@ -642,6 +644,11 @@ class FunctionLowering:
             return self.select_tuple([PyV(o) for o in base.obj], v, e)
         if isinstance(base, ItemV):
             return self.m.queries.index(self, base, index, e)
+        if isinstance(base, ir.Value) and id(base) in self.m.one_d:
+            if not isinstance(index, PyV) or index.obj != 0:
+                raise self.err(e.slice, "a sub-group id or range has one dimension: "
+                               "index it with [0]")
+            return base
         place = self.index_place(base, index, e)
         return self.load(place, e)
 
@@ -995,7 +1002,8 @@ def _describe(obj: Any) -> str:
 
 def _kind(v: Any) -> str:
     if isinstance(v, ir.Value):
-        return f"a {v.ty!r} value"
+        name = repr(v.ty)
+        return f"{'an' if name[0] in 'aeiou' else 'a'} {name} value"
     if isinstance(v, PtrV):
         return f"a pointer to {v.elem!r}"
     if isinstance(v, AggV):

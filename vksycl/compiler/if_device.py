@@ -39,7 +39,7 @@ class Body:
         return f"nested function {getattr(self.node, 'name', '<lambda>')}"
 
     def misuse(self) -> Exception:
-        what = "a lambda inside device code" if isinstance(self.node, ast.Lambda) else \
+        what = "a lambda" if isinstance(self.node, ast.Lambda) else \
             "nested function definition"
         return self.owner.err(self.node, f"{what} is not supported in device code {_ONLY}")
 

@@ -161,6 +161,8 @@ class KernelModule:
         self.item_override: ir.Value | None = None
         self.group_observed = False  # local ids, groups, barriers, local memory used
         self.names: dict[str, int] = {}
+        # sub-group ids and ranges: scalars that can also be indexed with [0]
+        self.one_d: dict[int, ir.Value] = {}
 
     # -- entry ---------------------------------------------------------------------------
     def lower(self) -> Lowered:

@@ -131,7 +131,10 @@ class Queries:
             self.m.need_nd(fl, node, name)
             return ItemV(target[4:], obj.dims)
         if target.startswith("sg_"):
-            return self.sub_group_value(target)
+            v = self.sub_group_value(target)
+            if "linear" not in name:  # an id<1> or range<1> in SYCL 2020: v[0] works too
+                self.m.one_d[id(v)] = v
+            return v
         if target.startswith("lin_"):
             return self.linear_query(fl, target[4:], node)
         if target == "leader":
