@@ -297,3 +297,27 @@ def test_kernel_argument_overflow_names_the_argument(q, mem) -> None:
         q.single_task(k).wait()
     assert ei.value.code() == errc.kernel_argument
     assert "kernel argument small" in str(ei.value)
+
+
+_OFFSET = 3
+
+
+def _plus_offset(x):
+    return x + _OFFSET
+
+
+def test_global_read_by_a_device_function_is_not_stale(q, mem) -> None:
+    global _OFFSET
+    out = mem.zeros(1, np.int32)
+
+    def k():
+        out[0] = _plus_offset(10)
+
+    try:
+        q.single_task(k).wait()
+        assert mem.view(out, 1)[0] == 13
+        _OFFSET = 30
+        q.single_task(k).wait()
+        assert mem.view(out, 1)[0] == 40
+    finally:
+        _OFFSET = 3

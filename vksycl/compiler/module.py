@@ -349,8 +349,12 @@ class KernelModule:
                          "pointer for data")
         if _plain(obj):
             return PyV(obj, path)
-        if isinstance(obj, list) or len(path) > (2 if path[0] == "cell" else 3):
-            # compiled in: the kernel is compiled again for each value it has at launch
+        # compiled in, and the kernel compiled again for each value it has at launch:
+        # lists, attributes, and globals of device functions (the kernel's own globals
+        # are keyed by value already)
+        if isinstance(obj, list) or len(path) > (2 if path[0] == "cell" else 3) or (
+                path[0] == "global" and fl is not self.kernel_fl and
+                not isinstance(obj, pytypes.ModuleType)):
             obj = frozen(obj)
             try:
                 hash(obj)
