@@ -159,6 +159,15 @@ class _Solver:
 
         self.q.parallel_for(sycl.range(8), k).wait()
 
+    def put(self, i) -> None:
+        self.a[i] = i + self.step
+
+    def run_method(self) -> None:
+        def k(i):
+            self.put(i)
+
+        self.q.parallel_for(sycl.range(8), k).wait()
+
 
 def test_pointer_attribute_of_self_is_a_kernel_argument(q, mem) -> None:
     s = _Solver(q, mem)
@@ -168,6 +177,11 @@ def test_pointer_attribute_of_self_is_a_kernel_argument(q, mem) -> None:
     s.step = 3
     s.run()
     assert mem.view(s.a, 8).tolist() == [i * 3 for i in range(8)]
+    s.run_method()
+    assert mem.view(s.a, 8).tolist() == [i + 3 for i in range(8)]
+    s.step = 10
+    s.run_method()
+    assert mem.view(s.a, 8).tolist() == [i + 10 for i in range(8)]
 
 
 def test_pointer_from_another_context_is_invalid(q) -> None:

@@ -238,7 +238,9 @@ class Intrinsics:
             return fl.call_function(obj, args, kwargs, node)
         if isinstance(obj, pytypes.MethodType) and isinstance(obj.__func__,
                                                               pytypes.FunctionType):
-            return fl.call_function(obj.__func__, args, kwargs, node, PyV(obj.__self__))
+            owner = fn.path[:-1] if isinstance(fn, PyV) and fn.path else None
+            return fl.call_function(obj.__func__, args, kwargs, node,
+                                    PyV(obj.__self__, owner))
         raise fl.err(node, f"calling {_what(fn)} is not supported in device code")
 
     def const(self, fl: Any, v: Any, node: ast.AST) -> Any:

@@ -118,6 +118,13 @@ def path_name(path: tuple) -> str:
     return ".".join(str(p) for p in path[1 if path[0] == "cell" else 2:])
 
 
+def _data(v: Any) -> bool:
+    """Numbers, None and tuples of them: values a kernel can be compiled for."""
+    if isinstance(v, tuple):
+        return all(_data(x) for x in v)
+    return v is None or isinstance(v, bool | int | float | complex | np.generic)
+
+
 def _plain(obj: Any) -> bool:
     """A user's own mutable object (not a module, class, function, enum or vksycl or
     numpy value): its attributes are read at each launch, as captured locals are."""
@@ -349,21 +356,22 @@ class KernelModule:
                          "pointer for data")
         if _plain(obj):
             return PyV(obj, path)
-        # compiled in, and the kernel compiled again for each value it has at launch:
-        # lists, attributes, and globals of device functions (the kernel's own globals
-        # are keyed by value already)
-        if isinstance(obj, list) or len(path) > (2 if path[0] == "cell" else 3) or (
-                path[0] == "global" and fl is not self.kernel_fl and
-                not isinstance(obj, pytypes.ModuleType)):
+        # numbers and tuples compiled in, and the kernel compiled again for each value
+        # they have at launch: lists, attributes, and globals of device functions (the
+        # kernel's own globals and cells are keyed by value already)
+        if isinstance(obj, list):
             obj = frozen(obj)
-            try:
-                hash(obj)
-            except TypeError:
-                raise fl.err(node, f"'{path_name(path)}' holds {type(obj).__name__} values "
-                             "that cannot be compiled in; capture a tuple of numbers, or a "
-                             "USM pointer for data") from None
+            if not _data(obj):
+                raise fl.err(node, f"'{path_name(path)}' is a list of values that cannot be "
+                             "compiled in; capture a tuple, or a USM pointer for data")
             if path not in self.specialized:
                 self.specialized.append(path)
+        elif _data(obj) and path not in self.specialized and (
+                len(path) > (2 if path[0] == "cell" else 3) or (
+                    path[0] == "global" and fl is not self.kernel_fl)):
+            self.specialized.append(path)
+        if isinstance(obj, pytypes.MethodType) and _plain(obj.__self__):
+            return PyV(obj, path)  # a method of a captured object: `self` keeps its path
         return PyV(obj)
 
     def attribute(self, fl: FunctionLowering, base: PyV, attr: str, node: ast.AST) -> Any:
