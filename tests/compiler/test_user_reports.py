@@ -33,7 +33,9 @@ def test_two_lambdas_on_one_line_compile_the_kernel_lambda(q, mem) -> None:
     run = lambda: q.single_task(lambda: _store(out, 9))
     run().wait()
     both = (lambda: _store(out + 1, 5), lambda: _store(out + 1, 6))
-    q.single_task(both[1]).wait()
+    q.single_task(both[0]).wait()
+    assert mem.view(out, 2).tolist() == [9, 5]
+    q.single_task(both[1]).wait()  # the same source lines: cached apart all the same
     assert mem.view(out, 2).tolist() == [9, 6]
 
 

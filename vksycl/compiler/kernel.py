@@ -28,7 +28,7 @@ from ..exceptions import errc, exception
 from .codegen import Codegen, analyse
 from .host_bodies import device_view
 from .module import ArgSlot, KernelModule, KernelSpec, captured_value
-from .source import function_source, source_text
+from .source import code_span, function_source, source_text
 
 COMPILER_VERSION = "vksycl-compiler-1"
 
@@ -190,6 +190,7 @@ def _fingerprint(pyfn: Any, seen: set[int], depth: int = 0) -> str:
     skip = view.host_names if view is not None else frozenset()
     h = hashlib.sha256(src.encode())
     h.update(f"{pyfn.__module__}.{pyfn.__qualname__}".encode())
+    h.update(repr(code_span(pyfn.__code__)).encode())  # functions sharing a line differ
     g = pyfn.__globals__
     for name in sorted(_names(pyfn.__code__) - skip):
         if name in g:

@@ -87,15 +87,24 @@ def _span(node: ast.AST) -> tuple[tuple[int, int], tuple[int, int]]:
     return (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
 
 
-def _by_position(code: Any, candidates: list) -> list:
-    """The innermost candidate whose source span holds every instruction of `code`
-    (several functions on one line: lambdas passed to lambdas)."""
+def code_span(code: Any) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """The first and last source positions of a code object's instructions (which tell
+    apart functions defined on one line), or None without position information."""
     spots = [(line, end, col, end_col) for line, end, col, end_col in code.co_positions()
              if None not in (line, end, col, end_col) and (col, end_col) != (0, 0)]
     if not spots:
+        return None
+    return (min((line, col) for line, _, col, _ in spots),
+            max((end, end_col) for _, end, _, end_col in spots))
+
+
+def _by_position(code: Any, candidates: list) -> list:
+    """The innermost candidate whose source span holds every instruction of `code`
+    (several functions on one line: lambdas passed to lambdas)."""
+    span = code_span(code)
+    if span is None:
         return candidates
-    lo = min((line, col) for line, _, col, _ in spots)
-    hi = max((end, end_col) for _, end, _, end_col in spots)
+    lo, hi = span
     inside = [n for n in candidates if _span(n)[0] <= lo and hi <= _span(n)[1]]
     if len(inside) <= 1:
         return inside
@@ -131,13 +140,12 @@ def function_source(fn: Any) -> Source:
     if not candidates:
         raise exception(errc.build, f"{code.co_filename}:{first}: cannot find the source "
                         f"of {code.co_name}")
-    if len(candidates) > 1:
-        candidates = _by_position(code, candidates)
-    if len(candidates) != 1:
+    chosen = _by_position(code, candidates) if len(candidates) > 1 else candidates
+    if len(chosen) != 1:
         raise exception(errc.build, f"{code.co_filename}:{first}: cannot tell which of "
                         f"{len(candidates)} functions on this line is {code.co_qualname}; "
                         "define the kernel on a line of its own")
-    node = candidates[0]
+    node = chosen[0]
     text = "".join(lines[node.lineno - 1: node.end_lineno])
     if want_lambda:
         text += f"#{node.col_offset}"
