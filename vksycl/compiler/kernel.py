@@ -27,7 +27,7 @@ from ..config import cache_dir
 from ..exceptions import errc, exception
 from .codegen import Codegen, analyse
 from .host_bodies import device_view
-from .module import ArgSlot, KernelModule, KernelSpec, captured_value
+from .module import ArgSlot, KernelModule, KernelSpec, captured_value, plain_object
 from .source import code_span, function_source, source_text
 
 COMPILER_VERSION = "vksycl-compiler-1"
@@ -166,6 +166,11 @@ def _describe(v: Any, seen: set[int], depth: int = 0) -> Any:
     if callable(v):  # builtins, ufuncs, function objects: by name
         return ("callable", type(v).__qualname__, getattr(v, "__module__", None),
                 getattr(v, "__qualname__", None) or getattr(v, "__name__", repr(v)))
+    if plain_object(v) and depth < 4:
+        # a captured object's attributes are kernel arguments: their types are the key
+        return ("object", type(v).__module__, type(v).__qualname__, tuple(
+            (k, type(x).__name__ if isinstance(x, bool | int | float | np.generic) else
+             _describe(x, seen, depth + 1)) for k, x in sorted(vars(v).items())))
     return ("object", type(v).__module__, type(v).__qualname__,
             repr(getattr(v, "__dict__", ""))[:200])
 

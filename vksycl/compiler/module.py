@@ -125,7 +125,7 @@ def _data(v: Any) -> bool:
     return v is None or isinstance(v, bool | int | float | complex | np.generic)
 
 
-def _plain(obj: Any) -> bool:
+def plain_object(obj: Any) -> bool:
     """A user's own mutable object (not a module, class, function, enum or vksycl or
     numpy value): its attributes are read at each launch, as captured locals are."""
     t = type(obj)
@@ -354,7 +354,7 @@ class KernelModule:
             raise fl.err(node, f"'{path_name(path)}' is a {type(obj).__name__}, which can "
                          "change after the kernel is compiled; capture a tuple, or a USM "
                          "pointer for data")
-        if _plain(obj):
+        if plain_object(obj):
             return PyV(obj, path)
         # numbers and tuples compiled in, and the kernel compiled again for each value
         # they have at launch: lists, attributes, and globals of device functions (the
@@ -370,7 +370,7 @@ class KernelModule:
                 len(path) > (2 if path[0] == "cell" else 3) or (
                     path[0] == "global" and fl is not self.kernel_fl)):
             self.specialized.append(path)
-        if isinstance(obj, pytypes.MethodType) and _plain(obj.__self__):
+        if isinstance(obj, pytypes.MethodType) and plain_object(obj.__self__):
             return PyV(obj, path)  # a method of a captured object: `self` keeps its path
         return PyV(obj)
 
