@@ -195,7 +195,9 @@ def _fingerprint(pyfn: Any, seen: set[int], depth: int = 0) -> str:
     skip = view.host_names if view is not None else frozenset()
     h = hashlib.sha256(src.encode())
     h.update(f"{pyfn.__module__}.{pyfn.__qualname__}".encode())
-    h.update(repr(code_span(pyfn.__code__)).encode())  # functions sharing a line differ
+    if pyfn.__code__.co_name == "<lambda>":  # lambdas sharing a line: where each starts
+        span = code_span(pyfn.__code__)
+        h.update(repr(span and span[0]).encode())
     g = pyfn.__globals__
     for name in sorted(_names(pyfn.__code__) - skip):
         if name in g:
