@@ -642,3 +642,24 @@ def test_a_script_may_exit_with_kernels_in_flight(tmp_path):
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["3.0"]
+
+
+def test_kernels_reject_pointers_from_another_context(q):
+    other = sycl.queue(sycl.context(q.get_device()), q.get_device())
+    foreign = sycl.malloc_shared(4, sycl.int32, other)
+
+    def k(i):
+        foreign[i] = 1
+    with pytest.raises(sycl.exception) as err:
+        q.parallel_for(sycl.range(4), k)
+    assert err.value.code() == sycl.errc.invalid and "context" in str(err.value)
+
+    @syclexp.single_task_kernel
+    def store(p: sycl.ptr[sycl.int32]):
+        p[0] = 7
+    with pytest.raises(sycl.exception) as err:
+        syclexp.single_task(q, syclexp.kernel_function(store), foreign)
+    assert err.value.code() == sycl.errc.invalid
+    syclexp.single_task(other, syclexp.kernel_function(store), foreign).wait()
+    assert foreign[0] == 7
+    sycl.free(foreign, other)

@@ -294,7 +294,7 @@ def plan(kernel: FreeFunctionKernel) -> Plan:
 
 
 def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: tuple,
-                   properties: Any, p: Plan) -> Any:
+                   properties: Any, p: Plan, context: Any = None) -> Any:
     """The command of one launch of a free function kernel, arguments already converted."""
     if id(device.vulkan) not in p.checked_devices:
         p.check_device(device)
@@ -302,7 +302,7 @@ def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: t
         check_work_items(launch)
         if p.local is not None:
             p.check_local(launch)
-    return build_launch_args(device, kernel, launch, args, properties)
+    return build_launch_args(device, kernel, launch, args, properties, context=context)
 
 
 # -- enqueue functions ------------------------------------------------------------------------
@@ -312,14 +312,15 @@ def _submit(target: Any, kernel: FreeFunctionKernel, launch: Any, args: tuple,
     p = _PLANS.get(kernel) or plan(kernel)
     converted = p.converted(args)
     if type(target) is handler or isinstance(target, handler):
-        target._set(launch_command(target._queue.get_device(), kernel, launch, converted,
-                                   properties, p))
+        q = target._queue
+        target._set(launch_command(q.get_device(), kernel, launch, converted, properties, p,
+                                   q.get_context()))
         return None
     if not hasattr(target, "submit"):
         raise invalid(f"expected a queue or a handler, got {type(target).__name__}")
-    device = target.get_device()
+    device, ctx = target.get_device(), target.get_context()
     return target.submit(lambda h: h._set(launch_command(device, kernel, launch, converted,
-                                                         properties, p)))
+                                                         properties, p, ctx)))
 
 
 def single_task(target: Any, k: Any, *args: Any) -> Any:

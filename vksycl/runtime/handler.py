@@ -100,7 +100,8 @@ class handler:
             properties = _kernel_properties(properties, launch, self._queue.get_device())
         if launch is not None:
             check_work_items(launch)
-        return build_launch(self._queue.get_device(), kernel, launch, properties)
+        return build_launch(self._queue.get_device(), kernel, launch, properties,
+                            context=self._queue.get_context())
 
     def host_task(self, fn: Callable[..., Any]) -> None:
         try:
