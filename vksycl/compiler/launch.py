@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 import sys
 import types as pytypes
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -389,12 +390,27 @@ def _check(p: Prepared, device: Any) -> None:
     p.checked.add(id(vk))
 
 
+def _variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
+             properties: Any) -> tuple[tuple, Callable[[], KernelSpec]]:
+    """The cache key of the kernel a launch of this shape runs, and how to make its spec."""
+    kind, dims, local, has_offset = shape
+    param_types = info.param_types() if info is not None else None
+    scratch = _scratch(properties)
+    fold = dims > 1 and _too_many_groups(launch, local, device)
+
+    def spec() -> KernelSpec:
+        name = info.name if info is not None else kernel_name(pyfn)
+        return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold)
+
+    return (kind, dims, local, has_offset, scratch, param_types, fold), spec
+
+
 def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple | None,
-            param_types: tuple | None = None, context: Any = None) -> KernelLaunch:
+            context: Any = None) -> KernelLaunch:
     pyfn, info = _kernel_function(kernel)
-    kind, dims, local, has_offset = _shape(launch, device)
+    shape = _shape(launch, device)
     if info is not None:
-        info.check_launch(kind, dims)
+        info.check_launch(shape[0], shape[1])
         param_types = info.param_types()
         if args is None:
             raise exception(errc.invalid, f"free function kernel {info.name} needs its "
@@ -402,21 +418,13 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
         if len(args) != len(param_types):
             raise exception(errc.invalid, f"kernel {info.name} takes {len(param_types)} "
                             f"arguments, got {len(args)}")
-    scratch = _scratch(properties)
-    fold = dims > 1 and _too_many_groups(launch, local, device)
-    spec_key = (kind, dims, local, has_offset, scratch, param_types, fold)
-    name = info.name if info is not None else kernel_name(pyfn)
-
-    def spec() -> KernelSpec:
-        return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold)
-
-    p = _prepare(pyfn, spec_key, spec)
+    p = _prepare(pyfn, *_variant(pyfn, info, shape, launch, device, properties))
     vk = device.vulkan
     if id(vk) not in p.checked:
         _check(p, device)
     buffers, push = p.arguments(pyfn, args or (), launch, context)
     ck = p.ck
-    gkey = (id(vk), launch if kind == "range" else (
+    gkey = (id(vk), launch if shape[0] == "range" else (
         None if launch is None else tuple(launch.get_global_range())))
     groups = p.groups.get(gkey)
     if groups is None:
@@ -439,18 +447,11 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
     return _launch(device, kernel, launch, properties, tuple(args), context=context)
 
 
-def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None,
-             args: tuple | None = None) -> CompiledKernel:
+def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None) -> CompiledKernel:
     """The compiled kernel a launch would use (for `spirv()`, `spirv_asm()`, reflection)."""
     pyfn, info = _kernel_function(kernel)
-    kind, dims, local, has_offset = _shape(launch, device)
-    param_types = info.param_types() if info is not None else None
-    scratch = _scratch(properties)
-    spec_key = (kind, dims, local, has_offset, scratch, param_types)
-    name = info.name if info is not None else kernel_name(pyfn)
-    return _prepare(pyfn, spec_key, lambda: KernelSpec(name, kind, dims, local, has_offset,
-                                                       param_types, scratch)).ck
-
+    return _prepare(pyfn, *_variant(pyfn, info, _shape(launch, device), launch, device,
+                                    properties)).ck
 
 
 def unsupported(device: Any, ck: CompiledKernel) -> exception | None:
