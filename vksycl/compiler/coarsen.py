@@ -22,16 +22,11 @@ _VALUES = (ir.Const, ir.Read, ir.ArgRead, ir.PushField, ir.Builtin, ir.Load, ir.
 
 def _expr_ok(v: Any, loads: list[int]) -> bool:
     stack = [v]
-    seen: set[int] = set()
-    while stack:
-        x = stack.pop()
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
+    for x in ir.each_once(stack):
         if not isinstance(x, _VALUES):
             return False
         if isinstance(x, ir.Op):
-            if x.opname.startswith(("OpGroupNonUniform", "OpControlBarrier")):
+            if x.opname.startswith(ir.COLLECTIVE_OPS):
                 return False
             stack.extend(a for a in x.args if isinstance(a, ir.Value))
         elif isinstance(x, ir.Ext):

@@ -29,7 +29,6 @@ from .typesys import (
 
 SPIRV_VERSION = (1, 3)
 _SIMPLE = (ir.Const, ir.Read, ir.ArgRead, ir.PushField, ir.Builtin)
-_NO_SIDE_EFFECT_OPS = ("OpControlBarrier", "OpGroupNonUniform")
 
 
 @dataclasses.dataclass
@@ -68,12 +67,7 @@ def analyse(kernel: ir.Function) -> Usage:
         seen.add(id(fn))
         remove_dead_stores(fn)
         stack: list[Any] = [fn.body]
-        visited: set[int] = set()  # the IR is a DAG: shared operands are walked once
-        while stack:
-            node = stack.pop()
-            if id(node) in visited:
-                continue
-            visited.add(id(node))
+        for node in ir.each_once(stack):
             if isinstance(node, ir.Load):
                 reads.add(id(node.place.root))
             elif isinstance(node, ir.Store):
@@ -463,16 +457,11 @@ def _straight(v: ir.Value) -> bool:
     """Whether evaluating v needs no control flow and has no side effects (so it may be
     evaluated speculatively by OpSelect)."""
     stack = [v]
-    seen: set[int] = set()
-    while stack:
-        x = stack.pop()
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
+    for x in ir.each_once(stack):
         if isinstance(x, _SIMPLE):
             continue
         if isinstance(x, ir.Op):
-            if x.opname.startswith(_NO_SIDE_EFFECT_OPS):
+            if x.opname.startswith(ir.COLLECTIVE_OPS):
                 return False
             stack.extend(a for a in x.args if isinstance(a, ir.Value))
         elif isinstance(x, ir.Ext):

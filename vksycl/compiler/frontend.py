@@ -968,12 +968,7 @@ def _assigned_once(fn: ast.AST) -> dict[str, int]:
 def _stable(v: ir.Value) -> bool:
     """Whether a value reads nothing that can change (no variables, no memory)."""
     stack = [v]
-    seen: set[int] = set()
-    while stack:
-        x = stack.pop()
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
+    for x in ir.each_once(stack):
         if isinstance(x, ir.Const | ir.PushField | ir.ArgRead | ir.Builtin):
             continue
         if isinstance(x, ir.Op):

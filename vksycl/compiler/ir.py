@@ -1,17 +1,33 @@
 """The typed IR between the frontend and codegen.
 
-Expressions are trees whose operations are already resolved to SPIR-V operations with
-exact types (the frontend applied promotion and Python semantics); statements form
-structured control flow. Pointers never appear as values: memory is reached through a
-`Place` (a root object plus an index path), which is what logical SPIR-V requires.
+Expressions are DAGs (an operand may be shared) whose operations are already resolved to
+SPIR-V operations with exact types (the frontend applied promotion and Python semantics);
+statements form structured control flow. Pointers never appear as values: memory is
+reached through a `Place` (a root object plus an index path), which is what logical
+SPIR-V requires.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .typesys import Type
+
+# operations on behalf of a whole group: never evaluated speculatively, moved or duplicated
+COLLECTIVE_OPS = ("OpControlBarrier", "OpGroupNonUniform")
+
+
+def each_once(stack: list[Any]) -> Iterator[Any]:
+    """Pops `stack` until it is empty, yielding each node once; callers push the children
+    they want walked. Shared operands make a walk as a tree exponential."""
+    seen: set[int] = set()
+    while stack:
+        x = stack.pop()
+        if id(x) not in seen:
+            seen.add(id(x))
+            yield x
 
 
 class Value:

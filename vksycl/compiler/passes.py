@@ -10,12 +10,7 @@ from . import ir
 
 def _reads(node: Any, out: set[int]) -> None:
     stack = [node]
-    seen: set[int] = set()
-    while stack:
-        x = stack.pop()
-        if id(x) in seen:
-            continue
-        seen.add(id(x))
+    for x in ir.each_once(stack):
         if isinstance(x, ir.Read | ir.PrivateRoot):
             out.add(id(x.local))
         elif isinstance(x, ir.Call):
