@@ -95,11 +95,7 @@ class queue:
         if not callable(cgf):
             raise exception(errc.invalid, "submit takes a command group function of a "
                             f"handler, got {type(cgf).__name__}")
-        h = handler(self)
-        if depends_on is not None:
-            h.depends_on(depends_on)
-        cgf(h)
-        return self._enqueue(h)
+        return self._shortcut(cgf, depends_on)
 
     def _enqueue(self, h: handler) -> event:
         """Hands the handler's command to the recording graph, or runs it."""
@@ -123,7 +119,8 @@ class queue:
         with self._lock:
             self._errors.append(err)
 
-    def _shortcut(self, fill: Callable[[handler], None], depends_on: Any) -> event:
+    def _shortcut(self, fill: Callable[[handler], Any], depends_on: Any) -> event:
+        """Runs a command group function on a new handler and enqueues its command."""
         h = handler(self)
         if depends_on is not None:
             h.depends_on(depends_on)
