@@ -15,19 +15,9 @@ from vksycl.ext.oneapi import this_work_item
 
 
 @pytest.fixture
-def alloc(q):
-    ptrs = []
-
-    def make(n, dtype, fill=0):
-        p = sycl.malloc_shared(n, dtype, q)
-        np.asarray(p)[:n] = fill
-        ptrs.append(p)
-        return p
-
-    yield make
-    q.wait()
-    for p in ptrs:
-        sycl.free(p, q)
+def alloc(mem):
+    """Shared USM filled with one value: alloc(n, dtype, fill=0)."""
+    return lambda n, dtype, fill=0: mem.of(np.full(n, fill, dtype))
 
 
 def view(p, n):

@@ -23,20 +23,9 @@ HOST_CALLS = 0
 
 
 @pytest.fixture
-def shared(q):
-    ptrs = []
-
-    def alloc(values):
-        a = np.asarray(values)
-        p = sycl.malloc_shared(a.size, a.dtype, q)
-        np.asarray(p)[: a.size] = a
-        ptrs.append(p)
-        return p
-
-    yield alloc
-    q.wait()
-    for p in ptrs:
-        sycl.free(p, q)
+def shared(mem):
+    """Shared USM holding values: shared(values)."""
+    return mem.of
 
 
 def view(p, n):

@@ -57,29 +57,14 @@ def put(out: sycl.ptr[U], v: U):
 
 
 @pytest.fixture
-def ctx(q):
-    return q.get_context()
-
-
-@pytest.fixture
 def dev(q):
     return q.get_device()
 
 
 @pytest.fixture
-def shared(q):
-    ptrs = []
-
-    def make(n, dtype):
-        p = sycl.malloc_shared(n, dtype, q)
-        np.asarray(p)[:n] = 0
-        ptrs.append(p)
-        return p
-
-    yield make
-    q.wait()
-    for p in ptrs:
-        sycl.free(p, q)
+def shared(mem):
+    """Zeroed shared USM: shared(n, dtype)."""
+    return mem.zeros
 
 
 # -- 3. ids and bundles ------------------------------------------------------------------------

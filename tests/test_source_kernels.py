@@ -58,25 +58,9 @@ def iota(start: sycl.float32, ptr: sycl.ptr[sycl.float32]):
 
 
 @pytest.fixture
-def ctx(q):
-    return q.get_context()
-
-
-@pytest.fixture
-def shared(q):
-    ptrs = []
-
-    def make(values, dtype):
-        values = np.asarray(values, dtype)
-        p = sycl.malloc_shared(values.size, dtype, q)
-        np.asarray(p)[: values.size] = values
-        ptrs.append(p)
-        return p
-
-    yield make
-    q.wait()
-    for p in ptrs:
-        sycl.free(p, q)
+def shared(mem):
+    """Shared USM holding values: shared(values, dtype)."""
+    return lambda values, dtype: mem.of(np.asarray(values, dtype))
 
 
 def built(ctx, lang, source, *args):
