@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .errors import ToolsError, ValidationError
 from .packages import package_files
-from .words import bytes_to_words, words_to_bytes
+from .words import bytes_to_words
 
 _LIB_NAME = "libSPIRV-Tools-shared.so"
 
@@ -386,8 +386,3 @@ def optimize(
             lib.spvBinaryDestroy(out)
         lib.spvOptimizerOptionsDestroy(options)
         lib.spvOptimizerDestroy(opt)
-
-
-def as_bytes(binary) -> bytes:
-    """Bytes of a binary given as bytes or words."""
-    return words_to_bytes(bytes_to_words(binary))

@@ -73,7 +73,6 @@ for _np, _name in ((np.sqrt, "sqrt"), (np.sin, "sin"), (np.cos, "cos"), (np.tan,
                    (np.copysign, "copysign"), (np.hypot, "hypot"), (np.isnan, "isnan"),
                    (np.isinf, "isinf"), (np.isfinite, "isfinite"), (np.cbrt, "cbrt")):
     _MATH_NAMES[id(_np)] = _name
-_SCOPE = {"global": 1, "local": 2}
 _STORAGE_SEM = {"global": 0x40, "local": 0x100}
 _BARRIER_SEM = 0x8 | 0x40 | 0x100  # AcquireRelease | UniformMemory | WorkgroupMemory
 

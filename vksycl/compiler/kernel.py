@@ -270,7 +270,3 @@ def load_or_compile(pyfn: Any, spec: KernelSpec, memory_key: Any,
         (out / f"{spec.name}_{key[:12]}.spvasm").write_text(ck.spirv_asm())
     _MEMORY[memory_key] = ck
     return ck
-
-
-def clear_memory_cache() -> None:
-    _MEMORY.clear()

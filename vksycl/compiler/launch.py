@@ -83,7 +83,7 @@ class Prepared:
         self.packer = struct.Struct(fmt)
         self.n = len(slots)
         order = {id(a): k for k, a in enumerate(slots)}
-        # (getter, push position or -1, binding or -1, itemsize, dtype) per pointer argument
+        # (getter, push position or -1, binding or -1, itemsize, dtype, path) per pointer
         self.ptrs = []
         self.scalars = []
         self.scalar_paths = []
