@@ -9,7 +9,6 @@ launches only fetch, pack and build the command, which keeps eager launches chea
 from __future__ import annotations
 
 import struct
-import sys
 import types as pytypes
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +20,7 @@ from ..runtime.commands import KernelLaunch
 from . import device as dev
 from .host_bodies import host_names
 from .kernel import CompiledKernel, kernel_name, load_or_compile
-from .module import KernelSpec, frozen, path_name
+from .module import KernelSpec, frozen, path_getter, path_name
 
 # work-group shapes for range kernels: 256 work-items where the device allows (measured
 # on an H100: 1.5x the bandwidth of 128), 128 otherwise (every Vulkan device takes 128)
@@ -67,7 +66,7 @@ class Prepared:
         self.ck = ck
         self.checked: set[int] = set()
         self.groups: dict[Any, tuple[int, int, int]] = {}
-        self.spec_getters = [_getter(path, pyfn) for path in ck.specialized]
+        self.spec_getters = [path_getter(path, pyfn) for path in ck.specialized]
         self.variants: dict[tuple, Prepared] = {ck.spec_values: self}
         slots = sorted((a for a in ck.args if a.push_offset >= 0), key=lambda a: a.push_offset)
         fmt, at = "<", 0
@@ -90,16 +89,16 @@ class Prepared:
         self.launch_slots = []
         # attributes of captured objects are read at each launch; if one changes type,
         # the kernel is compiled again for the new types
-        self.attr_getters = [_getter(a.path, pyfn) for a in ck.args
+        self.attr_getters = [path_getter(a.path, pyfn) for a in ck.args
                              if a.kind != "launch" and _attribute_path(a.path)]
         self.attr_sigs = tuple(_sig(get(pyfn, ())) for get in self.attr_getters)
         for a in ck.args:
             pos = order.get(id(a), -1)
             if a.kind == "ptr":
-                self.ptrs.append((_getter(a.path, pyfn), pos, a.binding,
+                self.ptrs.append((path_getter(a.path, pyfn), pos, a.binding,
                                   np.dtype(a.dtype).itemsize, np.dtype(a.dtype), a.path))
             elif a.kind == "scalar":
-                self.scalars.append((_getter(a.path, pyfn), pos, a.dtype.kind == "b"
+                self.scalars.append((path_getter(a.path, pyfn), pos, a.dtype.kind == "b"
                                      or np.dtype(a.dtype).kind == "b"))
                 self.scalar_paths.append((pos, a.path, np.dtype(a.dtype)))
             else:
@@ -167,32 +166,6 @@ def _name(path: tuple) -> str:
 def _attribute_path(path: tuple) -> bool:
     """Whether a capture path goes through attributes of a captured object."""
     return path[0] != "param" and len(path) > (2 if path[0] == "cell" else 3)
-
-
-def _getter(path: tuple, pyfn: Any) -> Any:
-    fields = path[2:] if path[0] in ("cell", "param") else path[3:]
-    if path[0] == "cell":
-        i = pyfn.__code__.co_freevars.index(path[1])
-        base = lambda fn, args: fn.__closure__[i].cell_contents
-    elif path[0] == "param":
-        i = path[1]
-        base = lambda fn, args: args[i]
-    else:
-        mod, name = path[1], path[2]
-        if mod == pyfn.__module__:
-            base = lambda fn, args: fn.__globals__[name]
-        else:
-            base = lambda fn, args: sys.modules[mod].__dict__[name]
-    if not fields:
-        return base
-
-    def get(fn: Any, args: tuple) -> Any:
-        v = base(fn, args)
-        for f in fields:
-            v = getattr(v, f)
-        return v
-
-    return get
 
 
 # -- cache keys --------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import ast
 import enum
 import sys
 import types as pytypes
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,18 +100,37 @@ def frozen(v: Any) -> Any:
     return v
 
 
-def captured_value(pyfn: Any, path: tuple) -> Any:
-    """The value a capture path (closure cell or module global, then attributes) holds
-    now, lists frozen."""
+def path_getter(path: tuple, pyfn: Any) -> Callable[[Any, tuple], Any]:
+    """How to read a capture path (closure cell, module global or explicit argument, then
+    attributes) from (function, arguments): built once, called at every launch."""
+    fields = path[2:] if path[0] in ("cell", "param") else path[3:]
     if path[0] == "cell":
-        v = pyfn.__closure__[pyfn.__code__.co_freevars.index(path[1])].cell_contents
-        fields = path[2:]
+        i = pyfn.__code__.co_freevars.index(path[1])
+        base = lambda fn, args: fn.__closure__[i].cell_contents
+    elif path[0] == "param":
+        i = path[1]
+        base = lambda fn, args: args[i]
     else:
-        g = pyfn.__globals__ if path[1] == pyfn.__module__ else vars(sys.modules[path[1]])
-        v, fields = g[path[2]], path[3:]
-    for f in fields:
-        v = getattr(v, f)
-    return frozen(v)
+        mod, name = path[1], path[2]
+        if mod == pyfn.__module__:
+            base = lambda fn, args: fn.__globals__[name]
+        else:
+            base = lambda fn, args: sys.modules[mod].__dict__[name]
+    if not fields:
+        return base
+
+    def get(fn: Any, args: tuple) -> Any:
+        v = base(fn, args)
+        for f in fields:
+            v = getattr(v, f)
+        return v
+
+    return get
+
+
+def captured_value(pyfn: Any, path: tuple) -> Any:
+    """The value a capture path holds now, lists frozen."""
+    return frozen(path_getter(path, pyfn)(pyfn, ()))
 
 
 def path_name(path: tuple) -> str:
