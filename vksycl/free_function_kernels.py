@@ -309,9 +309,9 @@ def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: t
 
 def _submit(target: Any, kernel: FreeFunctionKernel, launch: Any, args: tuple,
             properties: Any) -> Any:
-    p = _PLANS.get(kernel) or plan(kernel)
+    p = plan(kernel)
     converted = p.converted(args)
-    if type(target) is handler or isinstance(target, handler):
+    if isinstance(target, handler):
         q = target._queue
         target._set(launch_command(q.get_device(), kernel, launch, converted, properties, p,
                                    q.get_context()))

@@ -130,10 +130,10 @@ class atomic_ref:
 # -- group function objects ---------------------------------------------------------------
 
 class _BinaryOp:
-    op = ""
+    """SYCL's function objects (sycl::plus<> ...): group algorithms in kernels read `op`;
+    on the host they compute."""
 
-    def __init__(self) -> None:
-        pass
+    op = ""
 
     def __call__(self, a: Any, b: Any) -> Any:
         return _HOST_BINOPS[self.op](a, b)
