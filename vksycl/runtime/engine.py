@@ -130,6 +130,7 @@ class Engine:
         self._pool: dict[bool, collections.deque[kp.Sequence]] = {
             False: collections.deque(), True: collections.deque()}
         self._cache_lock = threading.Lock()
+        self._ops: dict[tuple, Dispatch] = {}  # (pipeline key, push constants) -> op
         self._in_flight: collections.deque[Submission] = collections.deque()
         self._pipelines: collections.OrderedDict[tuple, kp.Algorithm] = (
             collections.OrderedDict()
@@ -164,8 +165,11 @@ class Engine:
             return
         buffer.released = True
         with self._cache_lock:
-            for key in self._pipelines_by_buffer.pop(id(buffer), ()):
+            stale = self._pipelines_by_buffer.pop(id(buffer), set())
+            for key in stale:
                 self._pipelines.pop(key, None)
+            if stale:
+                self._ops = {k: op for k, op in self._ops.items() if k[0] not in stale}
         host, buffer.host = buffer.host, None
         if host is not None and _viewed(host.base):
             return
@@ -193,16 +197,24 @@ class Engine:
         groups: tuple[int, int, int],
         push_constants: bytes = b"",
     ) -> Dispatch:
-        """A dispatch op; the pipeline for (program, buffers, groups) is built once."""
-        push = np.frombuffer(push_constants, dtype=np.uint32) if push_constants else _NO_PUSH
-        key = (program.key, tuple(id(b) for b in buffers), groups, push.size)
+        """A dispatch op; the pipeline for (program, buffers, groups) is built once, and
+        the op itself is reused when the same push constants come again (a loop)."""
+        key = (program.key, tuple(id(b) for b in buffers), groups, len(push_constants))
         with self._cache_lock:
             algo = self._pipelines.get(key)
+            if algo is not None:
+                self._pipelines.move_to_end(key)
+                op = self._ops.get((key, push_constants))
+                if op is not None:
+                    return op
+            push = (np.frombuffer(push_constants, dtype=np.uint32) if push_constants
+                    else _NO_PUSH)
             if algo is None:
                 algo = self._build_pipeline(key, program, buffers, groups, push)
-            else:
-                self._pipelines.move_to_end(key)
-        return Dispatch(kp.OpAlgoDispatch(algo, push))
+            op = self._ops[(key, push_constants)] = Dispatch(kp.OpAlgoDispatch(algo, push))
+            if len(self._ops) > _PIPELINE_CACHE_SIZE:
+                self._ops.pop(next(iter(self._ops)))
+            return op
 
     def _build_pipeline(self, key, program, buffers, groups, push) -> kp.Algorithm:
         for b in buffers:

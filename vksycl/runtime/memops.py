@@ -153,8 +153,11 @@ class MemCopy(Command):
 
     def __init__(self, src: Span, dst: Span) -> None:
         self.src, self.dst = src, dst
-        self.needs_staging = (src.host_view() is None) != (dst.host_view() is None) and (
-            src.array is not None or dst.array is not None)
+        # numpy on one side and memory the host cannot map on the other
+        if src.array is not None:
+            self.needs_staging = dst.array is None and dst.host_view() is None
+        else:
+            self.needs_staging = dst.array is not None and src.host_view() is None
 
     def lower(self, ctx: LowerContext) -> list[Step]:
         src, dst = self.src, self.dst
