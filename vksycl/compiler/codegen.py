@@ -14,7 +14,7 @@ from typing import Any
 from spirv_gen import ModuleBuilder
 
 from . import ir
-from .passes import remove_dead_stores
+from .passes import remove_dead_stores, straight
 from .typesys import (
     VOID,
     ArrayType,
@@ -28,7 +28,6 @@ from .typesys import (
 )
 
 SPIRV_VERSION = (1, 3)
-_SIMPLE = (ir.Const, ir.Read, ir.ArgRead, ir.PushField, ir.Builtin)
 
 
 @dataclasses.dataclass
@@ -285,7 +284,7 @@ class Codegen:
         with b.loop() as lp:
             self.loops.append(lp)
             self.scopes.append({})
-            if s.cond is not None and not s.pre and _straight(s.cond):
+            if s.cond is not None and not s.pre and straight(s.cond):
                 lp.while_(self.ev(s.cond))
             else:
                 self.stmts(s.pre)
@@ -387,7 +386,7 @@ class Codegen:
     def cond(self, v: ir.Cond) -> Any:
         b = self.b
         c = self.ev(v.cond)
-        if not v.pre_a and not v.pre_b and _straight(v.a) and _straight(v.b):
+        if not v.pre_a and not v.pre_b and straight(v.a) and straight(v.b):
             return b.op("Select", self.ty(v.ty), c, self.ev(v.a), self.ev(v.b))
         with b.if_(c) as sel:
             self.scopes.append({})
@@ -451,24 +450,6 @@ class Codegen:
             return b.op("AtomicCompareExchange", self.ty(t), ptr, scope, sem, b.u32(unequal),
                         *args)
         return b.op(v.opname, self.ty(t), ptr, scope, sem, *args)
-
-
-def _straight(v: ir.Value) -> bool:
-    """Whether evaluating v needs no control flow and has no side effects (so it may be
-    evaluated speculatively by OpSelect)."""
-    stack = [v]
-    for x in ir.each_once(stack):
-        if isinstance(x, _SIMPLE):
-            continue
-        if isinstance(x, ir.Op):
-            if x.opname.startswith(ir.COLLECTIVE_OPS):
-                return False
-            stack.extend(a for a in x.args if isinstance(a, ir.Value))
-        elif isinstance(x, ir.Ext):
-            stack.extend(x.args)
-        else:
-            return False
-    return True
 
 
 __all__ = ["Codegen", "PtrType", "analyse"]

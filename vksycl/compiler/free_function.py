@@ -17,6 +17,8 @@ import textwrap
 import typing
 from typing import Any
 
+import numpy as np
+
 from ..exceptions import errc, exception, invalid
 from . import device as dev
 
@@ -166,8 +168,6 @@ def _type_vars_in(a: Any, globals_: dict[str, Any]) -> list[Any]:
 def enum_dtype(cls: type) -> Any:
     """The underlying type of an enum parameter: int32, or int64/uint64 when its values
     need them (C++ enums with an explicit underlying type)."""
-    import numpy as np
-
     values = [m.value for m in cls]
     if not all(isinstance(v, int) for v in values):
         raise exception(errc.build, f"enum {cls.__name__} has non-integer values: it cannot be "

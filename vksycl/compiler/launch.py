@@ -19,7 +19,7 @@ from ..exceptions import errc, exception
 from ..runtime.commands import KernelLaunch
 from . import device as dev
 from .host_bodies import host_names
-from .kernel import CompiledKernel, kernel_name, load_or_compile
+from .kernel import CompiledKernel, _names, kernel_name, load_or_compile
 from .module import KernelSpec, frozen, path_getter, path_name
 
 # work-group shapes for range kernels: 256 work-items where the device allows (measured
@@ -201,8 +201,6 @@ def _global_values(pyfn: Any) -> tuple:
     names = _GLOBAL_NAMES.get(code)
     g = pyfn.__globals__
     if names is None:
-        from .kernel import _names
-
         names = tuple(sorted(n for n in _names(code) - host_names(pyfn) if n in g and
                              not isinstance(g[n], pytypes.ModuleType)))
         _GLOBAL_NAMES[code] = names

@@ -7,6 +7,8 @@ from typing import Any
 
 from . import ir
 
+_SIMPLE = (ir.Const, ir.Read, ir.ArgRead, ir.PushField, ir.Builtin)
+
 
 def _reads(node: Any, out: set[int]) -> None:
     stack = [node]
@@ -26,15 +28,13 @@ def _reads(node: Any, out: set[int]) -> None:
 def remove_dead_stores(fn: ir.Function) -> None:
     """Drop assignments to variables nothing reads (their values have no side effects), so
     an argument bound to an unused parameter costs no push constant and no binding."""
-    from .codegen import _straight
-
     read: set[int] = set()
     _reads(fn.body, read)
 
     def clean(body: list[ir.Stmt]) -> list[ir.Stmt]:
         out = []
         for s in body:
-            if isinstance(s, ir.Assign) and id(s.local) not in read and _straight(s.value):
+            if isinstance(s, ir.Assign) and id(s.local) not in read and straight(s.value):
                 continue
             if isinstance(s, ir.If):
                 s.then, s.orelse = clean(s.then), clean(s.orelse)
@@ -44,3 +44,21 @@ def remove_dead_stores(fn: ir.Function) -> None:
         return out
 
     fn.body = clean(fn.body)
+
+
+def straight(v: ir.Value) -> bool:
+    """Whether evaluating v needs no control flow and has no side effects (so it may be
+    evaluated speculatively by OpSelect)."""
+    stack = [v]
+    for x in ir.each_once(stack):
+        if isinstance(x, _SIMPLE):
+            continue
+        if isinstance(x, ir.Op):
+            if x.opname.startswith(ir.COLLECTIVE_OPS):
+                return False
+            stack.extend(a for a in x.args if isinstance(a, ir.Value))
+        elif isinstance(x, ir.Ext):
+            stack.extend(x.args)
+        else:
+            return False
+    return True

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import ir
-from .typesys import BOOL, I32, U32, Scalar
+from .typesys import BOOL, I32, U32, VOID, Scalar
 from .values import ItemV, PyV
 
 _INDEX_KIND_QUERY = {
@@ -240,8 +240,6 @@ _METHODS["id"] = _METHODS["item"]
 
 
 def barrier(scope: int) -> ir.Op:
-    from ..compiler.typesys import VOID
-
     return ir.Op("OpControlBarrier", VOID, [ir.ScopeId(scope), ir.ScopeId(scope),
                                             ir.ScopeId(_BARRIER_SEM)])
 
