@@ -23,7 +23,7 @@ from .compiler.typesys import PtrType, Scalar, Struct
 from .exceptions import errc, exception, invalid
 from .kernel_properties import launch_config, sub_group_size, work_group_size
 from .ranges import check_work_items, nd_range
-from .runtime.handler import handler
+from .runtime.handler import check_set_args, handler
 from .runtime.usm import ptr as ptr_type
 
 
@@ -254,15 +254,7 @@ class Plan:
 
     def matched(self, values: dict[int, Any]) -> tuple:
         """The arguments set by index: every one set, each matching its parameter."""
-        n = len(self.match)
-        if len(values) != n or any(i not in values for i in range(n)):
-            unset = [i for i in range(n) if i not in values]
-            extra = sorted(i for i in values if not 0 <= i < n)
-            if extra:
-                raise invalid(f"{self.kernel.name} has {n} arguments; set_arg set index "
-                              f"{extra[0]}")
-            raise invalid(f"argument {unset[0]} ({self.names[unset[0]]}) of "
-                          f"{self.kernel.name} is not set (handler.set_arg)")
+        check_set_args(values, self.names, self.kernel.name)
         return tuple(m(values[i]) for i, m in enumerate(self.match))
 
     def check_device(self, device: Any) -> None:

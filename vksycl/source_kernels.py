@@ -27,6 +27,7 @@ from .properties import Property
 from .ranges import nd_range
 from .runtime.commands import KernelLaunch
 from .runtime.glsl import compile_glsl
+from .runtime.handler import check_set_args
 from .spirv_reflect import Reflection, reflect
 
 
@@ -264,15 +265,7 @@ class SourceKernel:
 
     def command(self, device: Any, launch: Any, args: dict[int, Any], properties: Any) -> Any:
         self._local(launch)
-        n = len(self.reflection.args)
-        if len(args) != n or any(i not in args for i in range(n)):
-            extra = sorted(i for i in args if not 0 <= i < n)
-            if extra:
-                raise invalid(f"kernel {self.name} has {n} arguments; set_arg set index "
-                              f"{extra[0]}")
-            unset = next(i for i in range(n) if i not in args)
-            raise invalid(f"argument {unset} ({self.reflection.args[unset].name}) of kernel "
-                          f"{self.name} is not set (handler.set_arg)")
+        check_set_args(args, [a.name for a in self.reflection.args], f"kernel {self.name}")
         if id(device.vulkan) not in self._compat:
             why = self.why_incompatible(device)
             if why is not None:
