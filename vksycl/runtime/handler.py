@@ -149,15 +149,14 @@ def check_set_args(values: dict[int, Any], names: list[str], what: str) -> None:
     """Every argument of a kernel object set by index (`set_arg`), and none beyond its
     count; `what` names the kernel in the messages."""
     n = len(names)
-    if len(values) == n and all(i in values for i in range(n)):
-        return
     extra = sorted(i for i in values if not 0 <= i < n)
     if extra:
         raise exception(errc.invalid, f"{what} has {n} arguments; set_arg set index "
                         f"{extra[0]}")
-    unset = next(i for i in range(n) if i not in values)
-    raise exception(errc.invalid, f"argument {unset} ({names[unset]}) of {what} is not set "
-                    "(handler.set_arg)")
+    unset = [i for i, _ in enumerate(names) if i not in values]
+    if unset:
+        raise exception(errc.invalid, f"argument {unset[0]} ({names[unset[0]]}) of {what} is "
+                        "not set (handler.set_arg)")
 
 
 def _kernel_properties(properties: Any, launch: Any, device: Any) -> list[Any]:
