@@ -323,3 +323,14 @@ def test_work_group_size_property_through_a_kernel_object(q, ctx, shared):
         q.submit(lambda h: (h.set_arg(0, out), h.parallel_for(sycl.nd_range((8, 8), (4, 4)), k)))
     assert ei.value.code() == sycl.errc.nd_range
 
+
+
+def test_kernel_objects_check_the_queue_context(q, ctx):
+    ks = sycl.get_kernel_bundle(ctx, [syclexp.get_kernel_id(store)], ex) \
+        .ext_oneapi_get_kernel(store)
+    other = sycl.queue(sycl.context(q.get_device()), q.get_device())
+    foreign = sycl.malloc_shared(4, sycl.int32, other)
+    with pytest.raises(sycl.exception) as err:
+        q.submit(lambda h: (h.set_args(foreign, 5), h.single_task(ks)))
+    assert err.value.code() == sycl.errc.invalid
+    sycl.free(foreign, other)

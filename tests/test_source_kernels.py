@@ -282,3 +282,19 @@ void main() {
         np.testing.assert_array_equal(np.asarray(out)[:16], np.full(16, 7.0, np.float32))
     finally:
         sycl.free(out, q)
+
+
+def test_kernel_objects_reject_pointers_from_another_context(q, ctx, shared):
+    k = built(ctx, GLSL, SAXPY).ext_oneapi_get_kernel("main")
+    other = sycl.queue(sycl.context(q.get_device()), q.get_device())
+    foreign = sycl.malloc_shared(64, sycl.float32, other)
+    y = shared(np.ones(64), np.float32)
+
+    def cgf(h):
+        h.set_args(foreign, y, 2.0, 64)
+        h.parallel_for(sycl.nd_range((64,), (16,)), k)
+
+    with pytest.raises(sycl.exception) as err:
+        q.submit(cgf)
+    assert err.value.code() == sycl.errc.invalid and "another context" in str(err.value)
+    sycl.free(foreign, other)

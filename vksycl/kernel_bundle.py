@@ -107,7 +107,8 @@ class FreeKernel:
         r = reflect(self.compiled(device).binary)
         return r.workgroup_bytes, r.private_bytes
 
-    def command(self, device: Any, launch: Any, args: dict[int, Any], properties: Any) -> Any:
+    def command(self, device: Any, launch: Any, args: dict[int, Any], properties: Any,
+                context: Any) -> Any:
         k = self.kernel
         if launch is None:
             if k.kind != "single_task":
@@ -122,7 +123,7 @@ class FreeKernel:
             raise invalid(f"{k.name} is an nd_range_kernel({k.dims}), enqueued with a "
                           f"{launch.dimensions}-dimensional nd_range")
         p = plan(k)
-        return launch_command(device, k, launch, p.matched(args), properties, p)
+        return launch_command(device, k, launch, p.matched(args), properties, p, context)
 
 
 _FREE: dict[FreeFunctionKernel, FreeKernel] = {}
@@ -180,11 +181,12 @@ class kernel:
         return f"sycl.kernel({self._impl.name})"
 
     def _vksycl_command(self, device: Any, launch: Any, args: dict[int, Any],
-                        properties: Any) -> Any:
-        """The command of one enqueue (called by the handler)."""
+                        properties: Any, context: Any) -> Any:
+        """The command of one enqueue (called by the handler); pointer arguments must
+        belong to `context`, the queue's."""
         if id(device.vulkan) not in self._device_ids:
             raise invalid(f"kernel {self._impl.name} was not built for {device.vulkan.name}")
-        return self._impl.command(device, launch, args, properties)
+        return self._impl.command(device, launch, args, properties, context)
 
     def get_info(self, param: Any, device: Any = None) -> Any:
         impl = self._impl

@@ -263,7 +263,8 @@ class SourceKernel:
                             f"local range is {local}")
         return self.local_xyz
 
-    def command(self, device: Any, launch: Any, args: dict[int, Any], properties: Any) -> Any:
+    def command(self, device: Any, launch: Any, args: dict[int, Any], properties: Any,
+                context: Any) -> Any:
         self._local(launch)
         check_set_args(args, [a.name for a in self.reflection.args], f"kernel {self.name}")
         if id(device.vulkan) not in self._compat:
@@ -283,6 +284,9 @@ class SourceKernel:
             if element is not None and p.dtype != element and p.dtype != np.uint8:
                 raise invalid(f"argument {i} ({name}) of kernel {self.name} holds {element}, "
                               f"got a pointer to {p.dtype}")
+            if not context.owns(p.allocation):
+                raise invalid(f"argument {i} ({name}) of kernel {self.name} is a pointer from "
+                              "another context")
             if p.allocation.device is not device and p.allocation.device != device:
                 raise invalid(f"argument {i} ({name}) of kernel {self.name} was allocated "
                               "for another device")

@@ -95,7 +95,8 @@ class handler:
         # a `sycl.kernel` object builds its command from the arguments set by index
         command = getattr(kernel, "_vksycl_command", None)
         if command is not None:
-            return command(self._queue.get_device(), launch, self._kernel_args, properties)
+            return command(self._queue.get_device(), launch, self._kernel_args, properties,
+                           self._queue.get_context())
         if properties is not None:
             properties = _kernel_properties(properties, launch, self._queue.get_device())
         if launch is not None:
