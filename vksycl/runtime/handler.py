@@ -12,7 +12,8 @@ import numpy as np
 from .. import info
 from ..compiler.launch import build_launch
 from ..exceptions import errc, exception
-from ..ranges import check_work_items, nd_range, range
+from ..ranges import check_work_items, nd_range
+from ..ranges import range as sycl_range  # not the builtin
 from . import memops
 from .commands import Barrier, Command, HostTask
 from .event import event
@@ -81,12 +82,12 @@ class handler:
         self._set(self._launch(kernel, None, properties))
 
     def parallel_for(self, launch: Any, kernel: Callable, properties: Any = None) -> None:
-        if type(launch) is range or type(launch) is nd_range:
+        if type(launch) is sycl_range or type(launch) is nd_range:
             self._set(self._launch(kernel, launch, properties))
             return
         if isinstance(launch, int | tuple | list):
-            launch = range(launch)
-        if not isinstance(launch, range | nd_range):
+            launch = sycl_range(launch)
+        if not isinstance(launch, sycl_range | nd_range):
             raise exception(errc.invalid, "parallel_for expects a sycl.range or sycl.nd_range, "
                             f"got {type(launch).__name__}")
         self._set(self._launch(kernel, launch, properties))
