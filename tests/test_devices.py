@@ -14,8 +14,8 @@ import pytest
 
 import vksycl as sycl
 from vksycl.exceptions import errc
-from vksycl.platform_device import all_vulkan_devices, device, select_device
 from vksycl.runtime.devices import vulkan_devices
+from vksycl.runtime.platform import all_vulkan_devices, device, select_device
 
 LAVAPIPE_VENDOR_ID = 0x10005  # VK_VENDOR_ID_MESA
 

@@ -5,7 +5,6 @@
 """
 
 from . import info
-from .aspects import aspect
 from .compiler import MATH as _MATH
 from .compiler import (
     all_of_group,
@@ -50,9 +49,9 @@ from .kernel_bundle import (
     kernel_id,
     link,
 )
-from .platform_device import backend, device, platform
 from .properties import property
 from .ranges import id, nd_range, range
+from .runtime.aspects import aspect
 from .runtime.context import context
 from .runtime.event import event
 from .runtime.handler import handler, interop_handle
@@ -68,16 +67,17 @@ from .runtime.malloc import (
     malloc_host,
     malloc_shared,
 )
+from .runtime.platform import backend, device, platform
 from .runtime.queue import queue
-from .runtime.usm import alloc as _alloc
-from .runtime.usm import ptr
-from .selectors import (
+from .runtime.selectors import (
     accelerator_selector_v,
     aspect_selector,
     cpu_selector_v,
     default_selector_v,
     gpu_selector_v,
 )
+from .runtime.usm import alloc as _alloc
+from .runtime.usm import ptr
 from .types import (
     bool_,
     double,

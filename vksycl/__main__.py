@@ -10,10 +10,10 @@ import sys
 from typing import Any
 
 from . import info
-from .aspects import HIDE_ASPECTS_ENV, aspect, hidden_aspects, vulkan_aspects
 from .exceptions import exception
-from .platform_device import SELECTOR_ENV, all_vulkan_devices, device, select_device
+from .runtime.aspects import HIDE_ASPECTS_ENV, aspect, hidden_aspects, vulkan_aspects
 from .runtime.devices import instance_version
+from .runtime.platform import SELECTOR_ENV, all_vulkan_devices, device, select_device
 
 
 def _size(n: int) -> str:

@@ -328,7 +328,7 @@ def _limits(device: Any) -> tuple[int, int, int]:
 
 
 def _check(p: Prepared, device: Any) -> None:
-    from ..aspects import aspect
+    from ..runtime.aspects import aspect
 
     ck = p.ck
     vk = device.vulkan

@@ -49,7 +49,7 @@ class context:
     """A set of devices sharing USM allocations."""
 
     def __init__(self, devices: Any = None, async_handler: Any = None) -> None:
-        from ..platform_device import device as device_cls
+        from .platform import device as device_cls
 
         if devices is None:
             devices = [device_cls()]

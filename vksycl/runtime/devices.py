@@ -3,7 +3,7 @@
 The facts come from the `vulkan` cffi package (properties, features, limits, memory heaps,
 queue families, sub-group properties), gathered into a plain `VulkanDeviceInfo` that the
 runtime and compiler can use directly; the SYCL view (`sycl.device`, aspects, `get_info`)
-is built on top of it in `vksycl.platform_device`. Kompute is not involved: `index` is the
+is built on top of it in `vksycl.runtime.platform`. Kompute is not involved: `index` is the
 order of `vkEnumeratePhysicalDevices`, the index `kp.Manager(index)` takes, so the
 instance is created the way Kompute creates its own (no portability enumeration, which
 would add devices Kompute cannot see and shift the indices).

@@ -51,7 +51,7 @@ def _element_type(t: Any) -> np.dtype:
 
 
 def _is_device(obj: Any) -> bool:
-    from ..platform_device import device
+    from .platform import device
 
     return isinstance(obj, device)
 

@@ -26,8 +26,8 @@ class queue:
 
     def __init__(self, *args: Any, property_list: Iterable[Any] = (),
                  async_handler: Callable[[exception_list], None] | None = None) -> None:
-        from ..platform_device import device as device_cls
-        from ..platform_device import select_device
+        from .platform import device as device_cls
+        from .platform import select_device
 
         ctx = None
         if args and isinstance(args[0], context):

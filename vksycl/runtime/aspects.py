@@ -10,8 +10,8 @@ from __future__ import annotations
 import enum
 import os
 
-from .exceptions import invalid
-from .runtime.devices import VulkanDeviceInfo
+from ..exceptions import invalid
+from .devices import VulkanDeviceInfo
 
 HIDE_ASPECTS_ENV = "VKSYCL_HIDE_ASPECTS"
 

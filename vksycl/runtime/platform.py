@@ -25,10 +25,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from . import info
+from .. import info
+from ..exceptions import errc, exception, invalid
 from .aspects import aspect, hidden_aspects, vulkan_aspects
-from .exceptions import errc, exception, invalid
-from .runtime.devices import VulkanDeviceInfo, instance_version, vulkan_devices
+from .devices import VulkanDeviceInfo, instance_version, vulkan_devices
 from .selectors import REJECT, default_selector_v
 
 SELECTOR_ENV = "VKSYCL_DEVICE_SELECTOR"

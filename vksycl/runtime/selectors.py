@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from .aspects import aspect
 
 if TYPE_CHECKING:
-    from .platform_device import device
+    from .platform import device
 
 _RANK = {"discrete_gpu": 500, "integrated_gpu": 400, "virtual_gpu": 300, "cpu": 200,
          "other": 100}
