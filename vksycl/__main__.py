@@ -141,4 +141,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # `python -m vksycl info | head`: the reader has what it wanted
+        sys.stderr.close()
+        sys.exit(0)
