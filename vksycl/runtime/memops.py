@@ -107,26 +107,34 @@ def _groups(units: int) -> tuple[int, int, int]:
     return (min(_MAX_GROUPS, 1 << (needed - 1).bit_length()), 1, 1)
 
 
+def _vector_split(offset: int, n: int) -> tuple[int, int, int]:
+    """(head, body, tail) of n bytes at `offset`: the body starts 16-byte aligned and is a
+    whole number of 16-byte units, for the vector kernels; head and tail go byte-wise."""
+    head = (-offset) % _VEC
+    body = (n - head) // _VEC * _VEC
+    return head, body, n - head - body
+
+
+def _copy_words(engine: Engine, sb: Buffer, so: int, db: Buffer, do: int, n: int):
+    return engine.dispatch(_program(engine, "copy_words.comp"), [sb, db],
+                           _groups(-(-n // 16) + 1), struct.pack("<3I", so, do, n))
+
+
 def _copy_dispatches(engine: Engine, src: tuple[Buffer, int], dst: tuple[Buffer, int],
                      n: int) -> list:
     """Dispatches copying n bytes; a 16-byte body goes through the vector kernel."""
     (sb, so), (db, do) = src, dst
-    out = []
-    if (so - do) % _VEC == 0 and n >= 2 * _VEC:
-        head = (-do) % _VEC
-        body = (n - head) // _VEC * _VEC
-        if head:
-            out += _copy_dispatches(engine, (sb, so), (db, do), head)
-        out.append(engine.dispatch(_program(engine, "copy_vec4.comp"), [sb, db],
-                                   _groups(body // _VEC),
-                                   struct.pack("<3I", (so + head) // _VEC,
-                                               (do + head) // _VEC, body // _VEC)))
-        tail = n - head - body
-        if tail:
-            out += _copy_dispatches(engine, (sb, so + head + body), (db, do + head + body), tail)
-        return out
-    out.append(engine.dispatch(_program(engine, "copy_words.comp"), [sb, db],
-                               _groups(-(-n // 16) + 1), struct.pack("<3I", so, do, n)))
+    if (so - do) % _VEC or n < 2 * _VEC:
+        return [_copy_words(engine, sb, so, db, do, n)]
+    head, body, tail = _vector_split(do, n)
+    out = [_copy_words(engine, sb, so, db, do, head)] if head else []
+    out.append(engine.dispatch(_program(engine, "copy_vec4.comp"), [sb, db],
+                               _groups(body // _VEC),
+                               struct.pack("<3I", (so + head) // _VEC, (do + head) // _VEC,
+                                           body // _VEC)))
+    if tail:
+        at = head + body
+        out.append(_copy_words(engine, sb, so + at, db, do + at, tail))
     return out
 
 
@@ -227,8 +235,7 @@ class Fill(Command):
             return self._fill_on_host(ctx)
         dispatches, done = [], 0
         for buf, local, n in dst.segments():
-            phase = done % len(p)
-            dispatches += _fill_dispatches(ctx.engine, buf, local, n, p[phase:] + p[:phase])
+            dispatches += _fill_dispatches(ctx.engine, buf, local, n, _rotate(p, done))
             done += n
         return [GpuStep(dispatches)]
 
@@ -245,27 +252,30 @@ def _tiled(pattern: bytes, nbytes: int) -> np.ndarray:
     return np.resize(np.frombuffer(pattern, dtype=np.uint8), nbytes)
 
 
-def _fill_dispatches(engine: Engine, buf: Buffer, off: int, n: int, pattern: bytes) -> list:
-    p = len(pattern)
-    out = []
-    if _VEC % p == 0 and n >= 2 * _VEC:
-        head = (-off) % _VEC
-        body = (n - head) // _VEC * _VEC
-        if head:
-            out += _fill_dispatches(engine, buf, off, head, pattern)
-        rotated = pattern[head % p:] + pattern[: head % p]
-        value = rotated * (_VEC // p)
-        out.append(engine.dispatch(_program(engine, "fill_vec4.comp"), [buf],
-                                   _groups(body // _VEC),
-                                   struct.pack("<4I", (off + head) // _VEC, body // _VEC, 0, 0)
-                                   + value))
-        tail = n - head - body
-        if tail:
-            shift = (head + body) % p
-            out += _fill_dispatches(engine, buf, off + head + body, tail,
-                                    pattern[shift:] + pattern[:shift])
-        return out
+def _rotate(pattern: bytes, k: int) -> bytes:
+    """The pattern as seen from its k-th byte on."""
+    k %= len(pattern)
+    return pattern[k:] + pattern[:k]
+
+
+def _fill_bytes(engine: Engine, buf: Buffer, off: int, n: int, pattern: bytes):
     words = pattern.ljust(_MAX_PUSH_PATTERN, b"\0")
-    out.append(engine.dispatch(_program(engine, "fill_bytes.comp"), [buf],
-                               _groups(-(-n // 4) + 1), struct.pack("<3I", off, n, p) + words))
+    return engine.dispatch(_program(engine, "fill_bytes.comp"), [buf], _groups(-(-n // 4) + 1),
+                           struct.pack("<3I", off, n, len(pattern)) + words)
+
+
+def _fill_dispatches(engine: Engine, buf: Buffer, off: int, n: int, pattern: bytes) -> list:
+    """Dispatches filling n bytes at `off`, the pattern's first byte first; a 16-byte body of
+    a pattern that divides 16 goes through the vector kernel."""
+    if _VEC % len(pattern) or n < 2 * _VEC:
+        return [_fill_bytes(engine, buf, off, n, pattern)]
+    head, body, tail = _vector_split(off, n)
+    out = [_fill_bytes(engine, buf, off, head, pattern)] if head else []
+    value = _rotate(pattern, head) * (_VEC // len(pattern))
+    out.append(engine.dispatch(_program(engine, "fill_vec4.comp"), [buf], _groups(body // _VEC),
+                               struct.pack("<4I", (off + head) // _VEC, body // _VEC, 0, 0)
+                               + value))
+    if tail:
+        at = head + body
+        out.append(_fill_bytes(engine, buf, off + at, tail, _rotate(pattern, at)))
     return out
