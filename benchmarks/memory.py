@@ -10,36 +10,13 @@ dispatching the same copy shader, and torch on the GPU when it is installed.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
 
 import numpy as np
+from timing import best_seconds, median_us
 
 import vksycl as sycl
 
 MIB = 1 << 20
-
-
-def best_seconds(fn: Callable[[], None], repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
-def median_us(fn: Callable[[], None], n: int) -> float:
-    for _ in range(20):
-        fn()
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e6
 
 
 class RawKompute:

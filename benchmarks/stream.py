@@ -9,23 +9,15 @@ Bandwidth counts the bytes each kernel reads and writes (copy and scale: 2 array
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from timing import best_seconds
 
 import vksycl as sycl
 
 
 def best(fn, wait, repeat: int) -> float:
-    fn()
-    wait()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        wait()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+    return best_seconds(lambda: (fn(), wait()), repeat)
 
 
 def main() -> None:

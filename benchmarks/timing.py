@@ -1,0 +1,30 @@
+"""Timing helpers the benchmark scripts share (they run with this folder on sys.path)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+
+def best_seconds(fn: Callable[[], object], repeat: int) -> float:
+    """The fastest of `repeat` calls, after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def median_us(fn: Callable[[], object], n: int) -> float:
+    """The median of n calls in microseconds, after 20 warm-up calls."""
+    for _ in range(20):
+        fn()
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e6
