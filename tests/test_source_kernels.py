@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import vksycl as sycl
-from vksycl.compiler.launch import compiled
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
+from vksycl.launch import compiled
 from vksycl.runtime.glsl import compile_glsl
 
 GLSL = syclexp.source_language.glsl

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from .compiler.free_function import FreeFunctionKernel
-from .compiler.launch import build_launch_args
 from .compiler.typesys import PtrType, Scalar, Struct
 from .exceptions import errc, exception, invalid
 from .kernel_properties import launch_config, sub_group_size, work_group_size
+from .launch import build_launch_args
 from .ranges import check_work_items, nd_range
 from .runtime.handler import check_set_args, handler
 from .runtime.usm import ptr as ptr_type

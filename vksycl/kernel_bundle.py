@@ -14,10 +14,10 @@ from typing import Any
 
 from . import info
 from .compiler.free_function import FreeFunctionKernel, registered_kernels
-from .compiler.launch import RANGE_LOCAL, compiled, unsupported
 from .exceptions import errc, exception, invalid
 from .free_function_kernels import free_function_kernel, launch_command, plan
 from .kernel_properties import sub_group_size, work_group_size, work_group_size_hint
+from .launch import RANGE_LOCAL, compiled, unsupported
 from .ranges import nd_range, range
 
 

@@ -20,9 +20,9 @@ import numpy as np
 
 import spirv_gen
 
-from .compiler.launch import unsupported
 from .exceptions import errc, exception, invalid
 from .kernel_bundle import bundle_state, kernel_bundle
+from .launch import unsupported
 from .properties import Property
 from .ranges import nd_range
 from .runtime.commands import KernelLaunch

@@ -28,3 +28,19 @@ def as_dtype(t: Any) -> np.dtype:
     if t is bool:
         return np.dtype(np.bool_)
     return np.dtype(t)
+
+
+_POINTEE = "vksycl.pointee"
+
+
+def pointer_dtype(element: Any) -> np.dtype:
+    """The dtype of a USM pointer stored in memory (`sycl.ptr[T]` as an element type or a
+    struct field): a 64-bit device address whose metadata names the element type, so the
+    compiler and host indexing know what it points to."""
+    return np.dtype(np.uint64, metadata={_POINTEE: as_dtype(element)})
+
+
+def pointee(dtype: np.dtype) -> np.dtype | None:
+    """The element type of a pointer dtype made by `pointer_dtype`, else None."""
+    meta = dtype.metadata
+    return None if meta is None else meta.get(_POINTEE)

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import vksycl as sycl
+from vksycl import launch as launch_cache
 from vksycl.compiler import kernel as kernel_cache
-from vksycl.compiler import launch as launch_cache
-from vksycl.compiler.launch import compiled
+from vksycl.launch import compiled
 
 ROOT = Path(__file__).resolve().parents[2]
 

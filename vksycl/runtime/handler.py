@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import info
-from ..compiler.launch import build_launch
 from ..exceptions import errc, exception
 from ..ranges import check_work_items, nd_range
 from ..ranges import range as sycl_range  # not the builtin
@@ -33,6 +32,17 @@ class interop_handle:
 
     def get_native_queue(self) -> Queue:
         return self._queue
+
+
+KernelFrontEnd = Callable[..., Command]
+_kernel_front_end: KernelFrontEnd | None = None
+
+
+def use_kernel_front_end(build: KernelFrontEnd) -> None:
+    """Registers how a Python kernel becomes a command: the launch glue lives above the
+    runtime, which knows commands, not Python kernels."""
+    global _kernel_front_end
+    _kernel_front_end = build
 
 
 class handler:
@@ -102,8 +112,8 @@ class handler:
             properties = _kernel_properties(properties, launch, self._queue.get_device())
         if launch is not None:
             check_work_items(launch)
-        return build_launch(self._queue.get_device(), kernel, launch, properties,
-                            context=self._queue.get_context())
+        return _kernel_front_end(self._queue.get_device(), kernel, launch, properties,
+                                 context=self._queue.get_context())
 
     def host_task(self, fn: Callable[..., Any]) -> None:
         try:

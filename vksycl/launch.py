@@ -1,4 +1,6 @@
-"""From a Python kernel and a launch shape to a `KernelLaunch` command.
+"""From a Python kernel and a launch shape to a `KernelLaunch` command: the glue above
+the compiler (which knows nothing of queues) and the runtime (which knows nothing of
+Python kernels).
 
 The first launch of a kernel shape compiles it (or loads it from the caches) and prepares
 a marshaller: how to fetch each argument the code uses (closure cell, module global,
@@ -15,12 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from ..exceptions import errc, exception
-from ..runtime.commands import KernelLaunch
-from . import device as dev
-from .host_bodies import host_names
-from .kernel import CompiledKernel, _names, kernel_name, load_or_compile
-from .module import KernelSpec, frozen, path_getter, path_name
+from .compiler import device as dev
+from .compiler.host_bodies import host_names
+from .compiler.kernel import CompiledKernel, _names, kernel_name, load_or_compile
+from .compiler.module import KernelSpec, frozen, path_getter, path_name
+from .exceptions import errc, exception
+from .runtime import handler as _handler
+from .runtime.aspects import aspect
+from .runtime.commands import KernelLaunch
 
 # work-group shapes for range kernels: 256 work-items where the device allows (measured
 # on an H100: 1.5x the bandwidth of 128), 128 otherwise (every Vulkan device takes 128)
@@ -328,8 +332,6 @@ def _limits(device: Any) -> tuple[int, int, int]:
 
 
 def _check(p: Prepared, device: Any) -> None:
-    from ..runtime.aspects import aspect
-
     ck = p.ck
     vk = device.vulkan
     used = [a for a in ck.aspects if a in ("fp64", "fp16", "atomic64")] + \
@@ -434,5 +436,7 @@ def unsupported(device: Any, ck: CompiledKernel) -> exception | None:
         return ex
     return None
 
+
+_handler.use_kernel_front_end(build_launch)
 
 __all__ = ["build_launch", "build_launch_args", "compiled", "unsupported"]
