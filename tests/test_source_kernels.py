@@ -95,6 +95,34 @@ def test_glsl_kernel_by_index(q, ctx, shared):
     np.testing.assert_array_equal(np.asarray(y)[:64], expect)
 
 
+def test_bindings_start_at_the_pointer_inside_its_allocation(q, ctx, shared):
+    """A binding covers the bytes from the pointer to the end of its allocation, which
+    lives inside a larger block of the caching allocator."""
+    k = built(ctx, GLSL, SAXPY).ext_oneapi_get_kernel("main")
+    x = shared(np.arange(64), np.float32)
+    y = shared(np.zeros(64), np.float32)
+    q.submit(lambda h: (h.set_args(x + 16, y + 32, 3.0, 16),
+                        h.parallel_for(sycl.nd_range((16,), (16,)), k))).wait()
+    expect = np.zeros(64, np.float32)
+    expect[32:48] = 3 * np.arange(16, 32, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(y), expect)
+
+
+def test_a_binding_past_the_device_range_is_refused(q, ctx, shared, monkeypatch):
+    k = built(ctx, GLSL, SAXPY).ext_oneapi_get_kernel("main")
+    x = shared(np.arange(1024), np.float32)
+    y = shared(np.zeros(1024), np.float32)
+    monkeypatch.setenv("VKSYCL_MAX_BUFFER_RANGE", "2048")
+    with pytest.raises(sycl.exception) as ei:
+        q.submit(lambda h: (h.set_args(x, y, 1.0, 16),
+                            h.parallel_for(sycl.nd_range((16,), (16,)), k)))
+    assert ei.value.code() == sycl.errc.invalid
+    assert "4096 bytes exceeds this device's storage buffer range (2048 bytes)" in str(ei.value)
+    q.submit(lambda h: (h.set_args(x + 512, y + 512, 1.0, 16),
+                        h.parallel_for(sycl.nd_range((16,), (16,)), k))).wait()
+    assert np.asarray(y)[512] == 512 and not np.asarray(y)[:512].any()
+
+
 def test_two_dimensional_kernel_and_vector_push_constants(q, ctx, shared):
     k = built(ctx, GLSL, {"grid": GRID}).ext_oneapi_get_kernel("grid")
     out = shared(np.zeros(6 * 8), np.int32)
@@ -231,7 +259,7 @@ def test_undefined_enqueues_raise(q, ctx, shared):
         (lambda h: (h.set_args(x, y, 1.0, -3), h.parallel_for(ndr, k)), "does not fit"),
         (lambda h: (h.set_args(x, 2.0, 1.0, 3), h.parallel_for(ndr, k)), "USM pointer"),
         (lambda h: (h.set_args(x, i32, 1.0, 3), h.parallel_for(ndr, k)), "holds float32"),
-        (lambda h: (h.set_args(x, y + 4, 1.0, 3), h.parallel_for(ndr, k)), "16 bytes into"),
+        (lambda h: (h.set_args(x, y + 1, 1.0, 3), h.parallel_for(ndr, k)), "4 bytes into"),
         (lambda h: (h.set_args(x, y, 1.0, 3), h.parallel_for(sycl.range(32), k)), "sycl.range"),
         (lambda h: (h.set_args(x, y, 1.0, 3), h.single_task(k)), "parallel_for(nd_range"),
         (lambda h: (h.set_args(x, y, 1.0, 3),

@@ -66,6 +66,8 @@ from .runtime.malloc import (
     malloc_device,
     malloc_host,
     malloc_shared,
+    usm_memory_stats,
+    usm_release_cached,
 )
 from .runtime.platform import backend, device, platform
 from .runtime.queue import queue
@@ -113,7 +115,7 @@ __all__ = [
     "get_pointer_type", "gpu_selector_v", "half", "handler", "id", "info", "int8", "int16",
     "int32", "int64", "interop_handle", "malloc", "malloc_device", "malloc_host",
     "malloc_shared", "nd_range", "platform", "property", "ptr", "queue", "range", "uint8",
-    "uint16", "uint32", "uint64", "usm",
+    "uint16", "uint32", "uint64", "usm", "usm_memory_stats", "usm_release_cached",
     # device code (the kernel compiler)
     "all_of_group", "any_of_group", "atomic_ref", "bit_and", "bit_or", "bit_xor",
     "exclusive_scan_over_group", "group_barrier", "group_broadcast",

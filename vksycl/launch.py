@@ -122,7 +122,7 @@ class Prepared:
                 raise exception(errc.invalid, f"kernel argument {_name(path)}: pointer from "
                                 "another context")
             if binding >= 0:
-                buffers[binding] = p.allocation.kernel_buffer()
+                buffers[binding] = p.allocation.binding(0)
             if pos >= 0:
                 off, rem = divmod(p.byte_offset, itemsize)
                 if rem:
@@ -404,7 +404,7 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
         if len(p.groups) > 256:
             p.groups.clear()
         groups = p.groups[gkey] = _groups(ck, launch, device)
-    return KernelLaunch(ck.name, ck.binary, ck.entry, buffers, push, groups)
+    return KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, tuple(buffers))
 
 
 def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,

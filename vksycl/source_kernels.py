@@ -28,6 +28,7 @@ from .ranges import nd_range
 from .runtime.commands import KernelLaunch
 from .runtime.glsl import compile_glsl
 from .runtime.handler import check_set_args
+from .runtime.malloc import buffer_range_limit
 from .spirv_reflect import Reflection, reflect
 
 
@@ -271,16 +272,12 @@ class SourceKernel:
             why = self.why_incompatible(device)
             if why is not None:
                 raise why
-        buffers = []
+        bound = []
         for i, _binding, element, name in self._buffers:
             p = args[i]
             if not hasattr(p, "allocation"):
                 raise invalid(f"argument {i} ({name}) of kernel {self.name} is a storage "
                               f"buffer: pass a USM pointer, got {type(p).__name__}")
-            if p.byte_offset:
-                raise invalid(f"argument {i} ({name}) of kernel {self.name}: a kernel from "
-                              "source binds whole allocations; this pointer is "
-                              f"{p.byte_offset} bytes into its allocation")
             if element is not None and p.dtype != element and p.dtype != np.uint8:
                 raise invalid(f"argument {i} ({name}) of kernel {self.name} holds {element}, "
                               f"got a pointer to {p.dtype}")
@@ -290,10 +287,10 @@ class SourceKernel:
             if p.allocation.device is not device and p.allocation.device != device:
                 raise invalid(f"argument {i} ({name}) of kernel {self.name} was allocated "
                               "for another device")
-            buffers.append(p.allocation.kernel_buffer())
+            bound.append(_bound_range(p, device, f"argument {i} ({name}) of kernel {self.name}"))
         push = self._push(args)
-        return KernelLaunch(self.name, self.spirv, self.entry, buffers, push,
-                            self._group_count(device, launch))
+        return KernelLaunch(self.name, self.spirv, self.entry, push,
+                            self._group_count(device, launch), tuple(bound))
 
     def _push(self, args: dict[int, Any]) -> bytes:
         if not self._slots:
@@ -358,3 +355,22 @@ def kernel_args(k: Any) -> list[str]:
 
 __all__ = ["build", "build_options", "create_kernel_bundle_from_source",
            "is_source_kernel_bundle_supported", "kernel_args", "save_log", "source_language"]
+
+
+def _bound_range(p: Any, device: Any, what: str) -> tuple:
+    """The byte range a descriptor binding of pointer `p` covers: from the pointer to the
+    end of its allocation, which must start at an offset the device can bind and fit the
+    device's binding range."""
+    vk = device.vulkan
+    align = vk.min_storage_buffer_offset_alignment
+    buffer, offset, size = p.allocation.binding(p.byte_offset)
+    if offset % align:
+        raise invalid(f"{what}: a storage buffer binding starts at a multiple of "
+                      f"{align} bytes on {vk.name}; this pointer is {p.byte_offset} bytes "
+                      "into its allocation")
+    limit = buffer_range_limit(device)
+    if size > limit:
+        raise invalid(f"{what}: binding {size} bytes exceeds this device's storage buffer "
+                      f"range ({limit} bytes); kernels from source bind a range of at most "
+                      "that, Python kernels reach any allocation by address")
+    return buffer, offset, size

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .engine import Buffer, Dispatch, Engine
+    from .engine import Bound, Buffer, Dispatch, Engine
 
 
 @dataclass
@@ -58,20 +58,24 @@ class Command:
 
 @dataclass
 class KernelLaunch(Command):
-    """A compute dispatch of a compiled kernel."""
+    """A compute dispatch of a compiled kernel. Kernels reach memory through device
+    addresses in their push constants; kernels from source with descriptor bindings bind
+    byte ranges of buffers (`bound`). `keep_alive` holds what the dispatch reads that
+    nothing else keeps (an argument block) until the command is done with."""
 
     name: str
     spirv: bytes
     entry: str
-    buffers: list[Buffer]
     push_constants: bytes
     groups: tuple[int, int, int]
+    bound: tuple[Bound, ...] = ()
+    keep_alive: tuple = ()
     command_type = "kernel"
 
     def lower(self, ctx: LowerContext) -> list[Step]:
         program = ctx.engine.program(self.spirv, self.entry)
-        return [GpuStep([ctx.engine.dispatch(program, self.buffers, self.groups,
-                                             self.push_constants)])]
+        return [GpuStep([ctx.engine.dispatch(program, self.groups, self.push_constants,
+                                             self.bound)])]
 
 
 @dataclass

@@ -10,7 +10,7 @@ from .. import info
 from ..exceptions import errc, exception
 from .engine import Engine
 from .scheduler import Scheduler
-from .usm import Allocation, Registry
+from .usm import Allocation, Registry, ptr
 
 _SPIN_WAIT_S = 0.002
 _schedulers: dict[Any, Scheduler] = {}
@@ -26,8 +26,7 @@ def scheduler_for(device: Any) -> Scheduler:
             # Polling a fence steals a core from a CPU device (lavapipe) doing the work.
             spin = 0.0 if vk.device_type == "cpu" else _SPIN_WAIT_S
             engine = Engine(vk.index, vk.timestamp_period, spin)
-            sched = Scheduler(engine, min(vk.max_storage_buffer_range,
-                                          vk.max_memory_allocation_size))
+            sched = Scheduler(engine)
             _schedulers[device] = sched
         return sched
 
@@ -97,6 +96,19 @@ class context:
 
     def _unregister(self, a: Allocation) -> None:
         self._usm.remove(a)
+
+    def _pointer_at(self, address: int, dtype: Any) -> ptr | None:
+        """The USM pointer a device address stored in memory stands for (None for 0)."""
+        if address == 0:
+            return None
+        for dev in self._devices:
+            for allocator in scheduler_for(dev).allocators.values():
+                chunk = allocator.find(address)
+                a = chunk and chunk.owner
+                if a is not None and self.owns(a) and address <= a.address + a.nbytes:
+                    return ptr(a, address - a.address, dtype)
+        raise exception(errc.invalid, f"address {address:#x} stored in memory points into "
+                        "no live allocation of this context")
 
 
 _default_contexts: dict[Any, context] = {}

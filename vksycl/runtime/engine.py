@@ -36,12 +36,16 @@ _PIPELINE_CACHE_SIZE = 1024
 
 @dataclass(eq=False)
 class Buffer:
-    """A Vulkan storage buffer of `nbytes` (rounded up to whole words)."""
+    """A Vulkan buffer of `nbytes` (rounded up to whole words) and its device address."""
 
     tensor: kp.Tensor
     nbytes: int
     host: np.ndarray | None  # a live uint8 view of host-visible memory, else None
+    address: int
     released: bool = False
+
+
+Bound = tuple[Buffer, int, int]  # a descriptor binding: (buffer, byte offset, byte size)
 
 
 @dataclass(eq=False)
@@ -56,7 +60,7 @@ class Program:
 
 
 class Dispatch:
-    """One recorded dispatch: a pipeline bound to buffers, with its push constants."""
+    """One recorded dispatch: a pipeline, its work-group count and its push constants."""
 
     __slots__ = ("op",)
 
@@ -130,7 +134,7 @@ class Engine:
         self._pool: dict[bool, collections.deque[kp.Sequence]] = {
             False: collections.deque(), True: collections.deque()}
         self._cache_lock = threading.Lock()
-        self._ops: dict[tuple, Dispatch] = {}  # (pipeline key, push constants) -> op
+        self._ops: dict[tuple, Dispatch] = {}  # (pipeline key, push, groups) -> op
         self._in_flight: collections.deque[Submission] = collections.deque()
         self._pipelines: collections.OrderedDict[tuple, kp.Algorithm] = (
             collections.OrderedDict()
@@ -154,7 +158,7 @@ class Engine:
                 f"the device could not allocate {nbytes} bytes ({err})",
             ) from None
         host = tensor.data().view(np.uint8) if host_visible else None
-        return Buffer(tensor, words * _WORD, host)
+        return Buffer(tensor, words * _WORD, host, tensor.device_address())
 
     def release(self, buffer: Buffer) -> None:
         """Frees a buffer now, and forgets every pipeline bound to it. Host memory that
@@ -193,38 +197,46 @@ class Engine:
     def dispatch(
         self,
         program: Program,
-        buffers: Sequence[Buffer],
         groups: tuple[int, int, int],
         push_constants: bytes = b"",
+        bound: Sequence[Bound] = (),
     ) -> Dispatch:
-        """A dispatch op; the pipeline for (program, buffers, groups) is built once, and
-        the op itself is reused when the same push constants come again (a loop)."""
-        key = (program.key, tuple(id(b) for b in buffers), groups, len(push_constants))
+        """A dispatch op. Kernels that reach memory through device addresses share one
+        pipeline per (program, push-constant size) whatever memory they touch and whatever
+        their work-group count; kernels with descriptor bindings (`bound`) get one per set of
+        bound ranges. The op itself is reused when the same arguments come again (a loop)."""
+        key = (program.key, len(push_constants),
+               tuple((id(b), off, n) for b, off, n in bound) if bound else ())
+        op_key = (key, push_constants, groups)
         with self._cache_lock:
+            op = self._ops.get(op_key)
+            if op is not None:
+                return op
             algo = self._pipelines.get(key)
-            if algo is not None:
+            if algo is None:
+                algo = self._build_pipeline(key, program, bound, len(push_constants))
+            else:
                 self._pipelines.move_to_end(key)
-                op = self._ops.get((key, push_constants))
-                if op is not None:
-                    return op
             push = (np.frombuffer(push_constants, dtype=np.uint32) if push_constants
                     else _NO_PUSH)
-            if algo is None:
-                algo = self._build_pipeline(key, program, buffers, groups, push)
-            op = self._ops[(key, push_constants)] = Dispatch(kp.OpAlgoDispatch(algo, push))
+            op = self._ops[op_key] = Dispatch(kp.OpAlgoDispatch(algo, push, list(groups)))
             if len(self._ops) > _PIPELINE_CACHE_SIZE:
                 self._ops.pop(next(iter(self._ops)))
             return op
 
-    def _build_pipeline(self, key, program, buffers, groups, push) -> kp.Algorithm:
-        for b in buffers:
+    def _build_pipeline(self, key: tuple, program: Program, bound: Sequence[Bound],
+                        push_size: int) -> kp.Algorithm:
+        for b, _, _ in bound:
             if b.released:
                 raise exception(errc.invalid, "a kernel argument points to freed memory")
         # Kompute builds no pipeline for an algorithm without tensors: bind a placeholder.
-        tensors = [b.tensor for b in buffers] or [self._placeholder_buffer().tensor]
-        algo = self._manager.algorithm(tensors, program.spirv, list(groups), _NO_PUSH, push)
+        tensors = [b.tensor for b, _, _ in bound] or [self._placeholder_buffer().tensor]
+        template = np.zeros(push_size // _WORD, dtype=np.uint32) if push_size else _NO_PUSH
+        algo = self._manager.algorithm(tensors, program.spirv, [1, 1, 1], _NO_PUSH, template)
+        if bound:
+            algo.bind_ranges([(off, n) for _, off, n in bound])
         self._pipelines[key] = algo
-        for b in buffers:
+        for b, _, _ in bound:
             self._pipelines_by_buffer[id(b)].add(key)
         while len(self._pipelines) > _PIPELINE_CACHE_SIZE:
             self._pipelines.popitem(last=False)
@@ -286,6 +298,14 @@ class Engine:
 
     def _recycle(self, seq: kp.Sequence, timed: bool) -> None:
         self._pool[timed].append(seq)
+
+    def last_submission(self) -> Submission | None:
+        """The latest submission still tracked (completing it completes every earlier
+        one: each dispatch starts with a barrier on all work before it in the queue)."""
+        try:
+            return self._in_flight[-1]
+        except IndexError:
+            return None
 
     def synchronize(self) -> None:
         while self._in_flight:

@@ -15,8 +15,9 @@ import numpy as np
 
 from ..exceptions import errc, exception
 from ..types import as_dtype
+from .allocator import MIN_ALIGN
 from .context import context, scheduler_for
-from .usm import Allocation, alloc, ptr
+from .usm import Allocation, PointerType, alloc, ptr
 
 
 def _where(args: tuple) -> tuple[np.dtype, Any, context]:
@@ -38,8 +39,10 @@ def _where(args: tuple) -> tuple[np.dtype, Any, context]:
 
 
 def _element_type(t: Any) -> np.dtype:
-    """A USM element type: a number, a bool or a struct layout; never Python objects,
-    strings or dates, whose bytes kernels and copies cannot give meaning to."""
+    """A USM element type: a number, a bool, a struct layout or a pointer; never Python
+    objects, strings or dates, whose bytes kernels and copies cannot give meaning to."""
+    if isinstance(t, PointerType):
+        return t.storage
     try:
         dtype = None if t is None else as_dtype(t)  # numpy reads None as float64
     except TypeError:
@@ -70,12 +73,16 @@ def _allocate(count: int, args: tuple, kind: alloc, alignment: int = 0) -> ptr |
     if count == 0:
         return None
     nbytes = count * dtype.itemsize
-    limit = _heap_size(dev.vulkan, host_visible=kind is not alloc.device)
+    host_visible = kind is not alloc.device
+    limit = _heap_size(dev.vulkan, host_visible)
     if nbytes > limit:
         raise exception(errc.memory_allocation, f"{nbytes} bytes of {kind.value} USM exceed "
                         f"the {limit} bytes of the memory heap that holds them")
-    sched = scheduler_for(dev)
-    a = Allocation(sched.engine, ctx, dev, nbytes, kind, buffer_range_limit(dev))
+    allocator = scheduler_for(dev).allocators[host_visible]
+    pad = max(alignment, MIN_ALIGN) - MIN_ALIGN  # chunks start MIN_ALIGN-aligned
+    chunk = allocator.allocate(nbytes + pad)
+    a = Allocation(allocator, chunk, -chunk.address % max(alignment, 1), nbytes, kind, ctx,
+                   dev)
     ctx._register(a)
     return ptr(a, 0, dtype)
 
@@ -90,9 +97,10 @@ def _heap_size(vk: Any, host_visible: bool) -> int:
 
 
 def buffer_range_limit(dev: Any) -> int:
-    """The largest buffer a shader may bind: the device's maxStorageBufferRange, or less
-    where `VKSYCL_MAX_BUFFER_RANGE` asks (to emulate devices with a smaller limit)."""
-    limit = min(dev.vulkan.max_storage_buffer_range, dev.vulkan.max_memory_allocation_size)
+    """The largest range a descriptor binding may cover: the device's
+    maxStorageBufferRange, or less where `VKSYCL_MAX_BUFFER_RANGE` asks (to emulate
+    devices with a smaller limit)."""
+    limit = dev.vulkan.max_storage_buffer_range
     override = os.environ.get("VKSYCL_MAX_BUFFER_RANGE")
     return min(limit, int(override)) if override else limit
 
@@ -118,11 +126,13 @@ def malloc(count: int, *args: Any) -> ptr | None:
 
 def _aligned(kind: alloc):
     def aligned_alloc(alignment: int, count: int, *args: Any, **properties: Any) -> ptr | None:
-        # Buffers start at Vulkan's minStorageBufferOffsetAlignment or better, which
-        # satisfies any alignment up to 256 bytes; larger ones are rejected honestly.
-        if alignment > 256:
-            raise exception(errc.feature_not_supported,
-                            f"alignment {alignment} exceeds the 256 bytes vksycl guarantees")
+        try:
+            alignment = operator.index(alignment)
+        except TypeError:
+            raise exception(errc.invalid, f"an alignment is an integer, got "
+                            f"{type(alignment).__name__} {alignment!r}") from None
+        if alignment < 0:
+            raise exception(errc.invalid, f"alignment {alignment} is negative")
         return _allocate(count, args, kind, alignment)
 
     aligned_alloc.__name__ = f"aligned_alloc_{kind.value}"
@@ -159,9 +169,35 @@ def free(p: ptr | None, where: Any) -> None:
     if p.byte_offset != 0:
         raise exception(errc.invalid, "free needs the pointer malloc returned, not one "
                         f"{p.byte_offset} bytes into the allocation")
-    scheduler_for(a.device).engine.synchronize()
     ctx._unregister(a)
     a.free()
+
+
+def _device_of(where: Any) -> Any:
+    from .queue import queue
+
+    if isinstance(where, queue):
+        return where.get_device()
+    if _is_device(where):
+        return where
+    raise exception(errc.invalid, f"expected a queue or a device, got {type(where).__name__}")
+
+
+def usm_memory_stats(where: Any) -> dict[str, int]:
+    """USM memory of a device (given it or a queue), in bytes: `in_use` by live
+    allocations (rounded to the allocator's size classes), `reserved` from Vulkan, and
+    `cached`, reserved but not in use (kept for reuse; `usm_release_cached` frees it)."""
+    allocators = scheduler_for(_device_of(where)).allocators.values()
+    in_use = sum(a.in_use for a in allocators)
+    reserved = sum(a.reserved() for a in allocators)
+    return {"in_use": in_use, "reserved": reserved, "cached": reserved - in_use}
+
+
+def usm_release_cached(where: Any) -> int:
+    """Gives the device's cached USM blocks (those holding no live allocation) back to
+    Vulkan, after the work in flight; returns the bytes released."""
+    return sum(a.release_cached()
+               for a in scheduler_for(_device_of(where)).allocators.values())
 
 
 def get_pointer_type(p: Any, ctx: context) -> alloc:

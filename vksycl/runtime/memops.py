@@ -1,6 +1,6 @@
 """Memory operations as commands: byte-exact copies and fills between any two kinds of
-memory (device, host and shared USM, and numpy arrays), split at the device's buffer-range
-windows. Checking happens in `resolve`, before any command exists."""
+memory (device, host and shared USM, and numpy arrays), by device address, so allocations
+of any size take one path. Checking happens in `resolve`, before any command exists."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from ..exceptions import errc, exception
 from .commands import Command, GpuStep, HostStep, LowerContext, Step
-from .engine import Buffer, Engine, Program
+from .engine import Engine, Program
 from .glsl import compile_glsl
 from .usm import Allocation, ptr
 
@@ -22,6 +22,7 @@ _GROUP = 256
 _MAX_GROUPS = 32768  # under the 65535 every Vulkan device allows; more groups hide latency
 _VEC = 16
 _MAX_PUSH_PATTERN = 64
+_PIECE = 1 << 30  # bytes per dispatch, so the shaders' 32-bit offsets never overflow
 
 
 @dataclass(frozen=True)
@@ -33,21 +34,15 @@ class Span:
     offset: int
     nbytes: int
 
-    def segments(self) -> list[tuple[Buffer, int, int]]:
-        """(buffer, offset in it, length) pieces, split where the allocation's chunks end."""
-        out, pos, end = [], self.offset, self.offset + self.nbytes
-        while pos < end:
-            buf, local = self.allocation.locate(pos)
-            n = min(end - pos, self.allocation.chunk_size - local)
-            out.append((buf, local, n))
-            pos += n
-        return out
+    @property
+    def address(self) -> int:
+        return self.allocation.address + self.offset
 
     def host_view(self) -> np.ndarray | None:
         if self.array is not None:
             return self.array[self.offset: self.offset + self.nbytes]
-        if self.allocation.host_accessible and len(self.allocation.chunks) == 1:
-            return self.allocation.chunks[0].host[self.offset: self.offset + self.nbytes]
+        if self.allocation.host_accessible:
+            return self.allocation.host_bytes()[self.offset: self.offset + self.nbytes]
         return None
 
 
@@ -115,42 +110,30 @@ def _vector_split(offset: int, n: int) -> tuple[int, int, int]:
     return head, body, n - head - body
 
 
-def _copy_words(engine: Engine, sb: Buffer, so: int, db: Buffer, do: int, n: int):
-    return engine.dispatch(_program(engine, "copy_words.comp"), [sb, db],
-                           _groups(-(-n // 16) + 1), struct.pack("<3I", so, do, n))
+def _copy_words(engine: Engine, src: int, dst: int, n: int):
+    return engine.dispatch(_program(engine, "copy_words.comp"), _groups(-(-n // 16) + 1),
+                           struct.pack("<QQ3I", src & ~3, dst & ~3, src & 3, dst & 3, n))
 
 
-def _copy_dispatches(engine: Engine, src: tuple[Buffer, int], dst: tuple[Buffer, int],
-                     n: int) -> list:
-    """Dispatches copying n bytes; a 16-byte body goes through the vector kernel."""
-    (sb, so), (db, do) = src, dst
-    if (so - do) % _VEC or n < 2 * _VEC:
-        return [_copy_words(engine, sb, so, db, do, n)]
-    head, body, tail = _vector_split(do, n)
-    out = [_copy_words(engine, sb, so, db, do, head)] if head else []
-    out.append(engine.dispatch(_program(engine, "copy_vec4.comp"), [sb, db],
-                               _groups(body // _VEC),
-                               struct.pack("<3I", (so + head) // _VEC, (do + head) // _VEC,
-                                           body // _VEC)))
-    if tail:
-        at = head + body
-        out.append(_copy_words(engine, sb, so + at, db, do + at, tail))
+def _copy_dispatches(engine: Engine, src: int, dst: int, n: int) -> list:
+    """Dispatches copying n bytes from address src to address dst; a 16-byte body goes
+    through the vector kernel."""
+    out = []
+    for at in range(0, n, _PIECE):
+        out += _copy_piece(engine, src + at, dst + at, min(_PIECE, n - at))
     return out
 
 
-_Piece = tuple[tuple[Buffer, int], tuple[Buffer, int], int]
-
-
-def _pair_segments(src: Span, dst: Span) -> list[_Piece]:
-    """Pieces of a USM-to-USM copy that each lie inside one chunk on both sides."""
-    out, done = [], 0
-    while done < src.nbytes:
-        sb, so = src.allocation.locate(src.offset + done)
-        db, do = dst.allocation.locate(dst.offset + done)
-        n = min(src.nbytes - done, src.allocation.chunk_size - so,
-                dst.allocation.chunk_size - do)
-        out.append(((sb, so), (db, do), n))
-        done += n
+def _copy_piece(engine: Engine, src: int, dst: int, n: int) -> list:
+    if (src - dst) % _VEC or n < 2 * _VEC:
+        return [_copy_words(engine, src, dst, n)]
+    head, body, tail = _vector_split(dst, n)
+    out = [_copy_words(engine, src, dst, head)] if head else []
+    out.append(engine.dispatch(_program(engine, "copy_vec4.comp"), _groups(body // _VEC),
+                               struct.pack("<QQI", src + head, dst + head, body // _VEC)))
+    if tail:
+        at = head + body
+        out.append(_copy_words(engine, src + at, dst + at, tail))
     return out
 
 
@@ -172,10 +155,8 @@ class MemCopy(Command):
         if src.nbytes == 0:
             return []
         if src.allocation is not None and dst.allocation is not None:
-            dispatches = []
-            for s, d, n in _pair_segments(src, dst):
-                dispatches += _copy_dispatches(ctx.engine, s, d, n)
-            return [GpuStep(dispatches)]
+            return [GpuStep(_copy_dispatches(ctx.engine, src.address, dst.address,
+                                             src.nbytes))]
         sv, dv = src.host_view(), dst.host_view()
         if sv is not None and dv is not None:
             return [HostStep(lambda: np.copyto(dv, sv))]
@@ -194,11 +175,8 @@ def _through_staging(ctx: LowerContext, usm: Span, host_copy, upload: bool) -> l
     for k, done in enumerate(range(0, usm.nbytes, window)):
         stage = ctx.staging(k % 2)
         n = min(window, usm.nbytes - done)
-        gpu, inside = [], 0
-        for buf, local, m in Span(usm.allocation, None, usm.offset + done, n).segments():
-            ends = ((stage, inside), (buf, local)) if upload else ((buf, local), (stage, inside))
-            gpu += _copy_dispatches(ctx.engine, *ends, m)
-            inside += m
+        ends = (stage.address, usm.address + done)
+        gpu = _copy_dispatches(ctx.engine, *(ends if upload else ends[::-1]), n)
         host_steps.append(HostStep(lambda stage=stage, at=done, n=n: host_copy(stage, at, n),
                                    lag=1))
         gpu_steps.append(GpuStep(gpu, flush=True))
@@ -233,10 +211,10 @@ class Fill(Command):
             return []
         if dst.array is not None or len(p) > _MAX_PUSH_PATTERN:
             return self._fill_on_host(ctx)
-        dispatches, done = [], 0
-        for buf, local, n in dst.segments():
-            dispatches += _fill_dispatches(ctx.engine, buf, local, n, _rotate(p, done))
-            done += n
+        dispatches = []
+        for at in range(0, dst.nbytes, _PIECE):
+            dispatches += _fill_dispatches(ctx.engine, dst.address + at,
+                                           min(_PIECE, dst.nbytes - at), _rotate(p, at))
         return [GpuStep(dispatches)]
 
     def _fill_on_host(self, ctx: LowerContext) -> list[Step]:
@@ -258,24 +236,23 @@ def _rotate(pattern: bytes, k: int) -> bytes:
     return pattern[k:] + pattern[:k]
 
 
-def _fill_bytes(engine: Engine, buf: Buffer, off: int, n: int, pattern: bytes):
+def _fill_bytes(engine: Engine, dst: int, n: int, pattern: bytes):
     words = pattern.ljust(_MAX_PUSH_PATTERN, b"\0")
-    return engine.dispatch(_program(engine, "fill_bytes.comp"), [buf], _groups(-(-n // 4) + 1),
-                           struct.pack("<3I", off, n, len(pattern)) + words)
+    return engine.dispatch(_program(engine, "fill_bytes.comp"), _groups(-(-n // 4) + 1),
+                           struct.pack("<Q3I", dst & ~3, dst & 3, n, len(pattern)) + words)
 
 
-def _fill_dispatches(engine: Engine, buf: Buffer, off: int, n: int, pattern: bytes) -> list:
-    """Dispatches filling n bytes at `off`, the pattern's first byte first; a 16-byte body of
-    a pattern that divides 16 goes through the vector kernel."""
+def _fill_dispatches(engine: Engine, dst: int, n: int, pattern: bytes) -> list:
+    """Dispatches filling n bytes at address dst, the pattern's first byte first; a 16-byte
+    body of a pattern that divides 16 goes through the vector kernel."""
     if _VEC % len(pattern) or n < 2 * _VEC:
-        return [_fill_bytes(engine, buf, off, n, pattern)]
-    head, body, tail = _vector_split(off, n)
-    out = [_fill_bytes(engine, buf, off, head, pattern)] if head else []
+        return [_fill_bytes(engine, dst, n, pattern)]
+    head, body, tail = _vector_split(dst, n)
+    out = [_fill_bytes(engine, dst, head, pattern)] if head else []
     value = _rotate(pattern, head) * (_VEC // len(pattern))
-    out.append(engine.dispatch(_program(engine, "fill_vec4.comp"), [buf], _groups(body // _VEC),
-                               struct.pack("<4I", (off + head) // _VEC, body // _VEC, 0, 0)
-                               + value))
+    out.append(engine.dispatch(_program(engine, "fill_vec4.comp"), _groups(body // _VEC),
+                               struct.pack("<QII", dst + head, body // _VEC, 0) + value))
     if tail:
         at = head + body
-        out.append(_fill_bytes(engine, buf, off + at, tail, _rotate(pattern, at)))
+        out.append(_fill_bytes(engine, dst + at, tail, _rotate(pattern, at)))
     return out

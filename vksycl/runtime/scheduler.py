@@ -13,6 +13,7 @@ import threading
 import weakref
 from collections.abc import Callable, Sequence
 
+from .allocator import Allocator
 from .commands import Command, GpuStep, HostTask, LowerContext
 from .engine import Buffer, Engine, Submission
 from .event import event, host_now_ns
@@ -23,11 +24,13 @@ STAGING_BYTES = 16 << 20
 
 
 class Scheduler:
-    """One per device: the engine, shared staging memory, and the clock calibration."""
+    """One per device: the engine, its USM allocators (device-local, host-visible), shared
+    staging memory, and the clock calibration."""
 
-    def __init__(self, engine: Engine, max_buffer_range: int) -> None:
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._staging_size = min(STAGING_BYTES, max_buffer_range)
+        self.allocators = {False: Allocator(engine, False), True: Allocator(engine, True)}
+        self.staging_bytes = STAGING_BYTES
         self._staging: list[Buffer] = []
         self._staging_lock = threading.RLock()
         self._clock_offset: int | None = None  # host ns minus device ns
@@ -35,7 +38,7 @@ class Scheduler:
 
     def _shared_staging(self, i: int) -> Buffer:
         while len(self._staging) <= i:
-            self._staging.append(self.engine.buffer(self._staging_size, host_visible=True))
+            self._staging.append(self.engine.buffer(self.staging_bytes, host_visible=True))
         return self._staging[i]
 
     def execute(self, command: Command, deps: Sequence[event], profiling: bool,

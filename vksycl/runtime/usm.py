@@ -1,24 +1,24 @@
-"""Unified shared memory on Vulkan: allocations of buffers, and fat pointers into them.
+"""Unified shared memory on Vulkan: allocations, and pointers into them.
 
-Kompute gives buffers no device address, so a pointer is (allocation, byte offset, element
-type). An allocation larger than the device's `maxStorageBufferRange` is a list of chunks,
-each a buffer a shader can bind; memory operations split at chunk boundaries.
+A pointer is a device address (what kernels receive, and what memory holds when a
+pointer is stored); on the host it also keeps the allocation it points into, for bounds
+checks, numpy views and `free`, and its element type, for arithmetic and indexing.
 """
 
 from __future__ import annotations
 
 import enum
-import threading
 import typing
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..exceptions import errc, exception
-from ..types import as_dtype
+from ..types import as_dtype, pointee, pointer_dtype
 
 if TYPE_CHECKING:
-    from .engine import Buffer, Engine
+    from .allocator import Allocator, Chunk
+    from .engine import Buffer
 
 
 class alloc(enum.Enum):
@@ -28,32 +28,25 @@ class alloc(enum.Enum):
     unknown = "unknown"
 
 
-_CHUNK_ALIGN = 256
-_MAX_CHUNK = 1 << 31  # keeps every byte offset inside a chunk in 32 bits with headroom
-
-
 class Allocation:
-    """Memory from one `malloc_*` call: one or more buffers of one device."""
+    """Memory from one `malloc_*` call: `nbytes` at device address `address`, inside a
+    chunk of the device's caching allocator."""
 
-    def __init__(self, engine: Engine, context: Any, device: Any, nbytes: int, kind: alloc,
-                 chunk_limit: int) -> None:
-        self.engine = engine
-        self.context = context
-        self.device = device
+    __slots__ = ("address", "allocator", "chunk", "context", "device", "freed", "kind",
+                 "nbytes", "offset")
+
+    def __init__(self, allocator: Allocator, chunk: Chunk, offset: int, nbytes: int,
+                 kind: alloc, context: Any, device: Any) -> None:
+        self.allocator = allocator
+        self.chunk = chunk
+        self.offset = offset  # of the allocation in its chunk (aligned allocations)
+        self.address = chunk.address + offset
         self.nbytes = nbytes
         self.kind = kind
+        self.context = context
+        self.device = device
         self.freed = False
-        size = max(nbytes, 1)
-        self.chunk_size = min(_MAX_CHUNK, chunk_limit // _CHUNK_ALIGN * _CHUNK_ALIGN)
-        host_visible = kind is not alloc.device
-        self.chunks: list[Buffer] = []
-        try:
-            for start in range(0, size, self.chunk_size):
-                self.chunks.append(engine.buffer(min(self.chunk_size, size - start), host_visible))
-        except exception:
-            for b in self.chunks:
-                engine.release(b)
-            raise
+        chunk.owner = self
 
     @property
     def host_accessible(self) -> bool:
@@ -64,31 +57,15 @@ class Allocation:
         if not self.host_accessible:
             raise exception(errc.invalid, "device USM is not accessible from the host")
         self.check_live()
-        if len(self.chunks) > 1:
-            raise exception(
-                errc.feature_not_supported,
-                f"a host view of {self.nbytes} bytes would span {len(self.chunks)} Vulkan "
-                f"buffers (this device binds at most {self.chunk_size} bytes); "
-                "access it by element or copy it with queue.memcpy",
-            )
-        return self.chunks[0].host[: self.nbytes]
+        at = self.chunk.offset + self.offset
+        return self.chunk.block.buffer.host[at: at + self.nbytes]
 
-    def kernel_buffer(self) -> Buffer:
-        """The one buffer a kernel binds; an allocation of several chunks cannot be bound."""
+    def binding(self, byte_offset: int) -> tuple[Buffer, int, int]:
+        """(buffer, offset, size) binding the bytes from `byte_offset` to the end, for
+        kernels with descriptor bindings."""
         self.check_live()
-        if len(self.chunks) > 1:
-            raise exception(
-                errc.kernel_argument,
-                f"a kernel argument points into an allocation of {self.nbytes} bytes, larger "
-                f"than this device's maxStorageBufferRange ({self.chunk_size} bytes); split it "
-                "into smaller allocations",
-            )
-        return self.chunks[0]
-
-    def locate(self, offset: int) -> tuple[Buffer, int]:
-        """The chunk holding byte `offset`, and the offset inside it."""
-        index, local = divmod(offset, self.chunk_size)
-        return self.chunks[index], local
+        return (self.chunk.block.buffer, self.chunk.offset + self.offset + byte_offset,
+                self.nbytes - byte_offset)
 
     def check_live(self) -> None:
         if self.freed:
@@ -98,9 +75,7 @@ class Allocation:
         if self.freed:
             raise exception(errc.invalid, "memory freed twice")
         self.freed = True
-        for b in self.chunks:
-            self.engine.release(b)
-        self.chunks = []
+        self.allocator.free(self.chunk)
 
 
 class ptr:
@@ -170,6 +145,11 @@ class ptr:
         return (f"<sycl.ptr {self.allocation.kind.value} {self.dtype} "
                 f"+{self.byte_offset} of {self.allocation.nbytes} bytes>")
 
+    @property
+    def address(self) -> int:
+        """The device address: what a kernel receives, and what memory stores."""
+        return self.allocation.address + self.byte_offset
+
     def astype(self, dtype: Any) -> ptr:
         """The same address viewed as another element type (a C++ pointer cast)."""
         return ptr(self.allocation, self.byte_offset, dtype)
@@ -180,29 +160,30 @@ class ptr:
         return max(0, (self.allocation.nbytes - self.byte_offset) // self.dtype.itemsize)
 
     # -- host access ---------------------------------------------------------------------
-    def _element(self, index: int) -> tuple[np.ndarray, int]:
+    def _element(self, index: int) -> np.ndarray:
+        """The bytes of element `index`, checked."""
         alloc_ = self.allocation
         if not alloc_.host_accessible:
             raise exception(errc.invalid, "device USM is not accessible from the host; "
                             "copy it with queue.memcpy or use malloc_shared")
-        alloc_.check_live()
         size = self.dtype.itemsize
         offset = self.byte_offset + int(index) * size
         if offset < 0 or offset + size > alloc_.nbytes:
             raise exception(errc.invalid, f"index {index} is outside the allocation "
                             f"({alloc_.nbytes} bytes, pointer at byte {self.byte_offset})")
-        buf, local = alloc_.locate(offset)
-        if local + size > alloc_.chunk_size:
-            raise exception(errc.feature_not_supported, "element straddles two Vulkan buffers")
-        return buf.host, local
+        return alloc_.host_bytes()[offset: offset + size]
 
     def __getitem__(self, index: int) -> Any:
-        host, local = self._element(index)
-        return host[local: local + self.dtype.itemsize].view(self.dtype)[0]
+        value = self._element(index).view(self.dtype)[0]
+        target = pointee(self.dtype)
+        if target is None:
+            return value
+        return self.allocation.context._pointer_at(int(value), target)
 
     def __setitem__(self, index: int, value: Any) -> None:
-        host, local = self._element(index)
-        host[local: local + self.dtype.itemsize].view(self.dtype)[0] = value
+        if pointee(self.dtype) is not None:
+            value = _stored_address(value)
+        self._element(index).view(self.dtype)[0] = value
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if copy:
@@ -213,8 +194,19 @@ class ptr:
         return view if dtype is None else view.astype(dtype, copy=False)
 
 
+def _stored_address(value: Any) -> int:
+    """What memory holds for a pointer: its device address, 0 for None."""
+    if value is None:
+        return 0
+    if isinstance(value, ptr):
+        return value.address
+    raise exception(errc.invalid, f"a pointer element holds a sycl.ptr or None, got "
+                    f"{type(value).__name__}")
+
+
 class PointerType:
-    """`sycl.ptr[T]`: the annotation of a pointer parameter with element type T."""
+    """`sycl.ptr[T]`: the annotation of a pointer parameter with element type T, and the
+    element type of memory that holds pointers (its `dtype` there is `storage`)."""
 
     __slots__ = ("dtype",)
 
@@ -230,21 +222,24 @@ class PointerType:
     def __repr__(self) -> str:
         return f"sycl.ptr[{self.dtype}]"
 
+    @property
+    def storage(self) -> np.dtype:
+        """The dtype of such a pointer stored in memory."""
+        return pointer_dtype(self.dtype)
+
 
 class Registry:
-    """Live allocations of one context, so pointers from elsewhere are recognised."""
+    """Live allocations of one context, so pointers from elsewhere are recognised. A dict's
+    single stores and pops are atomic, so threads share it without a lock."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._live: dict[int, Allocation] = {}
 
     def add(self, a: Allocation) -> None:
-        with self._lock:
-            self._live[id(a)] = a
+        self._live[id(a)] = a
 
     def remove(self, a: Allocation) -> None:
-        with self._lock:
-            self._live.pop(id(a), None)
+        self._live.pop(id(a), None)
 
     def owns(self, a: Allocation) -> bool:
         return self._live.get(id(a)) is a

@@ -1,22 +1,25 @@
 #version 450
-// Byte-exact copy of `nbytes` from byte `src_off` of Src to byte `dst_off` of Dst.
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+// Byte-exact copy of `nbytes` from byte `src_off` after the word-aligned address `src` to
+// byte `dst_off` after `dst` (the offsets are below 4; nbytes below 2^31).
 // Whole destination words are assembled with a funnel shift, four per invocation with
 // every load before any store (the device keeps more reads in flight that way). The
 // partial words at the head and tail are merged with atomics, so bytes beside the range
 // are never rewritten.
 layout(local_size_x = 256) in;
-layout(set = 0, binding = 0) readonly buffer Src { uint src[]; };
-layout(set = 0, binding = 1) buffer Dst { uint dst[]; };
-layout(push_constant) uniform Range { uint src_off; uint dst_off; uint nbytes; };
+layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer Src { uint w[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Dst { uint w[]; };
+layout(push_constant) uniform Range { Src src; Dst dst; uint src_off; uint dst_off; uint nbytes; };
 
-uint src_byte(uint b) { return (src[b >> 2] >> ((b & 3u) * 8u)) & 0xffu; }
+uint src_byte(uint b) { return (src.w[b >> 2] >> ((b & 3u) * 8u)) & 0xffu; }
 
 uint whole_word(uint w, uint delta) {
     uint sb = w * 4u + delta;
     uint shift = (sb & 3u) * 8u;
-    uint v = src[sb >> 2];
+    uint v = src.w[sb >> 2];
     if (shift != 0u) {
-        v = (v >> shift) | (src[(sb >> 2) + 1u] << (32u - shift));
+        v = (v >> shift) | (src.w[(sb >> 2) + 1u] << (32u - shift));
     }
     return v;
 }
@@ -31,8 +34,8 @@ void merge_partial_word(uint w, uint end, uint delta) {
         v |= src_byte(b + delta) << at;
         mask |= 0xffu << at;
     }
-    atomicAnd(dst[w], ~mask);
-    atomicOr(dst[w], v);
+    atomicAnd(dst.w[w], ~mask);
+    atomicOr(dst.w[w], v);
 }
 
 void main() {
@@ -60,9 +63,9 @@ void main() {
         uint v1 = w1 < last ? whole_word(w1, delta) : 0u;
         uint v2 = w2 < last ? whole_word(w2, delta) : 0u;
         uint v3 = w3 < last ? whole_word(w3, delta) : 0u;
-        dst[w] = v0;
-        if (w1 < last) { dst[w1] = v1; }
-        if (w2 < last) { dst[w2] = v2; }
-        if (w3 < last) { dst[w3] = v3; }
+        dst.w[w] = v0;
+        if (w1 < last) { dst.w[w1] = v1; }
+        if (w2 < last) { dst.w[w2] = v2; }
+        if (w3 < last) { dst.w[w3] = v3; }
     }
 }

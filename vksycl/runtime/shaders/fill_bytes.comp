@@ -1,9 +1,13 @@
 #version 450
-// Byte-exact fill of `nbytes` at byte `dst_off` with a pattern of `psize` (<= 64) bytes,
-// the first pattern byte at `dst_off`. Partial head and tail words merge with atomics.
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+// Byte-exact fill of `nbytes` at byte `dst_off` (below 4) after the word-aligned address
+// `dst` with a pattern of `psize` (<= 64) bytes, the first pattern byte at `dst_off`.
+// Partial head and tail words merge with atomics.
 layout(local_size_x = 256) in;
-layout(set = 0, binding = 0) buffer Dst { uint dst[]; };
-layout(push_constant) uniform Fill { uint dst_off; uint nbytes; uint psize; uint pattern[16]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Dst { uint w[]; };
+layout(push_constant) uniform Fill { Dst dst; uint dst_off; uint nbytes; uint psize;
+                                     uint pattern[16]; };
 
 uint pattern_byte(uint b) {
     uint p = (b - dst_off) % psize;
@@ -25,10 +29,10 @@ void main() {
             mask |= 0xffu << at;
         }
         if (mask == 0xffffffffu) {
-            dst[w] = v;
+            dst.w[w] = v;
         } else {
-            atomicAnd(dst[w], ~mask);
-            atomicOr(dst[w], v);
+            atomicAnd(dst.w[w], ~mask);
+            atomicOr(dst.w[w], v);
         }
     }
 }

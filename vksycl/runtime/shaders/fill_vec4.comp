@@ -1,12 +1,15 @@
 #version 450
-// The fast path of fill_bytes.comp: whole 16-byte units of a pattern that divides 16.
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+// The fast path of fill_bytes.comp: `count` 16-byte units at a 16-byte aligned address, of
+// a pattern that divides 16.
 layout(local_size_x = 256) in;
-layout(set = 0, binding = 0) writeonly buffer Dst { uvec4 dst[]; };
-layout(push_constant) uniform Fill { uint dst_off; uint count; uint pad0; uint pad1; uvec4 value; };
+layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Dst { uvec4 v[]; };
+layout(push_constant) uniform Fill { Dst dst; uint count; uint pad; uvec4 value; };
 
 void main() {
     uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
     for (uint i = gl_GlobalInvocationID.x; i < count; i += stride) {
-        dst[dst_off + i] = value;
+        dst.v[i] = value;
     }
 }
