@@ -20,7 +20,11 @@ SCALAR_TYPES: tuple[type, ...] = (
 
 def as_dtype(t: Any) -> np.dtype:
     """The numpy dtype of an element type given as a sycl/numpy type, dtype or Python type;
-    Python `int`/`float`/`bool` mean int32/float32/bool as in device code."""
+    Python `int`/`float`/`bool` mean int32/float32/bool as in device code; `sycl.ptr[T]`
+    means a pointer stored in memory (numpy would take the `dtype` it points to)."""
+    storage = getattr(t, "storage", None)
+    if isinstance(storage, np.dtype):
+        return storage
     if t is int:
         return np.dtype(np.int32)
     if t is float:
@@ -44,3 +48,16 @@ def pointee(dtype: np.dtype) -> np.dtype | None:
     """The element type of a pointer dtype made by `pointer_dtype`, else None."""
     meta = dtype.metadata
     return None if meta is None else meta.get(_POINTEE)
+
+
+def dtype_key(dtype: np.dtype) -> Any:
+    """A hashable key that tells dtypes apart the way kernels see them: numpy's equality
+    ignores metadata, so a pointer dtype would otherwise equal uint64 (and every other
+    pointer dtype), and a struct with a pointer field its twin with another pointee."""
+    target = pointee(dtype)
+    if target is not None:
+        return ("ptr", dtype_key(target))
+    if dtype.names is None:
+        return dtype
+    return (dtype, tuple((name, dtype.fields[name][1], dtype_key(dtype.fields[name][0]))
+                         for name in dtype.names))
