@@ -172,18 +172,17 @@ def test_spirv_from_glslang_and_from_the_python_compiler(q, ctx, shared):
     np.testing.assert_array_equal(np.asarray(y)[:16], 0.5 * np.arange(16, dtype=np.float32))
 
     # a free function kernel's SPIR-V: entry __sycl_kernel_<name>; its push constants hold
-    # `start`, the pointer's element offset, and the global range the compiler passes
+    # `start`, the pointer's device address, and the global range the compiler passes
     binary = compiled(q.get_device(), iota, sycl.nd_range((16,), (16,))).binary
     b = built(ctx, SPIRV, {"iota": binary})
     k2 = b.ext_oneapi_get_kernel("__sycl_kernel_iota")
     assert k2 is b.ext_oneapi_get_kernel("iota")
     assert b.ext_oneapi_get_raw_kernel_name("iota") == "__sycl_kernel_iota"
-    assert syclexp.kernel_args(k2) == ["buf0: buffer (binding 0, float32 elements)",
-                                       "args.0: float32 (push constant at 0)",
-                                       "args.1: uint32 (push constant at 4)",
-                                       "args.2: uint32 (push constant at 8)"]
+    assert syclexp.kernel_args(k2) == ["args.0: float32 (push constant at 0)",
+                                       "args.1: uint64 (push constant at 8)",
+                                       "args.2: uint32 (push constant at 16)"]
     out = shared(np.zeros(16), np.float32)
-    q.submit(lambda h: (h.set_args(out, 1.5, 0, 16),
+    q.submit(lambda h: (h.set_args(1.5, out.address, 16),
                         h.parallel_for(sycl.nd_range((16,), (16,)), k2))).wait()
     np.testing.assert_array_equal(np.asarray(out)[:16], 1.5 + np.arange(16, dtype=np.float32))
 

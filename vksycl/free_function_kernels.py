@@ -18,13 +18,14 @@ from typing import Any
 import numpy as np
 
 from .compiler.free_function import FreeFunctionKernel
-from .compiler.typesys import PtrType, Scalar, Struct
+from .compiler.typesys import PtrType, Scalar, Struct, dtype_of
 from .exceptions import errc, exception, invalid
 from .kernel_properties import launch_config, sub_group_size, work_group_size
 from .launch import build_launch_args
 from .ranges import check_work_items, nd_range
 from .runtime.handler import check_set_args, handler
 from .runtime.usm import ptr as ptr_type
+from .types import dtype_key
 
 
 class kernel_function_s:
@@ -131,20 +132,16 @@ def _scalar_converter(t: Scalar, where: str) -> Any:
     return to_int
 
 
-def _pointee_dtype(t: PtrType) -> np.dtype:
-    e = t.elem
-    if isinstance(e, Struct):
-        return np.dtype(e.pyclass.dtype)
-    return e.dtype
-
-
 def _pointer_checker(t: PtrType, where: str) -> Any:
-    dtype = _pointee_dtype(t)
+    """Checks a pointer argument: a USM pointer to the element type (pointer element
+    types by what they point to, which dtype equality ignores), or None for null."""
+    dtype = dtype_of(t.elem)
+    key = dtype_key(dtype)
 
     def check(v: Any) -> Any:
-        if type(v) is ptr_type and v.dtype == dtype:
+        if v is None or (type(v) is ptr_type and v.dtype is dtype):
             return v
-        if getattr(v, "dtype", None) != dtype or not hasattr(v, "allocation"):
+        if not hasattr(v, "allocation") or dtype_key(v.dtype) != key:
             got = f"a pointer to {v.dtype}" if hasattr(v, "allocation") else type(v).__name__
             raise invalid(f"{where} is a pointer to {dtype}, got {got}")
         return v

@@ -4,8 +4,9 @@ Python kernels).
 
 The first launch of a kernel shape compiles it (or loads it from the caches) and prepares
 a marshaller: how to fetch each argument the code uses (closure cell, module global,
-explicit argument, launch range) and a `struct.Struct` packing the push constants. Later
-launches only fetch, pack and build the command, which keeps eager launches cheap.
+explicit argument, launch range) and a `struct.Struct` packing the push constants, where a
+pointer is its 64-bit device address. Later launches only fetch, pack and build the
+command, which keeps eager launches cheap.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from .compiler import device as dev
 from .compiler.host_bodies import host_names
 from .compiler.kernel import CompiledKernel, _names, kernel_name, load_or_compile
 from .compiler.module import KernelSpec, frozen, path_getter, path_name
+from .compiler.typesys import layout
 from .exceptions import errc, exception
 from .runtime import handler as _handler
 from .runtime.aspects import aspect
 from .runtime.commands import KernelLaunch
+from .types import dtype_key
 
 # work-group shapes for range kernels: 256 work-items where the device allows (measured
 # on an H100: 1.5x the bandwidth of 128), 128 otherwise (every Vulkan device takes 128)
@@ -43,6 +46,7 @@ _CAPABILITY_FEATURES = {
     "AtomicFloat64AddEXT": "shaderBufferFloat64AtomicAdd",
     "AtomicFloat32MinMaxEXT": "shaderBufferFloat32AtomicMinMax",
     "AtomicFloat64MinMaxEXT": "shaderBufferFloat64AtomicMinMax",
+    "PhysicalStorageBufferAddresses": "bufferDeviceAddress",
 }
 # SPIR-V capabilities of integer types and the aspects that name them
 _CAPABILITY_ASPECTS = {"Int64": "int64", "Int16": "int16", "Int8": "int8"}
@@ -78,7 +82,7 @@ class Prepared:
             if a.push_offset > at:
                 fmt += f"{a.push_offset - at}x"
                 at = a.push_offset
-            dt = np.dtype(np.uint32) if a.kind == "ptr" else np.dtype(a.dtype)
+            dt = np.dtype(np.uint64) if a.kind == "ptr" else np.dtype(a.dtype)
             fmt += _fmt(dt)
             at += dt.itemsize
         if ck.push_size > at:
@@ -86,7 +90,7 @@ class Prepared:
         self.packer = struct.Struct(fmt)
         self.n = len(slots)
         order = {id(a): k for k, a in enumerate(slots)}
-        # (getter, push position or -1, binding or -1, itemsize, dtype, path) per pointer
+        # (getter, push position, alignment, element dtype, path) per pointer
         self.ptrs = []
         self.scalars = []
         self.scalar_paths = []
@@ -99,8 +103,8 @@ class Prepared:
         for a in ck.args:
             pos = order.get(id(a), -1)
             if a.kind == "ptr":
-                self.ptrs.append((path_getter(a.path, pyfn), pos, a.binding,
-                                  np.dtype(a.dtype).itemsize, np.dtype(a.dtype), a.path))
+                self.ptrs.append((path_getter(a.path, pyfn), pos,
+                                  layout(dev.element_type(a.dtype))[1], a.dtype, a.path))
             elif a.kind == "scalar":
                 self.scalars.append((path_getter(a.path, pyfn), pos, a.dtype.kind == "b"
                                      or np.dtype(a.dtype).kind == "b"))
@@ -108,27 +112,26 @@ class Prepared:
             else:
                 self.launch_slots.append((a.path[1], a.path[2], pos))
 
-    def arguments(self, pyfn: Any, args: tuple, launch: Any,
-                  context: Any = None) -> tuple[list, bytes]:
+    def arguments(self, pyfn: Any, args: tuple, launch: Any, context: Any = None) -> bytes:
+        """The packed arguments of a launch (pointers checked)."""
         values: list[Any] = [0] * self.n
-        buffers: list[Any] = [None] * self.ck.num_buffers
-        for get, pos, binding, itemsize, dtype, path in self.ptrs:
+        for get, pos, align, dtype, path in self.ptrs:
             p = get(pyfn, args)
+            if p is None:
+                continue  # the null pointer
             if not hasattr(p, "allocation"):
                 raise exception(errc.kernel_argument, f"kernel argument {_name(path)} must "
                                 f"be a USM pointer, got {type(p).__name__}")
+            p.allocation.check_live()
             if context is not None and (p.allocation.context is not context or
                                         not context.owns(p.allocation)):
                 raise exception(errc.invalid, f"kernel argument {_name(path)}: pointer from "
                                 "another context")
-            if binding >= 0:
-                buffers[binding] = p.allocation.binding(0)
-            if pos >= 0:
-                off, rem = divmod(p.byte_offset, itemsize)
-                if rem:
-                    raise exception(errc.kernel_argument, f"pointer {_name(path)} is not "
-                                    f"aligned to its element type {dtype}")
-                values[pos] = off
+            address = p.address
+            if address % align:
+                raise exception(errc.kernel_argument, f"pointer {_name(path)} is not "
+                                f"aligned to its element type {dtype} ({align} bytes)")
+            values[pos] = address
         for get, pos, is_bool in self.scalars:
             v = get(pyfn, args)
             values[pos] = int(bool(v)) if is_bool else v
@@ -139,7 +142,7 @@ class Prepared:
         except struct.error as ex:
             raise exception(errc.kernel_argument, self.misfit(values) or
                             f"a kernel argument does not fit its type: {ex}") from None
-        return buffers, push
+        return push
 
     def misfit(self, values: list) -> str | None:
         """Which scalar argument does not fit its type, and why (for the error)."""
@@ -179,7 +182,7 @@ def _sig(v: Any) -> Any:
     if t in (int, float, bool):
         return t
     if hasattr(v, "allocation") and hasattr(v, "byte_offset"):
-        return ("p", v.dtype)
+        return ("p", dtype_key(v.dtype))
     if isinstance(v, np.generic):
         return v.dtype
     if isinstance(v, dev.work_group_memory):
@@ -395,7 +398,7 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
     vk = device.vulkan
     if id(vk) not in p.checked:
         _check(p, device)
-    buffers, push = p.arguments(pyfn, args or (), launch, context)
+    push = p.arguments(pyfn, args or (), launch, context)
     ck = p.ck
     gkey = (id(vk), launch if shape[0] == "range" else (
         None if launch is None else tuple(launch.get_global_range())))
@@ -404,7 +407,7 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
         if len(p.groups) > 256:
             p.groups.clear()
         groups = p.groups[gkey] = _groups(ck, launch, device)
-    return KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, tuple(buffers))
+    return KernelLaunch(ck.name, ck.binary, ck.entry, push, groups)
 
 
 def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,

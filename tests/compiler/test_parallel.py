@@ -334,7 +334,7 @@ def test_unused_arguments_cost_nothing(q, mem):
 
     ck = compiled(q.get_device(), body, sycl.range(8))
     refl = ck.reflection()
-    assert refl["num_buffers"] == 1
+    assert sum(a["kind"] == "ptr" for a in refl["args"]) == 1
     assert [a["path"][1] for a in refl["args"] if a["kind"] != "launch"] == ["used"]
     inst = axpy[sycl.float64]
     ck2 = compiled(q.get_device(), inst, sycl.nd_range((32,), (8,)))
@@ -462,4 +462,4 @@ def test_free_function_kernel_with_a_decomposed_struct_argument(q, mem):
     refl = compiled(q.get_device(), saxpy_struct, launch).reflection()
     paths = sorted(a["path"] for a in refl["args"] if a["path"][0] == "param")
     assert paths == [("param", 0, "a"), ("param", 0, "x"), ("param", 0, "y"), ("param", 1)]
-    assert refl["num_buffers"] == 2
+    assert sum(a["kind"] == "ptr" for a in refl["args"]) == 2

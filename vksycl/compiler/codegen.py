@@ -2,8 +2,14 @@
 
 Before emitting, a pass walks the code reachable from the kernel: it orders device
 functions callees-first (SPIR-V forbids recursion, so the call graph is a DAG), and finds
-the push-constant fields, buffer bindings and work-group arrays actually used, so unused
-kernel arguments get no binding and no push-constant space.
+the push-constant fields and work-group arrays actually used, so unused kernel arguments
+get no push-constant space.
+
+Global memory is reached by address: a uint64 becomes a `PhysicalStorageBuffer` pointer
+(OpConvertUToPtr) to the element's explicitly laid out type just before a load, store or
+atomic, and every load and store through it says the alignment it may assume (Aligned).
+Declaring the first such pointer switches the module to the PhysicalStorageBuffer64
+addressing model; kernels that touch no global memory stay Logical.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 from spirv_gen import ModuleBuilder
 
 from . import ir
+from .frontend import mem_type
 from .passes import remove_dead_stores, straight
 from .typesys import (
     VOID,
@@ -34,10 +41,7 @@ SPIRV_VERSION = (1, 3)
 class Usage:
     functions: list[ir.Function]
     push: set[int]
-    buffers: list[ir.BufferRoot]
     shared: list[ir.SharedRoot]
-    reads: set[int] = dataclasses.field(default_factory=set)  # ids of buffer roots read
-    writes: set[int] = dataclasses.field(default_factory=set)  # ... and written
 
 
 def _children(node: Any) -> Any:
@@ -55,10 +59,7 @@ def analyse(kernel: ir.Function) -> Usage:
     order: list[ir.Function] = []
     seen: set[int] = set()
     push: set[int] = set()
-    buffers: dict[int, ir.BufferRoot] = {}
     shared: dict[int, ir.SharedRoot] = {}
-    reads: set[int] = set()
-    writes: set[int] = set()
 
     def visit_fn(fn: ir.Function) -> None:
         if id(fn) in seen:
@@ -67,19 +68,10 @@ def analyse(kernel: ir.Function) -> Usage:
         remove_dead_stores(fn)
         stack: list[Any] = [fn.body]
         for node in ir.each_once(stack):
-            if isinstance(node, ir.Load):
-                reads.add(id(node.place.root))
-            elif isinstance(node, ir.Store):
-                writes.add(id(node.place.root))
-            elif isinstance(node, ir.Atomic):
-                reads.add(id(node.place.root))
-                writes.add(id(node.place.root))
             if isinstance(node, ir.Call):
                 visit_fn(node.fn)
             elif isinstance(node, ir.PushField):
                 push.add(node.index)
-            elif isinstance(node, ir.BufferRoot):
-                buffers.setdefault(id(node), node)
             elif isinstance(node, ir.SharedRoot):
                 shared.setdefault(id(node), node)
             elif isinstance(node, ir.ParamRoot):
@@ -89,7 +81,7 @@ def analyse(kernel: ir.Function) -> Usage:
         order.append(fn)
 
     visit_fn(kernel)
-    return Usage(order, push, list(buffers.values()), list(shared.values()), reads, writes)
+    return Usage(order, push, list(shared.values()))
 
 
 class Codegen:
@@ -98,9 +90,8 @@ class Codegen:
         self.b.capability("Shader")
         self.entry_name = entry_name
         self.local_size = local_size
+        self.addresses = False
         self.types: dict[Any, Any] = {}
-        self.blocks: dict[Any, Any] = {}
-        self.buffer_vars: dict[int, Any] = {}
         self.shared_vars: dict[int, Any] = {}
         self.fn_ids: dict[int, Any] = {}
         self.push_var: Any = None
@@ -139,8 +130,6 @@ class Codegen:
 
     @staticmethod
     def mem(t: Type) -> Type:
-        from .frontend import mem_type
-
         return mem_type(t)
 
     def storage_caps(self, t: Type) -> None:
@@ -154,20 +143,19 @@ class Codegen:
             self.b.capability("StorageBuffer16BitAccess")
             self.b.extension("SPV_KHR_16bit_storage")
 
-    def buffer_block(self, elem: Type) -> Any:
-        m = self.mem(elem)
-        hit = self.blocks.get(m)
-        if hit is None:
-            self.storage_caps(m)
-            et = self.ty(m, explicit=True)
-            arr = self.b.type_runtime_array(et, layout(m)[0])
-            hit = self.blocks[m] = self.b.type_struct([arr], offsets=[0], block=True)
-        return hit
+    def physical_pointer(self, pointee: Any) -> Any:
+        """The type of a PhysicalStorageBuffer pointer to `pointee` (declaring device
+        addresses on first use)."""
+        b = self.b
+        if not self.addresses:
+            self.addresses = True
+            b.extension("SPV_KHR_physical_storage_buffer")
+            b.capability("PhysicalStorageBufferAddresses")
+            b.memory_model("PhysicalStorageBuffer64", "GLSL450")
+        return b.type_pointer("PhysicalStorageBuffer", pointee)
 
     def root_pointer_type(self, root: ir.Root) -> Any:
         shape = root.shape if isinstance(root, ir.ParamRoot) else root
-        if isinstance(shape, ir.BufferRoot):
-            return self.b.type_pointer("StorageBuffer", self.buffer_block(shape.elem))
         arr = self.ty(ArrayType(self.mem(shape.elem), shape.length))
         sc = "Workgroup" if isinstance(shape, ir.SharedRoot) else "Function"
         return self.b.type_pointer(sc, arr)
@@ -177,32 +165,19 @@ class Codegen:
         b = self.b
         self.push_types = push_types
         used = sorted(usage.push)
+        offsets, off = [], 0
+        for i in used:
+            size = push_types[i].nbytes
+            off = (off + size - 1) // size * size
+            offsets.append(off)
+            off += size
+        self.push_offsets = dict(zip(used, offsets, strict=True))
+        self.push_size = off
+        self.push_member = {i: k for k, i in enumerate(used)}
         if used:
-            members = [self.ty(push_types[i]) for i in used]
-            offsets, off = [], 0
-            for i in used:
-                size = push_types[i].nbytes
-                off = (off + size - 1) // size * size
-                offsets.append(off)
-                off += size
-            self.push_offsets = dict(zip(used, offsets, strict=True))
-            self.push_size = off
-            st = b.type_struct(members, offsets=offsets, block=True, name="Args")
+            st = b.type_struct([self.ty(push_types[i]) for i in used], offsets=offsets,
+                               block=True, name="Args")
             self.push_var = b.variable(st, "PushConstant", name="args")
-            self.push_member = {i: k for k, i in enumerate(used)}
-        else:
-            self.push_offsets, self.push_size = {}, 0
-        for k, root in enumerate(usage.buffers):
-            root.binding = k
-            v = b.variable(self.buffer_block(root.elem), "StorageBuffer", name=f"buf{k}")
-            b.decorate(v, "DescriptorSet", 0)
-            b.decorate(v, "Binding", k)
-            # read-only / write-only buffers tell the driver what it may cache
-            if id(root) not in usage.writes:
-                b.decorate(v, "NonWritable")
-            elif id(root) not in usage.reads:
-                b.decorate(v, "NonReadable")
-            self.buffer_vars[id(root)] = v
         for root in usage.shared:
             arr = self.ty(ArrayType(self.mem(root.elem), root.length))
             self.shared_vars[id(root)] = b.variable(arr, "Workgroup", name=root.name)
@@ -255,7 +230,8 @@ class Codegen:
             b.op("Store", self.locals[id(s.local)], self.ev(s.value))
         elif isinstance(s, ir.Store):
             value = self.ev(s.value)
-            b.op("Store", self.chain(s.place), value)
+            ptr, aligned = self.chain(s.place)
+            b.op("Store", ptr, value, *aligned)
         elif isinstance(s, ir.Eval):
             self.ev(s.value)
         elif isinstance(s, ir.If):
@@ -347,8 +323,8 @@ class Codegen:
             self.stmts(v.stmts)
             return self.ev(v.value)
         if isinstance(v, ir.Load):
-            ptr = self.chain(v.place)
-            return b.op("Load", self.ty(v.ty), ptr)
+            ptr, aligned = self.chain(v.place)
+            return b.op("Load", self.ty(v.ty), ptr, *aligned)
         if isinstance(v, ir.Atomic):
             return self.atomic(v)
         raise TypeError(f"unknown value {v!r}")
@@ -401,8 +377,6 @@ class Codegen:
         return b.phi(self.ty(v.ty), (ra, sel.then_end), (rb, sel.else_end))
 
     def root_id(self, root: ir.Root) -> Any:
-        if isinstance(root, ir.BufferRoot):
-            return self.buffer_vars[id(root)]
         if isinstance(root, ir.SharedRoot):
             return self.shared_vars[id(root)]
         if isinstance(root, ir.PrivateRoot):
@@ -411,24 +385,31 @@ class Codegen:
             return self.params[id(root.param)]
         raise TypeError(root)
 
-    def chain(self, place: ir.Place) -> Any:
+    def chain(self, place: ir.Place) -> tuple[Any, tuple]:
+        """A pointer to the place, and the memory operands an access through it needs."""
         b = self.b
         root = place.root
+        members = [b.i32(m) for m in place.members]
+        if isinstance(root, ir.GlobalRoot):
+            elem = self.mem(root.elem)
+            self.storage_caps(elem)
+            ptr = b.op("ConvertUToPtr", self.physical_pointer(self.ty(elem, explicit=True)),
+                       self.ev(place.index))
+            if members:
+                pt = self.physical_pointer(self.ty(place.ty, explicit=True))
+                ptr = b.op("AccessChain", pt, ptr, *members)
+            # an element (or member) is aligned to its type: pointer arguments are checked
+            # at launch, and pointer arithmetic moves by whole elements
+            return ptr, ("Aligned", layout(place.ty)[1])
         shape = root.shape if isinstance(root, ir.ParamRoot) else root
-        base = self.root_id(root)
-        idx = [self.ev(place.index)] + [b.i32(m) for m in place.members]
-        if isinstance(shape, ir.BufferRoot):
-            sc, explicit = "StorageBuffer", True
-            idx.insert(0, b.i32(0))
-        else:
-            sc, explicit = ("Workgroup" if isinstance(shape, ir.SharedRoot) else "Function",
-                            False)
-        pt = b.type_pointer(sc, self.ty(place.ty, explicit))
-        return b.op("AccessChain", pt, base, *idx)
+        sc = "Workgroup" if isinstance(shape, ir.SharedRoot) else "Function"
+        pt = b.type_pointer(sc, self.ty(place.ty))
+        return b.op("AccessChain", pt, self.root_id(root), self.ev(place.index),
+                    *members), ()
 
     def atomic(self, v: ir.Atomic) -> Any:
         b = self.b
-        ptr = self.chain(v.place)
+        ptr, _ = self.chain(v.place)  # atomics take no memory operands
         scope, sem = b.u32(v.scope), b.u32(v.semantics)
         t = v.ty
         if isinstance(t, Scalar) and t.is_float and "EXT" in v.opname:

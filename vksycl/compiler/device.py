@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import errc, exception, invalid
+from ..types import dtype_key, pointee
 from .typesys import PtrType, Struct, Type, scalar_of
 
 
@@ -44,24 +45,30 @@ def type_of_annotation(t: Any) -> Type | None:
 
 
 def element_type(dtype: np.dtype) -> Type:
-    """The device type of a USM pointer's element dtype (scalar or registered struct)."""
+    """The device type of a USM pointer's element dtype (pointer, scalar or registered
+    struct). Pointers first: their dtype is a uint64 that only its metadata tells apart."""
+    dtype = np.dtype(dtype)
+    target = pointee(dtype)
+    if target is not None:
+        return PtrType(element_type(target))
     s = scalar_of(dtype)
     if s is not None:
         return s
-    st = _STRUCTS_BY_DTYPE.get(np.dtype(dtype))
+    st = _STRUCTS_BY_DTYPE.get(dtype_key(dtype))
     if st is None:
         raise invalid(f"no @sycl.struct class has the element type {dtype}")
     return st
 
 
-_STRUCTS_BY_DTYPE: dict[np.dtype, Struct] = {}
+_STRUCTS_BY_DTYPE: dict[Any, Struct] = {}  # by dtype_key
 
 
 def struct(cls: type) -> type:
     """Make a class a device struct: its annotated fields, in order, are the members.
 
     The class gets `dtype` (the numpy structured dtype of its memory layout, for USM
-    arrays of it) and keyword construction on the host."""
+    arrays of it; pointer fields hold device addresses) and keyword construction on the
+    host."""
     from .typesys import struct_dtype
 
     fields = []
@@ -72,9 +79,8 @@ def struct(cls: type) -> type:
         fields.append((name, t))
     st = Struct(cls.__name__, tuple(fields), cls)
     cls.__vksycl_struct__ = st
-    if st.is_pod:
-        cls.dtype = struct_dtype(st)
-        _STRUCTS_BY_DTYPE[cls.dtype] = st
+    cls.dtype = struct_dtype(st)
+    _STRUCTS_BY_DTYPE[dtype_key(cls.dtype)] = st
     names = [n for n, _ in fields]
     defaults = {n: getattr(cls, n) for n in names if n in cls.__dict__}
 

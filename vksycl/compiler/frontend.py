@@ -27,9 +27,13 @@ from .typesys import (
     BOOL,
     F32,
     I32,
+    I64,
+    U64,
+    PtrType,
     Scalar,
     Struct,
     Type,
+    layout,
     literal_int_type,
     promote,
     scalar_of,
@@ -55,8 +59,10 @@ class Restart(Exception):
 
 
 def mem_type(t: Type) -> Type:
-    """How a type is held in memory: bools as bytes."""
-    return Scalar("u", 8) if t == BOOL else t
+    """How a type is held in memory: bools as bytes, pointers as 64-bit addresses."""
+    if t == BOOL:
+        return Scalar("u", 8)
+    return U64 if isinstance(t, PtrType) else t
 
 
 _UNSUPPORTED_STMTS = {
@@ -146,7 +152,7 @@ class FunctionLowering:
         if isinstance(v, ItemV):
             raise self.err(node, f"a {v.dims}-dimensional {v.kind} is not a scalar; "
                            "index it ([0]) or call a query")
-        raise self.err(node, f"expected a scalar value, got {_kind(v)}")
+        raise self.err(node, f"expected a scalar value, got {kind_of(v)}")
 
     def weak_pair(self, a: Any, b: Any, node: ast.AST) -> tuple[ir.Value, ir.Value]:
         """Both operands as Values; a Python literal takes the other side's type when
@@ -188,6 +194,10 @@ class FunctionLowering:
         return out if same_sign == to else ir.Op("OpBitcast", to, [out])
 
     def truth(self, v: Any, node: ast.AST) -> ir.Value:
+        if isinstance(v, PtrV):  # not null; work-group and private memory never is
+            if not isinstance(v.root, ir.GlobalRoot):
+                return ir.Const(BOOL, True)
+            return ir.Op("OpINotEqual", BOOL, [v.offset, ir.Const(U64, 0)])
         if isinstance(v, PyV):
             try:
                 return ir.Const(BOOL, bool(v.obj))
@@ -242,7 +252,7 @@ class FunctionLowering:
             if self.assigned_once.get(name) == 1 and self.loop_depth == 0 and \
                     _stable(value.offset):
                 return FixedSlot(value)  # e.g. an array: keeps its constant offset
-            return PtrSlot(value.root, self.new_local(name, I32))
+            return PtrSlot(value.root, self.new_local(name, value.offset.ty))
         if isinstance(value, AggV):
             return AggSlot(value.sty, [self.new_slot(f"{name}.{f}", v, node)
                                        for (f, _), v in zip(value.sty.fields, value.fields,
@@ -250,7 +260,7 @@ class FunctionLowering:
         if isinstance(value, TupV):
             return TupSlot([self.new_slot(f"{name}.{i}", v, node)
                             for i, v in enumerate(value.items)])
-        raise self.err(node, f"cannot hold {_kind(value)} in a variable")
+        raise self.err(node, f"cannot hold {kind_of(value)} in a variable")
 
     def assign_slot(self, name: str, slot: Any, value: Any, node: ast.AST) -> None:
         if isinstance(slot, ScalarSlot):
@@ -267,14 +277,20 @@ class FunctionLowering:
                 v = self.convert(v, slot.local.ty, node)
             self.emit(ir.Assign(slot.local, v))
         elif isinstance(slot, PtrSlot):
-            if not isinstance(value, PtrV) or value.root is not slot.root:
+            root = slot.root
+            if isinstance(root, ir.GlobalRoot):
+                self.emit(ir.Assign(slot.offset, self.address(value, root.elem, node,
+                                                              f"'{name}'")))
+                return
+            if not isinstance(value, PtrV) or value.root is not root:
                 raise self.err(node, f"'{name}' must keep pointing into the same memory "
-                               "(a pointer variable cannot switch allocations)")
+                               "(a pointer to work-group or private memory cannot switch "
+                               "arrays)")
             self.emit(ir.Assign(slot.offset, value.offset))
         elif isinstance(slot, AggSlot):
             if not isinstance(value, AggV) or value.sty != slot.sty:
                 raise self.err(node, f"'{name}' holds a {slot.sty!r}, cannot assign "
-                               f"{_kind(value)}")
+                               f"{kind_of(value)}")
             for (f, _), s, v in zip(slot.sty.fields, slot.fields, value.fields, strict=True):
                 self.assign_slot(f"{name}.{f}", s, v, node)
         elif isinstance(slot, TupSlot):
@@ -286,7 +302,7 @@ class FunctionLowering:
             if value is slot.value or (isinstance(value, PyV) and isinstance(slot.value, PyV)
                                        and value.obj is slot.value.obj):
                 return
-            raise self.err(node, f"'{name}' is bound to {_kind(slot.value)} and cannot be "
+            raise self.err(node, f"'{name}' is bound to {kind_of(slot.value)} and cannot be "
                            "reassigned")
 
     def bind(self, name: str, value: Any, node: ast.AST) -> None:
@@ -402,7 +418,7 @@ class FunctionLowering:
             elif isinstance(value, PyV) and isinstance(value.obj, tuple):
                 items = [PyV(o) for o in value.obj]
             else:
-                raise self.err(target, f"cannot unpack {_kind(value)}")
+                raise self.err(target, f"cannot unpack {kind_of(value)}")
             if len(items) != len(target.elts):
                 raise self.err(target, f"cannot unpack {len(items)} values into "
                                f"{len(target.elts)}")
@@ -621,7 +637,7 @@ class FunctionLowering:
             return MethodV(base, e.attr)
         if isinstance(base, PtrV) and e.attr in ("get", "set"):
             return MethodV(base, e.attr)
-        raise self.err(e, f"{_kind(base)} has no attribute '{e.attr}'")
+        raise self.err(e, f"{kind_of(base)} has no attribute '{e.attr}'")
 
     def expr_Subscript(self, e: ast.Subscript) -> Any:
         base = self.expr(e.value)
@@ -683,12 +699,15 @@ class FunctionLowering:
             i = self.scalar(index, node)
             if not (i.ty.is_int or i.ty.is_bool):
                 raise self.err(node, f"an index must be an integer, got {i.ty!r}")
+            if isinstance(base.root, ir.GlobalRoot):
+                return ir.Place(base.root, self.element_address(base, i), (),
+                                mem_type(base.elem))
             i = self.convert(i, I32, node)
             off = base.offset
             if not (isinstance(off, ir.Const) and off.value == 0):
                 i = self.fold_add(off, i)
             return ir.Place(base.root, i, (), mem_type(base.elem))
-        raise self.err(node, f"{_kind(base)} cannot be indexed")
+        raise self.err(node, f"{kind_of(base)} cannot be indexed")
 
     def fold_add(self, a: ir.Value, b: ir.Value) -> ir.Value:
         if isinstance(a, ir.Const) and isinstance(b, ir.Const):
@@ -700,6 +719,8 @@ class FunctionLowering:
         return ir.Op("OpIAdd", I32, [a, b])
 
     def load(self, place: ir.Place, node: ast.AST, logical: Type | None = None) -> Any:
+        """The value at a place; `logical` is its type where memory holds it otherwise
+        (bools as bytes, pointers as addresses), the root's element type by default."""
         ty = place.ty
         if isinstance(ty, Struct):
             fields = []
@@ -707,9 +728,13 @@ class FunctionLowering:
                 fp = ir.Place(place.root, place.index, (*place.members, i), mem_type(ft))
                 fields.append(self.load(fp, node, ft))
             return AggV(ty, fields)
+        if logical is None and not place.members:
+            logical = place.root.elem
         self.m.use_storage(place.root, ty)
         v = ir.Load(place)
-        if logical == BOOL or (logical is None and place.root.elem == BOOL and not place.members):
+        if isinstance(logical, PtrType):
+            return PtrV(self.m.global_root(logical.elem), v)
+        if logical == BOOL:
             return self.convert(v, BOOL, node)
         return v
 
@@ -718,19 +743,21 @@ class FunctionLowering:
         ty = place.ty
         if isinstance(ty, Struct):
             if not isinstance(value, AggV) or value.sty != ty:
-                raise self.err(node, f"cannot store {_kind(value)} into a {ty!r}")
+                raise self.err(node, f"cannot store {kind_of(value)} into a {ty!r}")
             for i, ((_, ft), fv) in enumerate(zip(ty.fields, value.fields, strict=True)):
                 fp = ir.Place(place.root, place.index, (*place.members, i), mem_type(ft))
                 self.store(fp, fv, node, ft)
             return
-        if isinstance(value, PtrV | AggV | TupV):
-            raise self.err(node, f"cannot store {_kind(value)} into device memory "
-                           "(pointers stored in memory cannot be resolved)")
         target = logical if logical is not None else (
-            BOOL if place.root.elem == BOOL and not place.members else ty)
+            place.root.elem if not place.members else ty)
+        self.m.use_storage(place.root, ty)
+        if isinstance(target, PtrType):
+            self.emit(ir.Store(place, self.address(value, target.elem, node, "memory")))
+            return
+        if isinstance(value, PtrV | AggV | TupV):
+            raise self.err(node, f"cannot store {kind_of(value)} into {target!r} memory")
         v = self.scalar(value, node, target if isinstance(target, Scalar) else None)
         v = self.convert(self.convert(v, target, node), ty, node)
-        self.m.use_storage(place.root, ty)
         self.emit(ir.Store(place, v))
 
     def expr_UnaryOp(self, e: ast.UnaryOp) -> Any:
@@ -771,21 +798,77 @@ class FunctionLowering:
             return self.pointer_arith(op, a, b, node)
         return self.m.intr.arith(self, op, a, b, node)
 
+    # == pointers =====================================================================
     def pointer_arith(self, op: ast.operator, a: Any, b: Any, node: ast.AST) -> Any:
-        if isinstance(op, ast.Add):
-            p, n = (a, b) if isinstance(a, PtrV) else (b, a)
-            if isinstance(n, PtrV):
-                raise self.err(node, "cannot add two pointers")
-            nv = self.convert(self.scalar(n, node), I32, node)
-            return PtrV(p.root, self.fold_add(p.offset, nv))
-        if isinstance(op, ast.Sub) and isinstance(a, PtrV):
-            if isinstance(b, PtrV):
-                if b.root is not a.root:
-                    raise self.err(node, "subtracting pointers into different memory")
+        """`p + n`, `n + p`, `p - n` (in elements), and `p - q` (elements between them)."""
+        if isinstance(op, ast.Sub) and isinstance(a, PtrV) and isinstance(b, PtrV):
+            if b.root is not a.root:
+                raise self.err(node, f"subtracting {kind_of(b)} from {kind_of(a)} (they "
+                               "point into different memory)")
+            if not isinstance(a.root, ir.GlobalRoot):
                 return ir.Op("OpISub", I32, [a.offset, b.offset])
-            nv = self.convert(self.scalar(b, node), I32, node)
-            return PtrV(a.root, ir.Op("OpISub", I32, [a.offset, nv]))
-        raise self.err(node, "unsupported pointer arithmetic")
+            diff = ir.Op("OpBitcast", I64, [ir.Op("OpISub", U64, [a.offset, b.offset])])
+            stride = layout(mem_type(a.elem))[0]
+            return diff if stride == 1 else ir.Op("OpSDiv", I64, [diff, ir.Const(I64, stride)])
+        if not isinstance(op, ast.Add) and not (isinstance(op, ast.Sub) and
+                                                isinstance(a, PtrV)):
+            raise self.err(node, "unsupported pointer arithmetic (pointers take + and - of "
+                           "an integer, and - of a pointer)")
+        p, n = (a, b) if isinstance(a, PtrV) else (b, a)
+        if isinstance(n, PtrV):
+            raise self.err(node, "cannot add two pointers")
+        nv = self.scalar(n, node)
+        if not (nv.ty.is_int or nv.ty.is_bool):
+            raise self.err(node, f"pointer arithmetic needs an integer, got {nv.ty!r}")
+        sub = isinstance(op, ast.Sub)
+        if isinstance(p.root, ir.GlobalRoot):
+            return PtrV(p.root, self.element_address(p, nv, sub))
+        nv = self.convert(nv, I32, node)
+        if sub:
+            return PtrV(p.root, ir.Op("OpISub", I32, [p.offset, nv]))
+        return PtrV(p.root, self.fold_add(p.offset, nv))
+
+    def element_address(self, p: PtrV, index: ir.Value, sub: bool = False) -> ir.Value:
+        """The device address `index` elements after (or before) global pointer `p`. The
+        index is widened to 64 bits before it is scaled, so offsets past 4 GiB are exact."""
+        wide = self.convert(index, I64 if index.ty.is_signed else U64)
+        stride = layout(mem_type(p.elem))[0]
+        op = "OpISub" if sub else "OpIAdd"
+        if isinstance(wide, ir.Const):
+            if wide.value == 0:
+                return p.offset
+            return ir.Op(op, U64, [p.offset, ir.Const(U64, _wrap(wide.value * stride, U64))])
+        scaled = ir.Op("OpIMul", U64, [wide, ir.Const(U64, stride)])
+        return ir.Op(op, U64, [p.offset, scaled])
+
+    def null_pointer(self, elem: Type) -> PtrV:
+        return PtrV(self.m.global_root(elem), ir.Const(U64, 0))
+
+    def address(self, value: Any, elem: Type, node: ast.AST, where: str) -> ir.Value:
+        """The device address of a pointer to `elem`s going to `where` (memory, a pointer
+        variable): a pointer into global memory, or None for the null pointer."""
+        if isinstance(value, PyV) and value.obj is None:
+            return ir.Const(U64, 0)
+        if isinstance(value, PtrV) and isinstance(value.root, ir.GlobalRoot) and \
+                value.elem == elem:
+            return value.offset
+        what = kind_of(value)
+        if isinstance(value, PtrV) and value.elem == elem:
+            what += f" in {value.root.space} memory"
+        raise self.err(node, f"{where} holds a pointer to {elem!r} in global memory, cannot "
+                       f"take {what}")
+
+    def select_pointer(self, cond: ir.Value, a: Any, b: Any, pre_a: list[ir.Stmt],
+                       pre_b: list[ir.Stmt], node: ast.AST) -> PtrV:
+        """`a if cond else b` for pointers into the same memory (None is null)."""
+        like = a if isinstance(a, PtrV) else b
+        if isinstance(like.root, ir.GlobalRoot):
+            a, b = (x if isinstance(x, PtrV) else PtrV(like.root, self.address(
+                x, like.elem, node, "a conditional pointer")) for x in (a, b))
+        if not isinstance(a, PtrV) or not isinstance(b, PtrV) or a.root is not b.root:
+            raise self.err(node, f"the two sides give {kind_of(a)} and {kind_of(b)}, which "
+                           "point into different memory")
+        return PtrV(a.root, ir.Cond(cond, a.offset, b.offset, a.offset.ty, pre_a, pre_b))
 
     def expr_BoolOp(self, e: ast.BoolOp) -> Any:
         is_and = isinstance(e.op, ast.And)
@@ -834,7 +917,11 @@ class FunctionLowering:
             if isinstance(a, PyV) and isinstance(b, PyV):
                 same = a.obj is b.obj
                 return PyV(same if isinstance(op, ast.Is) else not same)
-            raise self.err(node, "'is' compares compile-time objects only")
+            if isinstance(a, PtrV) or isinstance(b, PtrV):  # `p is None`: a null test
+                eq = ast.Eq() if isinstance(op, ast.Is) else ast.NotEq()
+                return self.m.intr.compare_pointers(self, eq, a, b, node)
+            raise self.err(node, "'is' compares compile-time objects, or a pointer with "
+                           "None")
         if isinstance(op, ast.In | ast.NotIn):
             if isinstance(a, PyV) and isinstance(b, PyV):
                 inside = a.obj in b.obj
@@ -856,9 +943,8 @@ class FunctionLowering:
         b = self.expr(e.orelse)
         pre_b = self.out
         self.out = saved
-        if isinstance(a, PtrV) and isinstance(b, PtrV) and a.root is b.root and \
-                not pre_a and not pre_b:
-            return PtrV(a.root, ir.Cond(cond, a.offset, b.offset, I32))
+        if isinstance(a, PtrV) or isinstance(b, PtrV):
+            return self.select_pointer(cond, a, b, pre_a, pre_b, e)
         av, bv = self.weak_pair(a, b, e)
         ty = BOOL if av.ty.is_bool and bv.ty.is_bool else promote(av.ty, bv.ty)
         return ir.Cond(cond, self.convert(av, ty), self.convert(bv, ty), ty, pre_a, pre_b)
@@ -995,7 +1081,8 @@ def _describe(obj: Any) -> str:
     return f"{type(obj).__name__} {obj!r}"
 
 
-def _kind(v: Any) -> str:
+def kind_of(v: Any) -> str:
+    """How an error message names a frontend value."""
     if isinstance(v, ir.Value):
         name = repr(v.ty)
         return f"{'an' if name[0] in 'aeiou' else 'a'} {name} value"
@@ -1009,6 +1096,8 @@ def _kind(v: Any) -> str:
         return f"a {v.kind}"
     if isinstance(v, PyV):
         return _describe(v.obj)
+    if v is None:
+        return "nothing"
     return type(v).__name__
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import device as dev
 from . import fp64math, if_device, ir
+from .frontend import kind_of, mem_type
 from .typesys import (
     BOOL,
     F16,
@@ -20,6 +21,7 @@ from .typesys import (
     F64,
     I32,
     U32,
+    U64,
     PtrType,
     Scalar,
     Struct,
@@ -170,11 +172,9 @@ class Intrinsics:
         return ir.Seq([ir.Assign(res, one), ir.Assign(base, x), ir.Assign(e, y), loop],
                       ir.Read(res))
 
-    def compare(self, fl: Any, op: ast.cmpop, a: Any, b: Any, node: ast.AST) -> ir.Value:
-        if isinstance(a, PtrV) and isinstance(b, PtrV):
-            if a.root is not b.root:
-                raise fl.err(node, "comparing pointers into different memory")
-            a, b = a.offset, b.offset
+    def compare(self, fl: Any, op: ast.cmpop, a: Any, b: Any, node: ast.AST) -> Any:
+        if isinstance(a, PtrV) or isinstance(b, PtrV):
+            return self.compare_pointers(fl, op, a, b, node)
         x, y = fl.weak_pair(a, b, node)
         if x.ty.is_bool and y.ty.is_bool and isinstance(op, ast.Eq | ast.NotEq):
             return ir.Op("OpLogicalEqual" if isinstance(op, ast.Eq) else "OpLogicalNotEqual",
@@ -198,6 +198,25 @@ class Intrinsics:
         if isinstance(op, ast.Lt | ast.LtE | ast.NotEq):
             return ir.Op("OpLogicalOr", BOOL, [neg, base])
         return ir.Op("OpLogicalAnd", BOOL, [ir.Op("OpLogicalNot", BOOL, [neg]), base])
+
+    def compare_pointers(self, fl: Any, op: ast.cmpop, a: Any, b: Any, node: ast.AST) -> Any:
+        """Pointers compare by position (global memory: by address); None is the null
+        pointer, which no work-group or private memory is at."""
+        if isinstance(a, PtrV) and isinstance(b, PtrV):
+            if a.root is not b.root:
+                raise fl.err(node, f"comparing {kind_of(a)} with {kind_of(b)} (they point into "
+                             "different memory)")
+            x, y = a.offset, b.offset
+        else:
+            p, other = (a, b) if isinstance(a, PtrV) else (b, a)
+            if not (isinstance(other, PyV) and other.obj is None) or \
+                    not isinstance(op, ast.Eq | ast.NotEq):
+                raise fl.err(node, f"{kind_of(p)} compares with a pointer, or with None by "
+                             "==, !=, is and is not")
+            if not isinstance(p.root, ir.GlobalRoot):
+                return PyV(isinstance(op, ast.NotEq))
+            x, y = p.offset, ir.Const(U64, 0)
+        return ir.Op(_CMP[type(op)][0 if x.ty.is_signed else 1], BOOL, [x, y])
 
     # == calls ========================================================================
     def call(self, fl: Any, fn: Any, args: list[Any], kwargs: dict[str, Any],
@@ -476,8 +495,9 @@ class Intrinsics:
             v = values[n]
             if isinstance(t, Scalar):
                 v = fl.convert(fl.scalar(v, node, t), t, node)
-            elif isinstance(t, PtrType) and not isinstance(v, PtrV):
-                raise fl.err(node, f"{sty.name}.{n} needs a pointer")
+            elif isinstance(t, PtrType):
+                v = PtrV(self.m.global_root(t.elem),
+                         fl.address(v, t.elem, node, f"{sty.name}.{n}"))
             fields.append(v)
         return AggV(sty, fields)
 
@@ -525,7 +545,7 @@ class Intrinsics:
             fn = getattr(base.sty.pyclass, m.name)
             return fl.call_function(fn, args, kwargs, node, base)
         if isinstance(base, PtrV):
-            place = ir.Place(base.root, base.offset, (), fl_mem(base.elem))
+            place = ir.Place(base.root, base.offset, (), mem_type(base.elem))
             if m.name == "get":
                 return fl.load(place, node)
             fl.store(place, args[0], node)
@@ -616,12 +636,6 @@ def floor_mod(x: ir.Value, y: ir.Value, t: Scalar) -> ir.Value:
     q = ir.Op("OpSDiv", t, [x, y])
     r = ir.Op("OpISub", t, [x, ir.Op("OpIMul", t, [q, y])])
     return ir.Op("OpSelect", t, [_rounds_up(x, y, q, t), ir.Op("OpIAdd", t, [r, y]), r])
-
-
-def fl_mem(t: Any) -> Any:
-    from .frontend import mem_type
-
-    return mem_type(t)
 
 
 def _pow_const(x: ir.Value, n: int, t: Scalar) -> ir.Value:

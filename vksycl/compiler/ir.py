@@ -2,9 +2,13 @@
 
 Expressions are DAGs (an operand may be shared) whose operations are already resolved to
 SPIR-V operations with exact types (the frontend applied promotion and Python semantics);
-statements form structured control flow. Pointers never appear as values: memory is
-reached through a `Place` (a root object plus an index path), which is what logical
-SPIR-V requires.
+statements form structured control flow. Memory is reached through a `Place` (a root
+plus a position and struct member indices). Global memory is one root per element type,
+its positions 64-bit device addresses (uint64 values: pointer arithmetic, comparisons,
+variables and pointers stored in memory are integer operations); codegen turns an
+address into a `PhysicalStorageBuffer` pointer only to load, store or update through it.
+Work-group and private memory keep SPIR-V's logical model: a static array and an int32
+element offset.
 """
 
 from __future__ import annotations
@@ -173,21 +177,19 @@ class Seq(Value):
 # -- memory ----------------------------------------------------------------------------
 
 class Root:
-    """Something memory hangs off: a buffer binding, a shared array, a private array, or
-    a pointer parameter of a device function."""
+    """Something memory hangs off: global memory, a shared array, a private array, or a
+    pointer parameter of a device function."""
 
     elem: Type
     space: str
 
 
 @dataclass(eq=False)
-class BufferRoot(Root):
-    """A kernel pointer argument: a storage buffer binding of `elem`s."""
+class GlobalRoot(Root):
+    """Global memory seen as `elem`s: positions in it are device addresses."""
 
     elem: Type
-    arg: int  # index into the kernel's argument list
     space: str = "global"
-    binding: int = -1
 
 
 @dataclass(eq=False)
@@ -230,7 +232,8 @@ class ParamRoot(Root):
 
 @dataclass(eq=False)
 class Place:
-    """An element of a root at `index`, then struct member indices `members`."""
+    """An element of a root at `index` (an int32 element index; in global memory the
+    element's uint64 device address), then struct member indices `members`."""
 
     root: Root
     index: Value

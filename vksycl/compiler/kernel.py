@@ -25,12 +25,13 @@ import spirv_gen
 
 from ..config import cache_dir
 from ..exceptions import errc, exception
+from ..types import dtype_key
 from .codegen import Codegen, analyse
 from .host_bodies import device_view
 from .module import ArgSlot, KernelModule, KernelSpec, captured_value, plain_object
 from .source import code_span, function_source, source_text
 
-COMPILER_VERSION = "vksycl-compiler-1"
+COMPILER_VERSION = "vksycl-compiler-2"  # 2: pointers are device addresses
 
 
 def _compiler_digest() -> str:
@@ -53,8 +54,7 @@ class CompiledKernel:
     entry: str
     binary: bytes
     spec: KernelSpec
-    args: list[ArgSlot]  # the arguments the code uses, with bindings and push offsets
-    num_buffers: int
+    args: list[ArgSlot]  # the arguments the code uses, at their offsets in the packed bytes
     push_size: int
     local_size: tuple[int, int, int]  # Vulkan order x, y, z
     aspects: frozenset[str]
@@ -75,10 +75,8 @@ class CompiledKernel:
     def reflection(self) -> dict[str, Any]:
         return {
             "entry": self.entry, "local_size": self.local_size, "push_size": self.push_size,
-            "num_buffers": self.num_buffers, "aspects": sorted(self.aspects),
-            "capabilities": list(self.capabilities),
-            "args": [{"path": a.path, "kind": a.kind, "binding": a.binding,
-                      "push_offset": a.push_offset,
+            "aspects": sorted(self.aspects), "capabilities": list(self.capabilities),
+            "args": [{"path": a.path, "kind": a.kind, "push_offset": a.push_offset,
                       "dtype": None if a.dtype is None else str(a.dtype)} for a in self.args],
             "device_globals": self.device_globals, "virtual_tables": self.virtual_tables,
         }
@@ -118,21 +116,10 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
         src = function_source(pyfn)
         raise exception(errc.build, f"{src.filename}:{src.node.lineno}: internal compiler "
                         f"error in kernel {spec.name}: {ex}") from ex
-    bound = {id(r): r for r in usage.buffers}
-    args = []
-    for a in lowered.args:
-        a = dataclasses.replace(a)
-        a.push_offset = cg.push_offsets.get(a.push_index, -1)
-        if a.kind == "ptr":
-            root = a.root
-            a.binding = root.binding if id(root) in bound else -1
-            a.dtype = np.dtype(getattr(root.elem, "dtype", None) or np.uint8) \
-                if not hasattr(root.elem, "pyclass") else root.elem.pyclass.dtype
-        a.root = None
-        if a.binding >= 0 or a.push_offset >= 0:
-            args.append(a)
-    return CompiledKernel(spec.name, entry, binary, spec, args, len(usage.buffers),
-                          cg.push_size, local_size_xyz(spec.local),
+    args = [dataclasses.replace(a, push_offset=cg.push_offsets[a.push_index])
+            for a in lowered.args if a.push_index in cg.push_offsets]
+    return CompiledKernel(spec.name, entry, binary, spec, args, cg.push_size,
+                          local_size_xyz(spec.local),
                           frozenset(lowered.aspects), tuple(cg.b.capabilities),
                           tuple(lowered.specialized),
                           tuple(captured_value(pyfn, p) for p in lowered.specialized),
@@ -147,7 +134,7 @@ _MEMORY: dict[Any, CompiledKernel] = {}
 def _describe(v: Any, seen: set[int], depth: int = 0) -> Any:
     """A stable description of a value a kernel refers to, for the disk-cache key."""
     if hasattr(v, "allocation") and hasattr(v, "byte_offset"):
-        return ("ptr", str(v.dtype))
+        return ("ptr", repr(dtype_key(v.dtype)))
     if isinstance(v, bool | int | float | np.generic | str | type(None)):
         return (type(v).__name__, repr(v))
     if isinstance(v, pytypes.FunctionType):

@@ -2,7 +2,9 @@
 feature use, then the passes (call tree, dead arguments, layout) and codegen.
 
 Kernel arguments are created lazily, the first time kernel code reads a captured value or
-parameter, so arguments a kernel never uses cost nothing.
+parameter, so arguments a kernel never uses cost nothing. A USM pointer argument is its
+64-bit device address; scalars are push-constant fields of their own width (at least 32
+bits).
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from ..exceptions import errc, exception
 from . import coarsen as coarsening
 from . import device as dev
 from . import ir
-from .frontend import FunctionLowering, Restart, mem_type, source_of
+from .frontend import FunctionLowering, Restart, kind_of, mem_type, source_of
 from .intrinsics import Intrinsics
 from .typesys import (
     BOOL,
     F32,
     I32,
     U32,
+    U64,
     VOID,
     ArrayType,
     PtrType,
@@ -35,6 +38,7 @@ from .typesys import (
     Struct,
     TupleType,
     Type,
+    dtype_of,
     promote,
     scalar_of,
 )
@@ -68,9 +72,7 @@ class ArgSlot:
     kind: str  # "scalar", "ptr", "launch"
     dtype: Any  # storage dtype (scalar), element dtype (ptr)
     push_index: int = -1  # index into the push-constant members
-    binding: int = -1
-    push_offset: int = -1
-    root: Any = None
+    push_offset: int = -1  # byte offset in the packed arguments
 
 
 @dataclass
@@ -179,6 +181,7 @@ class KernelModule:
         self.captures: dict[tuple, Any] = {}
         self.functions: dict[tuple, ir.Function] = {}
         self.shared: dict[Any, ir.SharedRoot] = {}
+        self.global_roots: dict[Type, ir.GlobalRoot] = {}
         self.stack: list[Any] = []
         self.aspects: set[str] = set()
         self.uses_subgroups = False
@@ -303,11 +306,9 @@ class KernelModule:
         return ir.Op("OpSConvert" if t.is_signed else "OpUConvert", t, [pf])
 
     def ptr_arg(self, path: tuple, elem: Type) -> PtrV:
-        pf = self.push_field(U32)
-        root = ir.BufferRoot(elem, len(self.args))
-        slot = ArgSlot(path, "ptr", None, pf.index, root=root)
-        self.args.append(slot)
-        return PtrV(root, ir.Op("OpBitcast", I32, [pf]))
+        pf = self.push_field(U64)
+        self.args.append(ArgSlot(path, "ptr", dtype_of(elem), pf.index))
+        return PtrV(self.global_root(elem), pf)
 
     def launch_value(self, what: str, d: int) -> ir.Value:
         key = ("launch", what, d)
@@ -422,6 +423,14 @@ class KernelModule:
         return obj
 
     # -- memory ----------------------------------------------------------------------------
+    def global_root(self, elem: Type) -> ir.GlobalRoot:
+        """Global memory seen as `elem`s: one root per element type, so pointers to the same
+        type compare, subtract, and share variables whatever allocation they point into."""
+        root = self.global_roots.get(elem)
+        if root is None:
+            root = self.global_roots[elem] = ir.GlobalRoot(elem)
+        return root
+
     def shared_array(self, fl: FunctionLowering, dtype: Any, shape: Any, node: ast.AST,
                      key: Any = None) -> PtrV:
         if isinstance(shape, int):
@@ -548,6 +557,8 @@ class KernelModule:
         shape = getattr(fn, "ret_shape", None)
         if shape is None:
             return call
+        if shape[0] == "p":
+            return PtrV(shape[1], call)
         tmp = fl.new_local("ret", fn.ret)
         fl.emit(ir.Assign(tmp, call))
         leaves = [ir.Extract(ir.Read(tmp), i, t) for i, t in enumerate(fn.ret.items)]
@@ -563,15 +574,15 @@ class KernelModule:
             call_args.append(v)
             sig.append(("s", v.ty))
             return ir.ArgRead(p)
-        if isinstance(v, PtrV) and isinstance(v.root, ir.BufferRoot | ir.SharedRoot):
-            # module-scope memory (storage buffers, which cannot be function parameters
-            # without variable pointers, and work-group arrays): the function is
-            # specialised for it and reaches it directly; only the offset is passed
-            poff = ir.Param(name + ".offset", I32)
-            params.append(poff)
+        if isinstance(v, PtrV) and isinstance(v.root, ir.GlobalRoot | ir.SharedRoot):
+            # module-scope memory (global memory, work-group arrays): the function is
+            # specialised for the root and reaches it directly; only the position (an
+            # address, or an element offset) is passed
+            pos = ir.Param(name, v.offset.ty)
+            params.append(pos)
             call_args.append(v.offset)
             sig.append(("b", id(v.root)))
-            return PtrV(v.root, ir.ArgRead(poff))
+            return PtrV(v.root, ir.ArgRead(pos))
         if isinstance(v, PtrV):
             shape = v.root.shape if isinstance(v.root, ir.ParamRoot) else v.root
             root = ir.ParamRoot(shape)
@@ -608,17 +619,21 @@ class KernelModule:
         if not values:
             fn.ret = VOID
             return
+        pointer = next((v for v in values if isinstance(v, PtrV)), None)
+        if pointer is not None:
+            self.pointer_returns(fl, fn, pointer)
+            return
         if len(values) != len(rets):
             raise fl.err(rets[0][0], f"{fn.name} returns a value on some paths only")
         first = values[0]
         if isinstance(first, AggV | TupV):
-            shape = _shape(first)
+            shape = _shape(first, fl, rets[0][0])
             types: list[Scalar] | None = None
             flat_all = []
             for rnode, _, v in rets:
-                if _shape(v) != shape:
+                if _shape(v, fl, rnode) != shape:
                     raise fl.err(rnode, "all returns must have the same structure")
-                leaves = [fl.scalar(x, rnode) for x in _leaves(v, fl, rnode)]
+                leaves = [fl.scalar(x, rnode) for x in _leaves(v)]
                 flat_all.append(leaves)
                 lt = [x.ty for x in leaves]
                 types = lt if types is None else [promote(a, b) if a != b else a
@@ -637,16 +652,25 @@ class KernelModule:
             if r.ty != t:
                 t = BOOL if t.is_bool and r.ty.is_bool else promote(t, r.ty)
         for rnode, ret, v in rets:
-            if isinstance(v, PtrV):
-                raise fl.err(rnode, "returning a pointer from a device function is not "
-                             "supported")
             ret.value = fl.convert(fl.scalar(v, rnode, t), t, rnode)
         fn.ret = t
 
+    def pointer_returns(self, fl: FunctionLowering, fn: ir.Function, first: PtrV) -> None:
+        """A function returning a pointer returns its position; the call site rebuilds the
+        pointer on the same root (returning None, or nothing, is the null pointer)."""
+        root = _static_root(first, fl, fl.returns[0][0])
+        for rnode, ret, v in fl.returns:
+            if v is None and isinstance(root, ir.GlobalRoot):
+                v = fl.null_pointer(root.elem)
+            if not isinstance(v, PtrV) or v.root is not root:
+                raise fl.err(rnode, f"{fn.name} returns a pointer to {first.elem!r} in "
+                             f"{root.space} memory on one path and {kind_of(v)} on another")
+            ret.value = v.offset
+        fn.ret = first.offset.ty
+        fn.ret_shape = ("p", root)  # type: ignore[attr-defined]
+
 
 def _shape_key(root: ir.Root) -> tuple:
-    if isinstance(root, ir.BufferRoot):
-        return ("global", root.elem)
     if isinstance(root, ir.SharedRoot):
         return ("local", root.elem, root.length)
     if isinstance(root, ir.PrivateRoot):
@@ -654,27 +678,41 @@ def _shape_key(root: ir.Root) -> tuple:
     raise TypeError(root)
 
 
-def _shape(v: Any) -> Any:
+def _static_root(p: PtrV, fl: FunctionLowering, node: ast.AST) -> ir.Root:
+    """The root of a pointer a device function returns: global or work-group memory (a
+    private array, or memory a pointer parameter carries, ends with the call)."""
+    if not isinstance(p.root, ir.GlobalRoot | ir.SharedRoot):
+        raise fl.err(node, f"a device function cannot return a pointer into "
+                     f"{p.root.space} memory; it can return pointers to global or "
+                     "work-group memory")
+    return p.root
+
+
+def _shape(v: Any, fl: FunctionLowering, node: ast.AST) -> Any:
     if isinstance(v, AggV):
-        return ("a", v.sty, tuple(_shape(f) for f in v.fields))
+        return ("a", v.sty, tuple(_shape(f, fl, node) for f in v.fields))
     if isinstance(v, TupV):
-        return ("t", tuple(_shape(f) for f in v.items))
+        return ("t", tuple(_shape(f, fl, node) for f in v.items))
+    if isinstance(v, PtrV):
+        return ("p", _static_root(v, fl, node))
     return "s"
 
 
-def _leaves(v: Any, fl: FunctionLowering, node: ast.AST) -> list[Any]:
+def _leaves(v: Any) -> list[Any]:
     if isinstance(v, AggV):
-        return [x for f in v.fields for x in _leaves(f, fl, node)]
+        return [x for f in v.fields for x in _leaves(f)]
     if isinstance(v, TupV):
-        return [x for f in v.items for x in _leaves(f, fl, node)]
+        return [x for f in v.items for x in _leaves(f)]
     if isinstance(v, PtrV):
-        raise fl.err(node, "returning a pointer from a device function is not supported")
+        return [v.offset]
     return [v]
 
 
 def _rebuild(shape: Any, leaves: Any) -> Any:
     if shape == "s":
         return next(leaves)
+    if shape[0] == "p":
+        return PtrV(shape[1], next(leaves))
     if shape[0] == "a":
         return AggV(shape[1], [_rebuild(s, leaves) for s in shape[2]])
     return TupV([_rebuild(s, leaves) for s in shape[1]])

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ..types import pointer_dtype
+
 
 class Type:
     """Base of every device type."""
@@ -77,19 +79,14 @@ class Struct(Type):
                 return i
         return -1
 
-    @property
-    def is_pod(self) -> bool:
-        """Whether it can live in device memory (no pointer fields)."""
-        return all(not isinstance(t, PtrType) and (not isinstance(t, Struct) or t.is_pod)
-                   for _, t in self.fields)
-
     def __repr__(self) -> str:
         return self.name
 
 
 @dataclass(frozen=True)
 class PtrType(Type):
-    """A USM pointer (`sycl.ptr[T]`): a binding plus an element offset."""
+    """A pointer to `elem`s: a 64-bit device address for global memory (USM pointers,
+    also as stored in memory), a position in a work-group or private array otherwise."""
 
     elem: Type
     space: str = "global"  # global, local, private
@@ -136,6 +133,8 @@ def layout(t: Type) -> tuple[int, int]:
     """(size, alignment) in bytes of a type stored in device memory (C rules)."""
     if isinstance(t, Scalar):
         return t.nbytes, t.nbytes
+    if isinstance(t, PtrType):
+        return 8, 8
     if isinstance(t, ArrayType):
         size, align = layout(t.elem)
         return size * t.length, align
@@ -164,9 +163,21 @@ def struct_dtype(t: Struct) -> np.dtype:
     names, formats, offsets = [], [], field_offsets(t)
     for name, ft in t.fields:
         names.append(name)
-        formats.append(struct_dtype(ft) if isinstance(ft, Struct) else ft.dtype)
+        formats.append(dtype_of(ft))
     return np.dtype({"names": names, "formats": formats, "offsets": offsets,
                      "itemsize": layout(t)[0]})
+
+
+def dtype_of(t: Type) -> np.dtype:
+    """The numpy dtype of a device type held in memory (pointers as `pointer_dtype`)."""
+    if isinstance(t, Scalar):
+        return t.dtype
+    if isinstance(t, PtrType):
+        return pointer_dtype(dtype_of(t.elem))
+    if isinstance(t, Struct):
+        dtype = getattr(t.pyclass, "dtype", None)
+        return dtype if isinstance(dtype, np.dtype) else struct_dtype(t)
+    raise TypeError(f"{t!r} has no dtype")
 
 
 def _int_rank_promote(t: Scalar) -> Scalar:

@@ -3,6 +3,8 @@
 A runtime scalar is an IR `Value`; everything else (pointers, structs, tuples, work-item
 objects, compile-time Python objects) is one of these wrappers, flattened before it
 reaches the IR, so aggregates never need SPIR-V composites or pointer variables.
+A pointer's runtime part is a scalar too: a uint64 device address in global memory, an
+int32 element offset in a work-group or private array.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ class PyV:
 
 @dataclass(eq=False)
 class PtrV:
-    """A pointer: a static memory root plus an element offset (int32 Value)."""
+    """A pointer: a static memory root plus a position in it, as in `ir.Place`: a uint64
+    device address for global memory, an int32 element offset otherwise."""
 
     root: ir.Root
     offset: ir.Value
