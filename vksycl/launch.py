@@ -98,7 +98,7 @@ class Prepared:
         # attributes of captured objects are read at each launch; if one changes type,
         # the kernel is compiled again for the new types
         self.attr_getters = [path_getter(a.path, pyfn) for a in ck.args
-                             if a.kind != "launch" and _attribute_path(a.path)]
+                             if a.kind != "launch" and _indirect_path(a.path)]
         self.attr_sigs = tuple(_sig(get(pyfn, ())) for get in self.attr_getters)
         for a in ck.args:
             pos = order.get(id(a), -1)
@@ -170,9 +170,11 @@ def _name(path: tuple) -> str:
     return path_name(path)
 
 
-def _attribute_path(path: tuple) -> bool:
-    """Whether a capture path goes through attributes of a captured object."""
-    return path[0] != "param" and len(path) > (2 if path[0] == "cell" else 3)
+def _indirect_path(path: tuple) -> bool:
+    """Whether a capture path goes through attributes of a captured object or a device
+    function's cells: what it holds is not part of the key a kernel is prepared under."""
+    return path[0] == "fncell" or (path[0] != "param" and len(path) > (
+        2 if path[0] == "cell" else 3))
 
 
 # -- cache keys --------------------------------------------------------------------------------

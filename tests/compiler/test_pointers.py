@@ -1,6 +1,7 @@
 """Pointers as device addresses: stored in memory (arrays of pointers, struct fields),
 passed between kernels, computed with, compared, null, held in variables, passed to and
-returned from device functions; and the errors users cause with them."""
+returned from device functions, captured by closures; and the errors users cause with
+them."""
 
 from __future__ import annotations
 
@@ -389,3 +390,78 @@ def test_pointer_misuse_is_a_build_error_naming_the_line(q, mem, table):
     build_error(q, compares_types, "point into different memory")
     build_error(q, adds_pointers, "cannot add two pointers")
     build_error(q, orders_null, "compares with a pointer, or with None")
+
+
+# -- closures ----------------------------------------------------------------------------------
+
+def _scaler(out, scale):
+    def helper(i):
+        out[i] = i * scale
+
+    def body(i):
+        helper(i)
+
+    return body
+
+
+def test_a_device_function_closure_captures_usm_pointers(q, mem):
+    first, second = mem.zeros(4, np.float32), mem.zeros(4, np.float32)
+    q.parallel_for(sycl.range(4), _scaler(first, 2.0)).wait()
+    q.parallel_for(sycl.range(4), _scaler(second, 3.0)).wait()
+    np.testing.assert_array_equal(mem.view(first, 4), np.arange(4) * 2)
+    np.testing.assert_array_equal(mem.view(second, 4), np.arange(4) * 3)
+    ck = compiled(q.get_device(), _scaler(second, 3.0), sycl.range(4))
+    paths = sorted(a["path"] for a in ck.reflection()["args"] if a["kind"] != "launch")
+    assert paths == [("fncell", ("cell", "helper"), "out"),
+                     ("fncell", ("cell", "helper"), "scale")]
+
+
+def test_closures_nest_and_capture_structs(q, mem):
+    data = mem.of(np.arange(4, dtype=np.float32))
+    out = mem.zeros(4, np.float32)
+    span = Span(data=data, n=4)
+
+    def inner(i):
+        return span.data[i] + 1.0
+
+    def outer(i):
+        out[i] = inner(i) * 2.0
+
+    def body(i):
+        outer(i)
+
+    q.parallel_for(sycl.range(4), body).wait()
+    np.testing.assert_array_equal(mem.view(out, 4), (np.arange(4) + 1) * 2)
+    span.data = out  # attributes are read at each launch
+    q.parallel_for(sycl.range(4), body).wait()
+    np.testing.assert_array_equal(mem.view(out, 4), ((np.arange(4) + 1) * 2 + 1) * 2)
+
+
+def test_a_closure_passed_to_a_device_function_keeps_its_captures(q, mem):
+    out = mem.zeros(4, np.int32)
+
+    def helper(i):
+        out[i] = i + 1
+
+    def run(f, i):
+        f(i)
+
+    def body(i):
+        run(helper, i)
+
+    q.parallel_for(sycl.range(4), body).wait()
+    assert mem.view(out, 4).tolist() == [1, 2, 3, 4]
+
+
+def test_a_closure_the_kernel_reaches_by_no_path_must_take_memory_as_an_argument(q, mem):
+    out = mem.zeros(4, np.int32)
+
+    def helper():
+        out[0] = 1
+
+    def body():
+        for f in (helper,):  # a tuple built in device code holds values, not paths
+            f()
+
+    message = build_error(q, body, "pass it as an argument")
+    assert "'out'" in message

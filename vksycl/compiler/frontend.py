@@ -88,9 +88,10 @@ class FunctionLowering:
     """Lowers one Python function (with fixed argument values/types) to an ir.Function."""
 
     def __init__(self, module: Any, pyfn: Any, src: Source, name: str,
-                 hints: dict[str, Type] | None = None) -> None:
+                 hints: dict[str, Type] | None = None, fn_path: tuple | None = None) -> None:
         self.m = module
         self.pyfn = pyfn
+        self.fn_path = fn_path  # how the kernel reaches this device function, if it does
         self.src = src
         self.fn = ir.Function(name, [], None)  # type: ignore[arg-type]
         self.env: dict[str, Any] = {}
@@ -215,7 +216,8 @@ class FunctionLowering:
                 obj = self.cells[name].cell_contents
             except ValueError:
                 raise self.err(node, f"'{name}' is not yet bound") from None
-            return self.m.captured(self, ("cell", name), obj, node)
+            path = ("cell", name) if self.fn_path is None else ("fncell", self.fn_path, name)
+            return self.m.captured(self, path, obj, node)
         if name in self.globals:
             return self.m.captured(self, ("global", self.pyfn.__module__, name),
                                    self.globals[name], node)
@@ -963,7 +965,9 @@ class FunctionLowering:
 
     # == device function calls ========================================================
     def call_function(self, pyfn: Any, args: list[Any], kwargs: dict[str, Any],
-                      node: ast.AST, bound: Any = None) -> Any:
+                      node: ast.AST, bound: Any = None, fn_path: tuple | None = None) -> Any:
+        """A call of a device function; `fn_path` is how the kernel reaches the function
+        object (so its closure cells can be read at launch), where it does."""
         code = pyfn.__code__
         if code.co_flags & 0x20:
             raise self.err(node, f"{pyfn.__name__} is a generator; generators are not "
@@ -985,7 +989,7 @@ class FunctionLowering:
         if missing:
             raise self.err(node, f"{pyfn.__name__}() is missing argument '{missing[0]}'")
         return self.m.call_device_function(self, pyfn, [(n, bound_args[n]) for n in names],
-                                           node)
+                                           node, fn_path)
 
 
 # -- helpers ---------------------------------------------------------------------------------

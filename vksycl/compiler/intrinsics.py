@@ -253,12 +253,13 @@ class Intrinsics:
                                                                     None) is obj:
             return self.builtin(fl, obj.__name__, args, kwargs, node)
         if isinstance(obj, pytypes.FunctionType):
-            return fl.call_function(obj, args, kwargs, node)
+            return fl.call_function(obj, args, kwargs, node, fn_path=fn.path)
         if isinstance(obj, pytypes.MethodType) and isinstance(obj.__func__,
                                                               pytypes.FunctionType):
-            owner = fn.path[:-1] if isinstance(fn, PyV) and fn.path else None
+            owner = fn.path[:-1] if fn.path else None
             return fl.call_function(obj.__func__, args, kwargs, node,
-                                    PyV(obj.__self__, owner))
+                                    PyV(obj.__self__, owner),
+                                    (*fn.path, "__func__") if fn.path else None)
         raise fl.err(node, f"calling {_what(fn)} is not supported in device code")
 
     def const(self, fl: Any, v: Any, node: ast.AST) -> Any:

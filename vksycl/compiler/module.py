@@ -103,12 +103,20 @@ def frozen(v: Any) -> Any:
 
 
 def path_getter(path: tuple, pyfn: Any) -> Callable[[Any, tuple], Any]:
-    """How to read a capture path (closure cell, module global or explicit argument, then
-    attributes) from (function, arguments): built once, called at every launch."""
+    """How to read a capture path from (kernel function, arguments): built once, called
+    at every launch. A path starts at a closure cell of the kernel, a module global, an
+    explicit argument, or a closure cell of a device function (`("fncell", path of the
+    function, name)`), then reads attributes."""
     fields = path[2:] if path[0] in ("cell", "param") else path[3:]
     if path[0] == "cell":
         i = pyfn.__code__.co_freevars.index(path[1])
         base = lambda fn, args: fn.__closure__[i].cell_contents
+    elif path[0] == "fncell":
+        outer, name = path_getter(path[1], pyfn), path[2]
+
+        def base(fn: Any, args: tuple) -> Any:
+            f = outer(fn, args)
+            return f.__closure__[f.__code__.co_freevars.index(name)].cell_contents
     elif path[0] == "param":
         i = path[1]
         base = lambda fn, args: args[i]
@@ -274,10 +282,11 @@ class KernelModule:
         return out
 
     def lower_function(self, pyfn: Any, src: Any, name: str, params: list[tuple[str, Any]],
-                       kernel: bool = False) -> tuple[ir.Function, FunctionLowering]:
+                       kernel: bool = False, fn_path: tuple | None = None,
+                       ) -> tuple[ir.Function, FunctionLowering]:
         hints: dict[str, Type] = {}
         for _ in range(MAX_RESTARTS):
-            fl = FunctionLowering(self, pyfn, src, name, hints)
+            fl = FunctionLowering(self, pyfn, src, name, hints, fn_path)
             if kernel:
                 self.kernel_fl = fl
             try:
@@ -330,19 +339,21 @@ class KernelModule:
         raise exception(errc.build, f"unsupported kernel parameter type {t!r}")
 
     def captured(self, fl: FunctionLowering, path: tuple, obj: Any, node: ast.AST) -> Any:
-        """The device value of a name captured from a closure cell or module global."""
-        in_kernel = fl is self.kernel_fl
-        if path[0] == "cell" and not in_kernel:
+        """The device value of a name captured from a closure cell or module global. Cells
+        of the kernel, and of device functions it reaches by a path, are arguments read
+        at each launch; cells of a function reached otherwise (passed around as a value)
+        are compiled in."""
+        if path[0] == "cell" and fl is not self.kernel_fl:
             if _is_usm_ptr(obj) or hasattr(type(obj), "__vksycl_struct__"):
                 raise fl.err(node, f"a device function captures '{path[-1]}' from its "
-                             "enclosing scope; pass it as an argument")
+                             "enclosing scope, and the kernel reaches the function only as "
+                             "a value; pass it as an argument")
             return PyV(obj)
-        key = path
-        hit = self.captures.get(key)
+        hit = self.captures.get(path)
         if hit is not None:
             return hit
-        value = self.classify(fl, path, obj, node, runtime=path[0] == "cell")
-        self.captures[key] = value
+        value = self.classify(fl, path, obj, node, runtime=path[0] in ("cell", "fncell"))
+        self.captures[path] = value
         return value
 
     def classify(self, fl: FunctionLowering, path: tuple, obj: Any, node: ast.AST,
@@ -393,6 +404,8 @@ class KernelModule:
             self.specialized.append(path)
         if isinstance(obj, pytypes.MethodType) and plain_object(obj.__self__):
             return PyV(obj, path)  # a method of a captured object: `self` keeps its path
+        if isinstance(obj, pytypes.FunctionType) and obj.__closure__:
+            return PyV(obj, path)  # a closure: its cells are read through the path
         return PyV(obj)
 
     def attribute(self, fl: FunctionLowering, base: PyV, attr: str, node: ast.AST) -> Any:
@@ -524,7 +537,8 @@ class KernelModule:
 
     # -- device functions ------------------------------------------------------------------
     def call_device_function(self, fl: FunctionLowering, pyfn: Any,
-                             named: list[tuple[str, Any]], node: ast.AST) -> Any:
+                             named: list[tuple[str, Any]], node: ast.AST,
+                             fn_path: tuple | None = None) -> Any:
         if pyfn in self.stack:
             chain = " -> ".join(f.__name__ for f in self.stack[self.stack.index(pyfn):])
             raise fl.err(node, f"recursion is not supported in device code (SPIR-V forbids "
@@ -544,7 +558,8 @@ class KernelModule:
             self.names[base] = n + 1
             self.stack.append(pyfn)
             try:
-                fn, cfl = self.lower_function(pyfn, src, f"{base}_{n}" if n else base, callee)
+                fn, cfl = self.lower_function(pyfn, src, f"{base}_{n}" if n else base, callee,
+                                              fn_path=fn_path)
             finally:
                 self.stack.pop()
             fn.params = params
