@@ -6,7 +6,9 @@ The first launch of a kernel shape compiles it (or loads it from the caches) and
 a marshaller: how to fetch each argument the code uses (closure cell, module global,
 explicit argument, launch range) and a `struct.Struct` packing the push constants, where a
 pointer is its 64-bit device address. Later launches only fetch, pack and build the
-command, which keeps eager launches cheap.
+command, which keeps eager launches cheap. A kernel whose arguments outgrow the device's
+push constants runs as a variant compiled to read them from an argument block: launches
+write the packed bytes into host-visible memory and push the block's address.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from .exceptions import errc, exception
 from .runtime import handler as _handler
 from .runtime.aspects import aspect
 from .runtime.commands import KernelLaunch
+from .runtime.context import scheduler_for
+from .runtime.usm import Allocation, alloc
 from .types import dtype_key
 
 # work-group shapes for range kernels: 256 work-items where the device allows (measured
@@ -48,6 +52,7 @@ _CAPABILITY_FEATURES = {
     "AtomicFloat64MinMaxEXT": "shaderBufferFloat64AtomicMinMax",
     "PhysicalStorageBufferAddresses": "bufferDeviceAddress",
 }
+_ADDRESS = struct.Struct("<Q")
 # SPIR-V capabilities of integer types and the aspects that name them
 _CAPABILITY_ASPECTS = {"Int64": "int64", "Int16": "int16", "Int8": "int8"}
 # sub-group capabilities and their VkSubgroupFeatureFlagBits
@@ -85,8 +90,8 @@ class Prepared:
             dt = np.dtype(np.uint64) if a.kind == "ptr" else np.dtype(a.dtype)
             fmt += _fmt(dt)
             at += dt.itemsize
-        if ck.push_size > at:
-            fmt += f"{ck.push_size - at}x"
+        if ck.args_size > at:
+            fmt += f"{ck.args_size - at}x"
         self.packer = struct.Struct(fmt)
         self.n = len(slots)
         order = {id(a): k for k, a in enumerate(slots)}
@@ -175,6 +180,28 @@ def _indirect_path(path: tuple) -> bool:
     function's cells: what it holds is not part of the key a kernel is prepared under."""
     return path[0] == "fncell" or (path[0] != "param" and len(path) > (
         2 if path[0] == "cell" else 3))
+
+
+class ArgumentBlock:
+    """A launch's packed arguments in host-visible device memory, for a kernel whose
+    arguments outgrow the push constants. The command keeps it alive until it completes;
+    then its memory goes back to the allocator, which reuses it only once the work
+    submitted before has completed."""
+
+    __slots__ = ("allocation",)
+
+    def __init__(self, device: Any, data: bytes) -> None:
+        allocator = scheduler_for(device).allocators[True]
+        self.allocation = Allocation(allocator, allocator.allocate(len(data)), 0, len(data),
+                                     alloc.host, None, device)
+        self.allocation.host_bytes()[:] = np.frombuffer(data, np.uint8)
+
+    @property
+    def address(self) -> int:
+        return self.allocation.address
+
+    def __del__(self) -> None:
+        self.allocation.free()
 
 
 # -- cache keys --------------------------------------------------------------------------------
@@ -369,7 +396,8 @@ def _check(p: Prepared, device: Any) -> None:
 
 
 def _variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
-             properties: Any) -> tuple[tuple, Callable[[], KernelSpec]]:
+             properties: Any, args_in_memory: bool = False,
+             ) -> tuple[tuple, Callable[[], KernelSpec]]:
     """The cache key of the kernel a launch of this shape runs, and how to make its spec."""
     kind, dims, local, has_offset = shape
     param_types = info.param_types() if info is not None else None
@@ -378,9 +406,20 @@ def _variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
 
     def spec() -> KernelSpec:
         name = info.name if info is not None else kernel_name(pyfn)
-        return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold)
+        return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold,
+                          args_in_memory)
 
-    return (kind, dims, local, has_offset, scratch, param_types, fold), spec
+    return (kind, dims, local, has_offset, scratch, param_types, fold, args_in_memory), spec
+
+
+def _prepared(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
+              properties: Any) -> Prepared:
+    """The prepared kernel a launch runs: its arguments in push constants where they fit
+    the device's, else the variant reading them from an argument block."""
+    p = _prepare(pyfn, *_variant(pyfn, info, shape, launch, device, properties))
+    if p.ck.push_size > device.vulkan.max_push_constants_size:
+        p = _prepare(pyfn, *_variant(pyfn, info, shape, launch, device, properties, True))
+    return p
 
 
 def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple | None,
@@ -396,12 +435,16 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
         if len(args) != len(param_types):
             raise exception(errc.invalid, f"kernel {info.name} takes {len(param_types)} "
                             f"arguments, got {len(args)}")
-    p = _prepare(pyfn, *_variant(pyfn, info, shape, launch, device, properties))
+    p = _prepared(pyfn, info, shape, launch, device, properties)
     vk = device.vulkan
     if id(vk) not in p.checked:
         _check(p, device)
     push = p.arguments(pyfn, args or (), launch, context)
     ck = p.ck
+    keep: tuple = ()
+    if ck.spec.args_in_memory:
+        block = ArgumentBlock(device, push)
+        push, keep = _ADDRESS.pack(block.address), (block,)
     gkey = (id(vk), launch if shape[0] == "range" else (
         None if launch is None else tuple(launch.get_global_range())))
     groups = p.groups.get(gkey)
@@ -409,7 +452,7 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
         if len(p.groups) > 256:
             p.groups.clear()
         groups = p.groups[gkey] = _groups(ck, launch, device)
-    return KernelLaunch(ck.name, ck.binary, ck.entry, push, groups)
+    return KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, keep_alive=keep)
 
 
 def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
@@ -428,8 +471,7 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
 def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None) -> CompiledKernel:
     """The compiled kernel a launch would use (for `spirv()`, `spirv_asm()`, reflection)."""
     pyfn, info = _kernel_function(kernel)
-    return _prepare(pyfn, *_variant(pyfn, info, _shape(launch, device), launch, device,
-                                    properties)).ck
+    return _prepared(pyfn, info, _shape(launch, device), launch, device, properties).ck
 
 
 def unsupported(device: Any, ck: CompiledKernel) -> exception | None:

@@ -1,7 +1,7 @@
 """Pointers as device addresses: stored in memory (arrays of pointers, struct fields),
 passed between kernels, computed with, compared, null, held in variables, passed to and
-returned from device functions, captured by closures; and the errors users cause with
-them."""
+returned from device functions, captured by closures; argument blocks for kernels whose
+arguments outgrow the push constants; and the errors users cause with them."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 import vksycl as sycl
 from vksycl.exceptions import errc
 from vksycl.ext.oneapi import experimental as syclexp
+from vksycl.ext.oneapi import this_work_item
 from vksycl.launch import build_launch, build_launch_args, compiled
 
 HERE = __file__
@@ -465,3 +466,50 @@ def test_a_closure_the_kernel_reaches_by_no_path_must_take_memory_as_an_argument
 
     message = build_error(q, body, "pass it as an argument")
     assert "'out'" in message
+
+
+# -- argument blocks ---------------------------------------------------------------------------
+
+def test_a_kernel_with_more_arguments_than_push_constants(q, mem):
+    ptrs = [mem.of(np.full(4, k, np.float32)) for k in range(20)]
+    (p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18,
+     p19) = ptrs
+    out = mem.zeros(4, np.float32)
+    scale = 2.0
+
+    def body(i):
+        out[i] = scale * (p0[i] + p1[i] + p2[i] + p3[i] + p4[i] + p5[i] + p6[i] + p7[i] +
+                          p8[i] + p9[i] + p10[i] + p11[i] + p12[i] + p13[i] + p14[i] +
+                          p15[i] + p16[i] + p17[i] + p18[i] + p19[i]) + i
+
+    dev = q.get_device()
+    ck = compiled(dev, body, sycl.range(4))
+    refl = ck.reflection()
+    if dev.vulkan.max_push_constants_size < 21 * 8:
+        assert refl["args_in_memory"] and refl["push_size"] == 8
+        assert refl["args_size"] >= 21 * 8
+        assert "OpConvertUToPtr %_ptr_PhysicalStorageBuffer_Args" in ck.spirv_asm()
+    for run in range(3):  # each launch packs its own block
+        scale = 2.0 + run
+        q.parallel_for(sycl.range(4), body).wait()
+        np.testing.assert_array_equal(mem.view(out, 4), scale * 190 + np.arange(4))
+
+
+@syclexp.nd_range_kernel(1)
+def _many(a0: sycl.ptr[sycl.int32], a1: sycl.ptr[sycl.int32], a2: sycl.ptr[sycl.int32],
+          a3: sycl.ptr[sycl.int32], a4: sycl.ptr[sycl.int32], a5: sycl.ptr[sycl.int32],
+          a6: sycl.ptr[sycl.int32], a7: sycl.ptr[sycl.int32], a8: sycl.ptr[sycl.int32],
+          a9: sycl.ptr[sycl.int32], a10: sycl.ptr[sycl.int32], a11: sycl.ptr[sycl.int32],
+          a12: sycl.ptr[sycl.int32], a13: sycl.ptr[sycl.int32], a14: sycl.ptr[sycl.int32],
+          a15: sycl.ptr[sycl.int32], a16: sycl.ptr[sycl.int32], a17: sycl.ptr[sycl.int32],
+          a18: sycl.ptr[sycl.int32], a19: sycl.ptr[sycl.int32]):
+    i = this_work_item.get_nd_item(1).get_global_id(0)
+    a19[i] = a0[i] + a1[i] + a2[i] + a3[i] + a4[i] + a5[i] + a6[i] + a7[i] + a8[i] + a9[i] + \
+        a10[i] + a11[i] + a12[i] + a13[i] + a14[i] + a15[i] + a16[i] + a17[i] + a18[i]
+
+
+def test_a_free_function_kernel_with_twenty_pointers(q, mem):
+    ptrs = [mem.of(np.full(8, k, np.int32)) for k in range(20)]
+    syclexp.nd_launch(q, sycl.nd_range((8,), (8,)), syclexp.kernel_function(_many),
+                      *ptrs).wait()
+    assert mem.view(ptrs[19], 8).tolist() == [sum(range(19))] * 8

@@ -23,6 +23,7 @@ from . import ir
 from .frontend import mem_type
 from .passes import remove_dead_stores, straight
 from .typesys import (
+    U64,
     VOID,
     ArrayType,
     PtrType,
@@ -85,11 +86,13 @@ def analyse(kernel: ir.Function) -> Usage:
 
 
 class Codegen:
-    def __init__(self, entry_name: str, local_size: tuple[int, int, int]) -> None:
+    def __init__(self, entry_name: str, local_size: tuple[int, int, int],
+                 args_in_memory: bool = False) -> None:
         self.b = ModuleBuilder(SPIRV_VERSION)
         self.b.capability("Shader")
         self.entry_name = entry_name
         self.local_size = local_size
+        self.args_in_memory = args_in_memory
         self.addresses = False
         self.types: dict[Any, Any] = {}
         self.shared_vars: dict[int, Any] = {}
@@ -165,6 +168,8 @@ class Codegen:
         b = self.b
         self.push_types = push_types
         used = sorted(usage.push)
+        # the argument fields at their natural alignments: the push constants, or the
+        # argument block whose address is then the one push constant
         offsets, off = [], 0
         for i in used:
             size = push_types[i].nbytes
@@ -172,11 +177,18 @@ class Codegen:
             offsets.append(off)
             off += size
         self.push_offsets = dict(zip(used, offsets, strict=True))
-        self.push_size = off
+        self.args_size = self.push_size = off
         self.push_member = {i: k for k, i in enumerate(used)}
         if used:
             st = b.type_struct([self.ty(push_types[i]) for i in used], offsets=offsets,
                                block=True, name="Args")
+            if self.args_in_memory:
+                for k in range(len(used)):
+                    b.member_decorate(st, k, "NonWritable")
+                self.block_pointer = self.physical_pointer(st)
+                st = b.type_struct([self.ty(U64)], offsets=[0], block=True,
+                                   name="ArgsAddress")
+                self.push_size = 8
             self.push_var = b.variable(st, "PushConstant", name="args")
         for root in usage.shared:
             arr = self.ty(ArrayType(self.mem(root.elem), root.length))
@@ -298,9 +310,16 @@ class Codegen:
         if isinstance(v, ir.PushField):
             t = self.ty(v.ty)
             member = self.push_member[v.index]
-            p = b.op("AccessChain", b.type_pointer("PushConstant", t), self.push_var,
-                     b.i32(member))
-            return b.op("Load", t, p)
+            if not self.args_in_memory:
+                p = b.op("AccessChain", b.type_pointer("PushConstant", t), self.push_var,
+                         b.i32(member))
+                return b.op("Load", t, p)
+            u64 = self.ty(U64)
+            address = b.op("Load", u64, b.op("AccessChain", b.type_pointer(
+                "PushConstant", u64), self.push_var, b.i32(0)))
+            block = b.op("ConvertUToPtr", self.block_pointer, address)
+            p = b.op("AccessChain", self.physical_pointer(t), block, b.i32(member))
+            return b.op("Load", t, p, "Aligned", v.ty.nbytes)
         if isinstance(v, ir.Builtin):
             return self.builtin(v)
         if isinstance(v, ir.Op):

@@ -81,7 +81,8 @@ class ArgRead(Value):
 
 @dataclass(eq=False)
 class PushField(Value):
-    """A kernel argument passed in the push-constant block."""
+    """A kernel argument: a push-constant field, or a field of the argument block in
+    device memory for a kernel compiled with its arguments there."""
 
     index: int
     ty: Type

@@ -55,7 +55,8 @@ class CompiledKernel:
     binary: bytes
     spec: KernelSpec
     args: list[ArgSlot]  # the arguments the code uses, at their offsets in the packed bytes
-    push_size: int
+    push_size: int  # bytes of push constants: the arguments, or the argument block address
+    args_size: int  # bytes of packed arguments (as push constants, or in the block)
     local_size: tuple[int, int, int]  # Vulkan order x, y, z
     aspects: frozenset[str]
     capabilities: tuple[str, ...] = ()
@@ -75,6 +76,7 @@ class CompiledKernel:
     def reflection(self) -> dict[str, Any]:
         return {
             "entry": self.entry, "local_size": self.local_size, "push_size": self.push_size,
+            "args_size": self.args_size, "args_in_memory": self.spec.args_in_memory,
             "aspects": sorted(self.aspects), "capabilities": list(self.capabilities),
             "args": [{"path": a.path, "kind": a.kind, "push_offset": a.push_offset,
                       "dtype": None if a.dtype is None else str(a.dtype)} for a in self.args],
@@ -108,7 +110,7 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
     lowered = KernelModule(pyfn, spec).lower()
     usage = analyse(lowered.kernel)
     entry = f"__sycl_kernel_{spec.name}"
-    cg = Codegen(entry, local_size_xyz(spec.local))
+    cg = Codegen(entry, local_size_xyz(spec.local), spec.args_in_memory)
     try:
         binary = cg.module(lowered.kernel, usage, lowered.push_types)
         spirv_gen.validate(binary, "vulkan1.1")
@@ -118,7 +120,7 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
                         f"error in kernel {spec.name}: {ex}") from ex
     args = [dataclasses.replace(a, push_offset=cg.push_offsets[a.push_index])
             for a in lowered.args if a.push_index in cg.push_offsets]
-    return CompiledKernel(spec.name, entry, binary, spec, args, cg.push_size,
+    return CompiledKernel(spec.name, entry, binary, spec, args, cg.push_size, cg.args_size,
                           local_size_xyz(spec.local),
                           frozenset(lowered.aspects), tuple(cg.b.capabilities),
                           tuple(lowered.specialized),

@@ -4,7 +4,8 @@ feature use, then the passes (call tree, dead arguments, layout) and codegen.
 Kernel arguments are created lazily, the first time kernel code reads a captured value or
 parameter, so arguments a kernel never uses cost nothing. A USM pointer argument is its
 64-bit device address; scalars are push-constant fields of their own width (at least 32
-bits).
+bits); a kernel variant compiled with `args_in_memory` reads the same fields from an
+argument block in device memory whose address is its one push constant.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ class KernelSpec:
     # 2-/3-dimensional launches with more work-groups in a dimension than the device
     # dispatches: work-groups are numbered linearly over x and y and decomposed
     fold_groups: bool = False
+    # the arguments in a block in device memory, for kernels whose arguments outgrow the
+    # device's push constants: the push constants hold the block's address
+    args_in_memory: bool = False
 
 
 @dataclass
