@@ -23,6 +23,10 @@ def scheduler_for(device: Any) -> Scheduler:
         sched = _schedulers.get(device)
         if sched is None:
             vk = device.vulkan
+            if not vk.features.get("bufferDeviceAddress"):
+                raise exception(errc.feature_not_supported, f"{vk.name} lacks the Vulkan "
+                                "feature bufferDeviceAddress, which vksycl's USM pointers "
+                                "(device addresses) need")
             # Polling a fence steals a core from a CPU device (lavapipe) doing the work.
             spin = 0.0 if vk.device_type == "cpu" else _SPIN_WAIT_S
             engine = Engine(vk.index, vk.timestamp_period, spin)
