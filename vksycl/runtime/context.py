@@ -19,6 +19,9 @@ _schedulers_lock = threading.Lock()
 
 def scheduler_for(device: Any) -> Scheduler:
     """The device's scheduler, and with it its Kompute manager: one per process."""
+    sched = _schedulers.get(device)
+    if sched is not None:
+        return sched
     with _schedulers_lock:
         sched = _schedulers.get(device)
         if sched is None:
