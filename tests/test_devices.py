@@ -353,3 +353,23 @@ def test_info_command_reports_a_bad_selector(lavapipe: sycl.device) -> None:
     assert r.returncode == 1
     assert lavapipe.vulkan.name in r.stdout and "[hidden by selector]" in r.stdout
     assert "VKSYCL_DEVICE_SELECTOR='no-such-device' matches none" in r.stderr
+
+
+def test_a_device_without_buffer_device_addresses_is_refused_by_name():
+    """USM pointers are device addresses: a device lacking the feature gets no queue and no
+    memory, with an error naming the feature, rather than a second pointer model."""
+    from types import MappingProxyType
+
+    from vksycl.runtime.platform import device
+
+    vk = sycl.device().vulkan
+    weaker = dataclasses.replace(
+        vk, name="weaker device",
+        features=MappingProxyType({**vk.features, "bufferDeviceAddress": False}))
+    dev = device._of(weaker)
+    for attempt in (lambda: sycl.queue(dev), lambda: sycl.malloc_device(4, sycl.int32, dev,
+                                                                        sycl.context(dev))):
+        with pytest.raises(sycl.exception) as ei:
+            attempt()
+        assert ei.value.code() == errc.feature_not_supported
+        assert "weaker device lacks the Vulkan feature bufferDeviceAddress" in str(ei.value)

@@ -103,6 +103,19 @@ def test_bundle_of_one_kernel(ctx, dev):
     assert b2.get_devices() == [dev] and b2.ext_oneapi_has_kernel(store)
 
 
+def test_kernel_objects_show_their_spirv(ctx, dev):
+    k = syclexp.get_kernel_bundle(ctx, scale, ex).ext_oneapi_get_kernel(scale)
+    binary = k.spirv()
+    assert binary[:4] == b"\x03\x02\x23\x07" and binary == k.spirv(dev)
+    asm = k.spirv_asm()
+    assert 'OpEntryPoint GLCompute %' in asm and '"__sycl_kernel_scale"' in asm
+    src = syclexp.build(syclexp.create_kernel_bundle_from_source(
+        ctx, syclexp.source_language.glsl,
+        "#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n"))
+    main = src.ext_oneapi_get_kernel("main")
+    assert main.spirv()[:4] == binary[:4] and "OpEntryPoint GLCompute" in main.spirv_asm()
+
+
 def test_bundle_of_all_kernels(ctx, dev):
     b = sycl.get_kernel_bundle(ctx, ex)
     for f in (scale, index2, store, with_local):

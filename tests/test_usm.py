@@ -146,3 +146,20 @@ def test_prefetch_and_mem_advise_check_and_order(q):
     q.mem_advise(a, 64, 0).wait()
     assert code_of(lambda: q.prefetch(a, 65)) == sycl.errc.invalid
     sycl.free(a, q)
+
+
+def test_one_kernel_over_an_allocation_past_the_storage_buffer_range(q):
+    """Kernels reach USM by device address: 200 MiB (past lavapipe's 128 MiB
+    maxStorageBufferRange) filled by one kernel, every element checked."""
+    n = (200 << 20) // 4
+    assert n * 4 > q.get_device().vulkan.max_storage_buffer_range
+    x = sycl.malloc_device(n, sycl.int32, q)
+
+    def body(i):
+        x[i] = i * 3 + 1
+
+    q.parallel_for(sycl.range(n), body).wait()
+    got = np.empty(n, np.int32)
+    q.memcpy(got, x, n * 4).wait()
+    np.testing.assert_array_equal(got, np.arange(n, dtype=np.int32) * 3 + 1)
+    sycl.free(x, q)

@@ -12,6 +12,8 @@ import enum
 from collections.abc import Iterable
 from typing import Any
 
+import spirv_gen
+
 from . import info
 from .compiler.free_function import FreeFunctionKernel, registered_kernels
 from .exceptions import errc, exception, invalid
@@ -100,6 +102,9 @@ class FreeKernel:
         p = next((p for p in self.kernel.properties if isinstance(p, sub_group_size)), None)
         return p.size if p is not None else 0
 
+    def binary(self, device: Any) -> bytes:
+        return self.compiled(device).binary
+
     def memory(self, device: Any) -> tuple[int, int]:
         """(work-group local bytes, private bytes) the compiled kernel declares."""
         from .spirv_reflect import reflect
@@ -179,6 +184,14 @@ class kernel:
 
     def __repr__(self) -> str:
         return f"sycl.kernel({self._impl.name})"
+
+    def spirv(self, device: Any = None) -> bytes:
+        """The SPIR-V module the kernel runs on `device` (the bundle's first by default)."""
+        return self._impl.binary(device or self._bundle.get_devices()[0])
+
+    def spirv_asm(self, device: Any = None) -> str:
+        """`spirv()` as SPIR-V assembly text."""
+        return spirv_gen.disassemble(self.spirv(device))
 
     def _vksycl_command(self, device: Any, launch: Any, args: dict[int, Any],
                         properties: Any, context: Any) -> Any:

@@ -222,6 +222,9 @@ class SourceKernel:
             self._compat[key] = unsupported(device, ck)
         return self._compat[key]
 
+    def binary(self, device: Any) -> bytes:
+        return self.spirv
+
     def num_args(self) -> int:
         return len(self.reflection.args)
 

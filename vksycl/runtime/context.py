@@ -19,10 +19,17 @@ _schedulers_lock = threading.Lock()
 
 def scheduler_for(device: Any) -> Scheduler:
     """The device's scheduler, and with it its Kompute manager: one per process."""
+    sched = _schedulers.get(device)
+    if sched is not None:
+        return sched
     with _schedulers_lock:
         sched = _schedulers.get(device)
         if sched is None:
             vk = device.vulkan
+            if not vk.features.get("bufferDeviceAddress"):
+                raise exception(errc.feature_not_supported, f"{vk.name} lacks the Vulkan "
+                                "feature bufferDeviceAddress, which vksycl's USM pointers "
+                                "(device addresses) need")
             # Polling a fence steals a core from a CPU device (lavapipe) doing the work.
             spin = 0.0 if vk.device_type == "cpu" else _SPIN_WAIT_S
             engine = Engine(vk.index, vk.timestamp_period, spin)

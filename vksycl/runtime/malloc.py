@@ -17,19 +17,23 @@ from ..exceptions import errc, exception
 from ..types import as_dtype
 from .allocator import MIN_ALIGN
 from .context import context, scheduler_for
+from .platform import device
+from .queue import queue
 from .usm import Allocation, PointerType, alloc, ptr
+
+_BYTES = np.dtype(np.uint8)
 
 
 def _where(args: tuple) -> tuple[np.dtype, Any, context]:
     """(element type, device, context) from the arguments after the count."""
-    from .queue import queue
-
-    dtype = np.dtype(np.uint8)
-    if args and not isinstance(args[0], queue | context) and not _is_device(args[0]):
+    if len(args) == 2 and type(args[1]) is queue:  # the common (count, type, queue)
+        return _element_type(args[0]), args[1]._device, args[1]._context
+    dtype = _BYTES
+    if args and not isinstance(args[0], queue | context | device):
         dtype, args = _element_type(args[0]), args[1:]
     if len(args) == 1 and isinstance(args[0], queue):
         return dtype, args[0].get_device(), args[0].get_context()
-    if len(args) == 2 and _is_device(args[0]) and isinstance(args[1], context):
+    if len(args) == 2 and isinstance(args[0], device) and isinstance(args[1], context):
         dev, ctx = args
         if not ctx.has_device(dev):
             raise exception(errc.invalid, "the device is not in the context")
@@ -38,9 +42,21 @@ def _where(args: tuple) -> tuple[np.dtype, Any, context]:
                     "(count, [type,] device, context)")
 
 
+_ELEMENT_TYPES: dict[Any, np.dtype] = {}  # types and sycl.ptr[T] seen before
+
+
 def _element_type(t: Any) -> np.dtype:
     """A USM element type: a number, a bool, a struct layout or a pointer; never Python
     objects, strings or dates, whose bytes kernels and copies cannot give meaning to."""
+    known = _ELEMENT_TYPES.get(t) if type(t) is type or type(t) is PointerType else None
+    if known is None:
+        known = _check_element_type(t)
+        if type(t) is type or type(t) is PointerType:
+            _ELEMENT_TYPES[t] = known
+    return known
+
+
+def _check_element_type(t: Any) -> np.dtype:
     if isinstance(t, PointerType):
         return t.storage
     try:
@@ -51,12 +67,6 @@ def _element_type(t: Any) -> np.dtype:
         raise exception(errc.invalid, f"{t!r} is not a USM element type (a sycl/numpy "
                         "number type, bool, or a sycl.struct)")
     return dtype
-
-
-def _is_device(obj: Any) -> bool:
-    from .platform import device
-
-    return isinstance(obj, device)
 
 
 def _allocate(count: int, args: tuple, kind: alloc, alignment: int = 0) -> ptr | None:
@@ -87,12 +97,19 @@ def _allocate(count: int, args: tuple, kind: alloc, alignment: int = 0) -> ptr |
     return ptr(a, 0, dtype)
 
 
+_HEAPS: dict[tuple[int, bool], int] = {}
+
+
 def _heap_size(vk: Any, host_visible: bool) -> int:
     """The size of the heap Kompute allocates from: that of the first memory type with
     the properties it asks for (device-local, or host-visible and coherent)."""
+    size = _HEAPS.get((id(vk), host_visible))
+    if size is not None:
+        return size
     for t in vk.memory_types:
         if (t.host_visible and t.host_coherent) if host_visible else t.device_local:
-            return vk.memory_heaps[t.heap_index].size
+            size = _HEAPS[(id(vk), host_visible)] = vk.memory_heaps[t.heap_index].size
+            return size
     raise exception(errc.memory_allocation, "the device has no memory type for this USM kind")
 
 
@@ -145,8 +162,6 @@ aligned_alloc_shared = _aligned(alloc.shared)
 
 
 def _context_of(where: Any) -> context:
-    from .queue import queue
-
     if isinstance(where, queue):
         return where.get_context()
     if isinstance(where, context):
@@ -174,11 +189,9 @@ def free(p: ptr | None, where: Any) -> None:
 
 
 def _device_of(where: Any) -> Any:
-    from .queue import queue
-
     if isinstance(where, queue):
         return where.get_device()
-    if _is_device(where):
+    if isinstance(where, device):
         return where
     raise exception(errc.invalid, f"expected a queue or a device, got {type(where).__name__}")
 
