@@ -214,6 +214,12 @@ class Codegen:
         self.scopes: list[dict[int, Any]] = [{}]
         self.loops: list[Any] = []
         self.ret_type = fn.ret
+        if self.args_in_memory and self.push_member:
+            # the argument block's pointer, in the entry block so every use sees it
+            u64 = self.ty(U64)
+            address = b.op("Load", u64, b.op("AccessChain", b.type_pointer(
+                "PushConstant", u64), self.push_var, b.i32(0)))
+            self.block = b.op("ConvertUToPtr", self.block_pointer, address)
         self.stmts(fn.body)
         if b.current_block is not None and fn.ret != VOID:
             b.ret(b.constant_null(self.ty(fn.ret)))
@@ -314,11 +320,7 @@ class Codegen:
                 p = b.op("AccessChain", b.type_pointer("PushConstant", t), self.push_var,
                          b.i32(member))
                 return b.op("Load", t, p)
-            u64 = self.ty(U64)
-            address = b.op("Load", u64, b.op("AccessChain", b.type_pointer(
-                "PushConstant", u64), self.push_var, b.i32(0)))
-            block = b.op("ConvertUToPtr", self.block_pointer, address)
-            p = b.op("AccessChain", self.physical_pointer(t), block, b.i32(member))
+            p = b.op("AccessChain", self.physical_pointer(t), self.block, b.i32(member))
             return b.op("Load", t, p, "Aligned", v.ty.nbytes)
         if isinstance(v, ir.Builtin):
             return self.builtin(v)
