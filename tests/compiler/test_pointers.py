@@ -262,6 +262,40 @@ def test_pointers_into_work_group_memory_are_values_too(q, mem):
     assert mem.view(out, 8).tolist() == [10 * (1 + k % 4) + 1 for k in range(8)]
 
 
+def _first_plus_one(t, out):
+    def body():
+        out[0] = t[0][0] + 1
+
+    return body
+
+
+def test_kernels_are_cached_apart_by_what_stored_pointers_point_to(q, mem, monkeypatch):
+    from vksycl import launch as launch_cache
+    from vksycl.compiler import kernel as kernel_cache
+
+    out = mem.zeros(1, np.float32)
+    floats, ints = mem.of(np.array([2.5], np.float32)), mem.of(np.array([7], np.int32))
+    tables = []
+    for p in (floats, ints):
+        t = sycl.malloc_shared(1, sycl.ptr[p.dtype], q)
+        t[0] = p
+        tables.append(t)
+    try:
+        # numpy's dtype equality ignores what a pointer dtype points to: the memory
+        # caches, and the disk cache behind them, must not
+        q.single_task(_first_plus_one(tables[0], out)).wait()
+        assert mem.view(out, 1)[0] == 3.5
+        q.single_task(_first_plus_one(tables[1], out)).wait()
+        assert mem.view(out, 1)[0] == 8
+        monkeypatch.setattr(kernel_cache, "_MEMORY", {})
+        monkeypatch.setattr(launch_cache, "_PREPARED", {})
+        q.single_task(_first_plus_one(tables[0], out)).wait()
+        assert mem.view(out, 1)[0] == 3.5
+    finally:
+        for t in tables:
+            sycl.free(t, q)
+
+
 # -- null pointer arguments --------------------------------------------------------------------
 
 @syclexp.single_task_kernel

@@ -27,7 +27,7 @@ def _reads(node: Any, out: set[int]) -> None:
 
 def remove_dead_stores(fn: ir.Function) -> None:
     """Drop assignments to variables nothing reads (their values have no side effects), so
-    an argument bound to an unused parameter costs no push constant and no binding."""
+    an argument bound to an unused parameter costs no push constant."""
     read: set[int] = set()
     _reads(fn.body, read)
 
