@@ -206,7 +206,7 @@ class ArgumentBlock:
 
 # -- cache keys --------------------------------------------------------------------------------
 
-def _sig(v: Any) -> Any:
+def _sig(v: Any, depth: int = 0) -> Any:
     t = type(v)
     if t in (int, float, bool):
         return t
@@ -218,13 +218,33 @@ def _sig(v: Any) -> Any:
         return ("w", v.dtype, v.shape)
     st = getattr(t, "__vksycl_struct__", None)
     if st is not None:
-        return ("s", t, tuple(_sig(getattr(v, n)) for n, ft in st.fields
+        return ("s", t, tuple(_sig(getattr(v, n), depth) for n, ft in st.fields
                               if not hasattr(ft, "bits")))
+    if t is pytypes.FunctionType and v.__closure__ and depth < 4:
+        return _closure_sig(v, depth + 1)
     try:
         hash(v)
         return ("o", v)
     except TypeError:
         return ("id", id(v))
+
+
+def _closure_sig(f: Any, depth: int) -> Any:
+    """A closure the kernel reaches by a path is keyed as the kernel is: by its code, its
+    defaults (compiled in) and the types of what it captures (kernel arguments), not by
+    identity, since the function that defines it makes a new one at each call."""
+    kwdefaults = tuple(sorted((f.__kwdefaults__ or {}).items()))
+    try:
+        hash((f.__defaults__, kwdefaults))
+    except TypeError:
+        return ("o", f)
+    cells = []
+    for c in f.__closure__:
+        try:
+            cells.append(_sig(c.cell_contents, depth))
+        except ValueError:  # not bound yet
+            cells.append(None)
+    return ("f", f.__code__, f.__defaults__, kwdefaults, tuple(cells))
 
 
 _GLOBAL_NAMES: dict[Any, tuple[str, ...]] = {}

@@ -475,20 +475,63 @@ def test_closures_nest_and_capture_structs(q, mem):
     np.testing.assert_array_equal(mem.view(out, 4), ((np.arange(4) + 1) * 2 + 1) * 2)
 
 
-def test_a_closure_passed_to_a_device_function_keeps_its_captures(q, mem):
-    out = mem.zeros(4, np.int32)
+def test_a_closure_passed_around_in_device_code_keeps_its_captures(q, mem):
+    out, more = mem.zeros(4, np.int32), mem.zeros(4, np.int32)
 
     def helper(i):
         out[i] = i + 1
+
+    def other(i):
+        more[i] = i + 2
 
     def run(f, i):
         f(i)
 
     def body(i):
-        run(helper, i)
+        f, g = helper, other  # a tuple built here keeps how each was reached
+        run(f, i)
+        run(g, i)
 
     q.parallel_for(sycl.range(4), body).wait()
     assert mem.view(out, 4).tolist() == [1, 2, 3, 4]
+    assert mem.view(more, 4).tolist() == [2, 3, 4, 5]
+
+
+def test_closures_made_at_each_call_share_one_prepared_kernel(q, mem):
+    from vksycl import launch as launch_cache
+
+    outs = [mem.zeros(4, np.float32) for _ in range(3)]
+    q.parallel_for(sycl.range(4), _scaler(outs[0], 1.0)).wait()
+    before = len(launch_cache._PREPARED)
+    for k, out in enumerate(outs):
+        q.parallel_for(sycl.range(4), _scaler(out, 1.0 + k)).wait()
+    assert len(launch_cache._PREPARED) == before
+    for k, out in enumerate(outs):
+        np.testing.assert_array_equal(mem.view(out, 4), np.arange(4) * (1.0 + k))
+
+
+def _offset_writer(out, offset):
+    def helper(i, add=offset):  # a default is compiled in
+        out[i] = i + add
+
+    def body(i):
+        helper(i)
+
+    return body
+
+
+def test_a_closure_default_is_part_of_the_kernel_key(q, mem, monkeypatch):
+    from vksycl import launch as launch_cache
+    from vksycl.compiler import kernel as kernel_cache
+
+    out = mem.zeros(4, np.int32)
+    for offset in (10, 20):
+        q.parallel_for(sycl.range(4), _offset_writer(out, offset)).wait()
+        assert mem.view(out, 4).tolist() == [offset + k for k in range(4)]
+    monkeypatch.setattr(kernel_cache, "_MEMORY", {})  # the disk cache keys it too
+    monkeypatch.setattr(launch_cache, "_PREPARED", {})
+    q.parallel_for(sycl.range(4), _offset_writer(out, 30)).wait()
+    assert mem.view(out, 4).tolist() == [30 + k for k in range(4)]
 
 
 def test_a_closure_the_kernel_reaches_by_no_path_must_take_memory_as_an_argument(q, mem):
@@ -497,8 +540,10 @@ def test_a_closure_the_kernel_reaches_by_no_path_must_take_memory_as_an_argument
     def helper():
         out[0] = 1
 
+    helpers = (helper,)  # a captured tuple is compiled in, by value
+
     def body():
-        for f in (helper,):  # a tuple built in device code holds values, not paths
+        for f in helpers:
             f()
 
     message = build_error(q, body, "pass it as an argument")

@@ -613,9 +613,9 @@ class FunctionLowering:
 
     def expr_Tuple(self, e: ast.Tuple) -> Any:
         items = [self.expr(x) for x in e.elts]
-        if all(isinstance(i, PyV) for i in items):
+        if all(isinstance(i, PyV) and i.path is None for i in items):
             return PyV(tuple(i.obj for i in items))
-        return TupV(items)
+        return TupV(items)  # items that have paths keep them (closures, captured objects)
 
     def expr_Attribute(self, e: ast.Attribute) -> Any:
         base = self.expr(e.value)

@@ -187,6 +187,9 @@ def _fingerprint(pyfn: Any, seen: set[int], depth: int = 0) -> str:
     if pyfn.__code__.co_name == "<lambda>":  # lambdas sharing a line: where each starts
         span = code_span(pyfn.__code__)
         h.update(repr(span and span[0]).encode())
+    # defaults are compiled in: their values are part of the key
+    h.update(repr(_describe((pyfn.__defaults__ or (), tuple(sorted(
+        (pyfn.__kwdefaults__ or {}).items()))), seen, depth)).encode())
     g = pyfn.__globals__
     for name in sorted(_names(pyfn.__code__) - skip):
         if name in g:
