@@ -10,6 +10,7 @@ dispatching the same copy shader, and torch on the GPU when it is installed.
 from __future__ import annotations
 
 import argparse
+import struct
 
 import numpy as np
 from timing import best_seconds, median_us
@@ -39,7 +40,7 @@ class RawKompute:
         b = self.mgr.tensor_t(np.zeros(words, np.uint32), kp.TensorTypes.storage)
         n16 = nbytes // 16
         groups = min(32768, 1 << (max(1, -(-n16 // 256)) - 1).bit_length())
-        push = np.array([0, 0, n16], np.uint32)
+        push = _addresses(a, b, n16)
         algo = self.mgr.algorithm([a, b], self.spirv, [groups, 1, 1],
                                   np.zeros(0, np.uint32), push)
         seq = self.mgr.sequence()
@@ -51,7 +52,7 @@ class RawKompute:
         kp = self.kp
         a = self.mgr.tensor_t(np.zeros(4, np.uint32), kp.TensorTypes.storage)
         b = self.mgr.tensor_t(np.zeros(4, np.uint32), kp.TensorTypes.storage)
-        push = np.array([0, 0, 1], np.uint32)
+        push = _addresses(a, b, 1)
         algo = self.mgr.algorithm([a, b], self.spirv, [1, 1, 1], np.zeros(0, np.uint32), push)
         seq = self.mgr.sequence()
         seq.record(kp.OpAlgoDispatch(algo, push))
@@ -64,6 +65,12 @@ class RawKompute:
             seq.eval_await()
 
         return replay, median_us(rerecord, n)
+
+
+def _addresses(src, dst, count: int) -> np.ndarray:
+    """The copy shader's push constants: source and destination addresses, 16-byte units."""
+    return np.frombuffer(struct.pack("<QQI", src.device_address(), dst.device_address(),
+                                     count), np.uint32)
 
 
 def torch_peer():

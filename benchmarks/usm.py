@@ -101,7 +101,7 @@ def main() -> None:
     free_bytes = None
     if cuda:
         free_bytes = torch.cuda.mem_get_info()[0]
-    if free_bytes is None or free_bytes > 3 * args.big_gib * (1 << 30):
+    if args.big_gib > 0 and (free_bytes is None or free_bytes > 3 * args.big_gib * (1 << 30)):
         gbs, ok = big_kernel_gbs(q, args.big_gib, args.repeat)
         line = (f"x = x * 2 + 1 over {args.big_gib:g} GiB in one kernel: {gbs:.0f} GB/s "
                 f"(values {'checked' if ok else 'WRONG'})")
