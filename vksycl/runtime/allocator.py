@@ -26,9 +26,10 @@ SMALL_LIMIT = 4 << 20
 def size_class(nbytes: int) -> int:
     """`nbytes` rounded up to one of eight steps per power of two (at most 12.5% waste),
     and to a whole number of `MIN_ALIGN` units."""
-    n = max(nbytes, MIN_ALIGN)
-    step = max(MIN_ALIGN, 1 << max(0, (n - 1).bit_length() - 3))
-    return -(-n // step) * step
+    if nbytes <= 8 * MIN_ALIGN:
+        return -(-max(nbytes, 1) // MIN_ALIGN) * MIN_ALIGN
+    step = 1 << ((nbytes - 1).bit_length() - 4)
+    return -(-nbytes // step) * step
 
 
 @dataclass(eq=False)
@@ -56,9 +57,10 @@ class Chunk:
 class Allocator:
     """Chunks of one memory kind (device-local, or host-visible) of one device."""
 
-    def __init__(self, engine: Engine, host_visible: bool) -> None:
+    def __init__(self, engine: Engine, host_visible: bool, heap_bytes: int) -> None:
         self.engine = engine
         self.host_visible = host_visible
+        self.heap_bytes = heap_bytes  # of the Vulkan heap it allocates from
         self._lock = threading.Lock()
         self._free: dict[int, list[Chunk]] = collections.defaultdict(list)
         self._pending: collections.deque[tuple[Submission, Chunk]] = collections.deque()
@@ -72,11 +74,11 @@ class Allocator:
         emptied cache leaves the device without room."""
         size = size_class(nbytes)
         with self._lock:
-            chunk = self._reuse(size)
-            if chunk is None:
-                chunk = self._new_chunk(size)
-            chunk.block.live += 1
-            chunk.block.chunks.add(chunk)
+            free = self._free.get(size)
+            chunk = free.pop() if free else self._reuse(size) or self._new_chunk(size)
+            block = chunk.block
+            block.live += 1
+            block.chunks.add(chunk)
             self.in_use += size
             return chunk
 
@@ -85,18 +87,17 @@ class Allocator:
         last = self.engine.last_submission()
         with self._lock:
             chunk.owner = None
-            chunk.block.live -= 1
-            chunk.block.chunks.discard(chunk)
+            block = chunk.block
+            block.live -= 1
+            block.chunks.discard(chunk)
             self.in_use -= chunk.size
-            if last is None:
+            if last is None or last.finished:
                 self._free[chunk.size].append(chunk)
             else:
                 self._pending.append((last, chunk))
 
     def _reuse(self, size: int) -> Chunk | None:
-        free = self._free.get(size)
-        if free:
-            return free.pop()
+        """A freed chunk of `size` whose last user finished since it was freed."""
         self._settle()
         free = self._free.get(size)
         return free.pop() if free else None

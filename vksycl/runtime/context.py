@@ -33,9 +33,18 @@ def scheduler_for(device: Any) -> Scheduler:
             # Polling a fence steals a core from a CPU device (lavapipe) doing the work.
             spin = 0.0 if vk.device_type == "cpu" else _SPIN_WAIT_S
             engine = Engine(vk.index, vk.timestamp_period, spin)
-            sched = Scheduler(engine)
+            sched = Scheduler(engine, {False: _heap_size(vk, False), True: _heap_size(vk, True)})
             _schedulers[device] = sched
         return sched
+
+
+def _heap_size(vk: Any, host_visible: bool) -> int:
+    """The size of the heap Kompute allocates from: that of the first memory type with
+    the properties it asks for (device-local, or host-visible and coherent); 0 if none."""
+    for t in vk.memory_types:
+        if (t.host_visible and t.host_coherent) if host_visible else t.device_local:
+            return vk.memory_heaps[t.heap_index].size
+    return 0
 
 
 def _drain() -> None:

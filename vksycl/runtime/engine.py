@@ -96,6 +96,11 @@ class Submission:
                 seq.eval_await()
             self._finish(seq)
 
+    @property
+    def finished(self) -> bool:
+        """Known to be complete (waited for, or found done), without asking Vulkan."""
+        return self._sequence is None
+
     def done(self) -> bool:
         with self._lock:
             seq = self._sequence

@@ -19,25 +19,29 @@ from .allocator import MIN_ALIGN
 from .context import context, scheduler_for
 from .platform import device
 from .queue import queue
+from .scheduler import Scheduler
 from .usm import Allocation, PointerType, alloc, ptr
 
 _BYTES = np.dtype(np.uint8)
 
 
-def _where(args: tuple) -> tuple[np.dtype, Any, context]:
-    """(element type, device, context) from the arguments after the count."""
+def _where(args: tuple) -> tuple[np.dtype, Any, context, Scheduler]:
+    """(element type, device, context, the device's scheduler) from the arguments after
+    the count."""
     if len(args) == 2 and type(args[1]) is queue:  # the common (count, type, queue)
-        return _element_type(args[0]), args[1]._device, args[1]._context
+        q = args[1]
+        return _element_type(args[0]), q._device, q._context, q._scheduler
     dtype = _BYTES
     if args and not isinstance(args[0], queue | context | device):
         dtype, args = _element_type(args[0]), args[1:]
     if len(args) == 1 and isinstance(args[0], queue):
-        return dtype, args[0].get_device(), args[0].get_context()
+        q = args[0]
+        return dtype, q._device, q._context, q._scheduler
     if len(args) == 2 and isinstance(args[0], device) and isinstance(args[1], context):
         dev, ctx = args
         if not ctx.has_device(dev):
             raise exception(errc.invalid, "the device is not in the context")
-        return dtype, dev, ctx
+        return dtype, dev, ctx, scheduler_for(dev)
     raise exception(errc.invalid, "expected (count, [type,] queue) or "
                     "(count, [type,] device, context)")
 
@@ -70,7 +74,7 @@ def _check_element_type(t: Any) -> np.dtype:
 
 
 def _allocate(count: int, args: tuple, kind: alloc, alignment: int = 0) -> ptr | None:
-    dtype, dev, ctx = _where(args)
+    dtype, dev, ctx, sched = _where(args)
     try:
         count = operator.index(count)
     except TypeError:
@@ -83,34 +87,17 @@ def _allocate(count: int, args: tuple, kind: alloc, alignment: int = 0) -> ptr |
     if count == 0:
         return None
     nbytes = count * dtype.itemsize
-    host_visible = kind is not alloc.device
-    limit = _heap_size(dev.vulkan, host_visible)
-    if nbytes > limit:
+    allocator = sched.allocators[kind is not alloc.device]
+    if nbytes > allocator.heap_bytes:
         raise exception(errc.memory_allocation, f"{nbytes} bytes of {kind.value} USM exceed "
-                        f"the {limit} bytes of the memory heap that holds them")
-    allocator = scheduler_for(dev).allocators[host_visible]
-    pad = max(alignment, MIN_ALIGN) - MIN_ALIGN  # chunks start MIN_ALIGN-aligned
-    chunk = allocator.allocate(nbytes + pad)
-    a = Allocation(allocator, chunk, -chunk.address % max(alignment, 1), nbytes, kind, ctx,
-                   dev)
-    ctx._register(a)
+                        f"the {allocator.heap_bytes} bytes of the memory heap that holds them")
+    if alignment <= MIN_ALIGN:  # chunks start MIN_ALIGN-aligned
+        a = Allocation(allocator, allocator.allocate(nbytes), 0, nbytes, kind, ctx, dev)
+    else:
+        chunk = allocator.allocate(nbytes + alignment - MIN_ALIGN)
+        a = Allocation(allocator, chunk, -chunk.address % alignment, nbytes, kind, ctx, dev)
+    ctx._usm.add(a)
     return ptr(a, 0, dtype)
-
-
-_HEAPS: dict[tuple[int, bool], int] = {}
-
-
-def _heap_size(vk: Any, host_visible: bool) -> int:
-    """The size of the heap Kompute allocates from: that of the first memory type with
-    the properties it asks for (device-local, or host-visible and coherent)."""
-    size = _HEAPS.get((id(vk), host_visible))
-    if size is not None:
-        return size
-    for t in vk.memory_types:
-        if (t.host_visible and t.host_coherent) if host_visible else t.device_local:
-            size = _HEAPS[(id(vk), host_visible)] = vk.memory_heaps[t.heap_index].size
-            return size
-    raise exception(errc.memory_allocation, "the device has no memory type for this USM kind")
 
 
 def buffer_range_limit(dev: Any) -> int:
@@ -162,6 +149,8 @@ aligned_alloc_shared = _aligned(alloc.shared)
 
 
 def _context_of(where: Any) -> context:
+    if type(where) is queue:
+        return where._context
     if isinstance(where, queue):
         return where.get_context()
     if isinstance(where, context):

@@ -27,9 +27,9 @@ class Scheduler:
     """One per device: the engine, its USM allocators (device-local, host-visible), shared
     staging memory, and the clock calibration."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, heap_bytes: dict[bool, int]) -> None:
         self.engine = engine
-        self.allocators = {False: Allocator(engine, False), True: Allocator(engine, True)}
+        self.allocators = {host: Allocator(engine, host, size) for host, size in heap_bytes.items()}
         self.staging_bytes = STAGING_BYTES
         self._staging: list[Buffer] = []
         self._staging_lock = threading.RLock()

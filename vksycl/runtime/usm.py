@@ -86,7 +86,7 @@ class ptr:
     def __init__(self, allocation: Allocation, byte_offset: int = 0, dtype: Any = np.uint8):
         self.allocation = allocation
         self.byte_offset = byte_offset
-        self.dtype = as_dtype(dtype)
+        self.dtype = dtype if isinstance(dtype, np.dtype) else as_dtype(dtype)
 
     def __class_getitem__(cls, element_type: Any) -> PointerType:
         # A TypeVar stays one: `sycl.ptr[T]` in a template kernel's annotations.
