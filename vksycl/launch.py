@@ -13,6 +13,7 @@ write the packed bytes into host-visible memory and push the block's address.
 
 from __future__ import annotations
 
+import operator
 import struct
 import types as pytypes
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from .runtime.aspects import aspect
 from .runtime.commands import KernelLaunch
 from .runtime.context import scheduler_for
 from .runtime.usm import Allocation, alloc
+from .runtime.usm import ptr as usm_ptr
 from .types import dtype_key
 
 # work-group shapes for range kernels: 256 work-items where the device allows (measured
@@ -72,11 +74,12 @@ def _fmt(dtype: np.dtype) -> str:
 class Prepared:
     """A compiled kernel plus everything needed to launch it quickly."""
 
-    __slots__ = ("attr_getters", "attr_sigs", "checked", "ck", "groups", "launch_slots", "n",
+    __slots__ = ("attr_getters", "attr_sigs", "checked", "ck", "groups", "key", "launch_slots", "n",
                  "packer", "ptrs", "scalar_paths", "scalars", "spec_getters", "variants")
 
-    def __init__(self, ck: CompiledKernel, pyfn: Any) -> None:
+    def __init__(self, ck: CompiledKernel, pyfn: Any, key: Any) -> None:
         self.ck = ck
+        self.key = key  # what it is cached under
         self.checked: set[int] = set()
         self.groups: dict[Any, tuple[int, int, int]] = {}
         self.spec_getters = [path_getter(path, pyfn) for path in ck.specialized]
@@ -250,55 +253,78 @@ def _closure_sig(f: Any, depth: int) -> Any:
 _GLOBAL_NAMES: dict[Any, tuple[str, ...]] = {}
 
 
-def _global_values(pyfn: Any) -> tuple:
-    """What the compiled code depends on among the module globals it names: numbers by
-    value (they are compiled in), pointers and structs by type, functions by identity."""
+def _global_names(pyfn: Any) -> tuple[str, ...]:
+    """The module globals the compiled code may depend on (modules and host-only names
+    aside)."""
     code = pyfn.__code__
     names = _GLOBAL_NAMES.get(code)
-    g = pyfn.__globals__
     if names is None:
+        g = pyfn.__globals__
         names = tuple(sorted(n for n in _names(code) - host_names(pyfn) if n in g and
                              not isinstance(g[n], pytypes.ModuleType)))
         _GLOBAL_NAMES[code] = names
-    return tuple(_global_sig(g.get(n)) for n in names)
+    return names
 
 
 def _global_sig(v: Any) -> Any:
+    """Numbers by value (they are compiled in), pointers and structs by type, functions by
+    identity."""
     if isinstance(v, int | float | bool | np.generic):
         return (type(v), v)
     return _sig(v)
 
 
+def _stable(v: Any) -> bool:
+    """Whether the same object always has the same cache signature: immutable numbers,
+    pointers, functions without cells (structs, closures and other objects may change)."""
+    t = type(v)
+    return (t in (int, float, bool) or isinstance(v, np.generic) or t is usm_ptr or
+            (t is pytypes.FunctionType and not v.__closure__))
+
+
 _PREPARED: dict[Any, Prepared] = {}
+# (code, launch variant) -> (captured objects, globals, Prepared) of the last launch whose
+# captures were all `_stable`: a launch capturing the very same objects skips the key
+_LAST: dict[Any, tuple[tuple, tuple, Prepared]] = {}
 
 
 def _prepare(pyfn: Any, spec_key: tuple, spec_fn: Any) -> Prepared:
     cells = pyfn.__closure__
-    key = (pyfn.__code__, spec_key,
-           tuple(_sig(c.cell_contents) for c in cells) if cells else (),
-           _global_values(pyfn))
-    p = _PREPARED.get(key)
-    if p is None:
-        spec = spec_fn()
-        ck = load_or_compile(pyfn, spec, key)
-        p = _PREPARED[key] = Prepared(ck, pyfn)
+    captured = tuple(c.cell_contents for c in cells) if cells else ()
+    g = pyfn.__globals__
+    names = _global_names(pyfn)
+    globals_ = tuple(g.get(n) for n in names)
+    last = _LAST.get((pyfn.__code__, spec_key))
+    if last is not None and all(map(operator.is_, last[0], captured)) and \
+            all(map(operator.is_, last[1], globals_)):
+        p = last[2]
+    else:
+        key = (pyfn.__code__, spec_key, tuple(_sig(v) for v in captured),
+               tuple(_global_sig(v) for v in globals_))
+        p = _PREPARED.get(key)
+        if p is None:
+            spec = spec_fn()
+            ck = load_or_compile(pyfn, spec, key)
+            p = _PREPARED[key] = Prepared(ck, pyfn, key)
+        if all(map(_stable, captured)) and all(map(_stable, globals_)):
+            _LAST[(pyfn.__code__, spec_key)] = (captured, globals_, p)
     if p.attr_getters:
         sigs = tuple(_sig(get(pyfn, ())) for get in p.attr_getters)
         if sigs != p.attr_sigs:  # an attribute changed type: the kernel for the new ones
-            key = (key, sigs)
+            key = (p.key, sigs)
             p = _PREPARED.get(key)
             if p is None:
                 ck = load_or_compile(pyfn, spec_fn(), key, sigs)
-                p = _PREPARED[key] = Prepared(ck, pyfn)
+                p = _PREPARED[key] = Prepared(ck, pyfn, key)
     if p.spec_getters:  # compiled with captured values as constants: one variant per value
         values = tuple(frozen(get(pyfn, ())) for get in p.spec_getters)
         variant = p.variants.get(values)
         if variant is None:
-            ck = load_or_compile(pyfn, spec_fn(), (key, values), values)
+            ck = load_or_compile(pyfn, spec_fn(), (p.key, values), values)
             if ck.spec_values != values:
                 raise exception(errc.build, f"kernel {ck.name}: captured values changed "
                                 "while it compiled")
-            variant = p.variants[values] = Prepared(ck, pyfn)
+            variant = p.variants[values] = Prepared(ck, pyfn, (p.key, values))
         return variant
     return p
 
