@@ -173,12 +173,18 @@ class Allocator:
         return sum(b.buffer.nbytes for b in self._blocks)
 
     def find(self, address: int) -> Chunk | None:
-        """The live chunk holding a device address, or None."""
+        """The live chunk holding a device address, or None. Where no live chunk holds it,
+        an address just past the end of a live allocation (a C++ end pointer) finds that
+        allocation's chunk, whether or not the size filled its size class."""
+        end_of = None
         with self._lock:
             for block in self._blocks:
                 base = block.buffer.address
-                if base <= address < base + block.buffer.nbytes:
+                if base <= address <= base + block.buffer.nbytes:
                     for c in block.chunks:
                         if c.address <= address < c.address + c.size:
                             return c
-        return None
+                        a = c.owner
+                        if a is not None and a.address + a.nbytes == address:
+                            end_of = c
+        return end_of
