@@ -72,10 +72,12 @@ class KernelLaunch(Command):
     keep_alive: tuple = ()
     command_type = "kernel"
 
+    def dispatch(self, engine: Engine) -> Dispatch:
+        return engine.dispatch(engine.program(self.spirv, self.entry), self.groups,
+                               self.push_constants, self.bound)
+
     def lower(self, ctx: LowerContext) -> list[Step]:
-        program = ctx.engine.program(self.spirv, self.entry)
-        return [GpuStep([ctx.engine.dispatch(program, self.groups, self.push_constants,
-                                             self.bound)])]
+        return [GpuStep([self.dispatch(ctx.engine)])]
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import logging
+import operator
 import sys
 import threading
 import time
@@ -148,6 +149,8 @@ class Engine:
         self._programs: dict[bytes, Program] = {}
         self._programs_by_object: dict[tuple[int, str], tuple[bytes, Program]] = {}
         self._placeholder: Buffer | None = None  # bound by kernels that bind no buffer
+        # id(sequence) -> the ops it holds recorded (kept alive, so ids stay theirs)
+        self._recorded: dict[int, tuple | None] = {}
 
     # -- memory -----------------------------------------------------------------------
     def buffer(self, nbytes: int, host_visible: bool) -> Buffer:
@@ -254,11 +257,19 @@ class Engine:
 
     # -- submission ----------------------------------------------------------------------
     def submit(self, dispatches: Iterable[Dispatch], timed: bool = False) -> Submission:
-        """Records the dispatches into a pooled sequence and submits it."""
-        ops = [d.op for d in dispatches]
+        """Records the dispatches into a pooled sequence and submits it. A sequence that
+        last recorded the very same ops (a launch repeated in a loop) is submitted again
+        as it is: recording costs more than the submission itself."""
+        ops = tuple(d.op for d in dispatches)
         seq = self._take_sequence(timed, len(ops))
-        for op in ops:
-            seq.record(op)
+        recorded = self._recorded.get(id(seq))
+        if timed or recorded is None or len(recorded) != len(ops) or \
+                not all(map(operator.is_, recorded, ops)):
+            seq.clear()
+            for op in ops:
+                seq.record(op)
+            # timestamp queries are reset while recording: timed sequences always record
+            self._recorded[id(seq)] = None if timed else ops
         with self._submit_lock:
             seq.eval_async()
         sub = Submission(self, seq, timed)
@@ -273,17 +284,17 @@ class Engine:
         pool = self._pool[timed]
         if not pool:
             self._reclaim()
-        if timed and n_ops + 1 > self._max_timestamps:
+        if timed and n_ops + 1 > self._max_timestamps:  # too few timestamps: new sequences
+            for seq in self._pool[True]:
+                self._recorded.pop(id(seq), None)
             self._pool[True].clear()
             self._max_timestamps = n_ops + 1
         try:
-            seq = pool.pop()
+            return pool.pop()
         except IndexError:
             if timed:
                 return self._manager.sequence(0, self._max_timestamps)
             return self._manager.sequence()
-        seq.clear()
-        return seq
 
     def _reclaim(self) -> None:
         """Stops tracking finished submissions (their sequences went back to the pool)."""

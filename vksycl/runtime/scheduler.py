@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Callable, Sequence
 
 from .allocator import Allocator
-from .commands import Command, GpuStep, HostTask, LowerContext
+from .commands import Command, GpuStep, HostTask, KernelLaunch, LowerContext
 from .engine import Buffer, Engine, Submission
 from .event import event, host_now_ns
 
@@ -44,14 +44,29 @@ class Scheduler:
     def execute(self, command: Command, deps: Sequence[event], profiling: bool,
                 on_error: Callable[[BaseException], None]) -> event:
         ev = event(self.engine, profiling)
-        ev._deps = tuple(weakref.ref(d) for d in deps)
-        if not isinstance(command, HostTask) and all(d.ordered_on(self.engine) for d in deps):
+        if deps:
+            ev._deps = tuple(weakref.ref(d) for d in deps)
+        if type(command) is KernelLaunch and not profiling and not deps:
+            self._launch(command, ev)  # the common eager launch, in short
+        elif not isinstance(command, HostTask) and all(d.ordered_on(self.engine)
+                                                       for d in deps):
             self._run(command, deps, ev, _reraise)
         else:
             ev._defer()
             threading.Thread(target=self._run_deferred, args=(command, deps, ev, on_error),
                              daemon=True).start()
         return ev
+
+    def _launch(self, command: KernelLaunch, ev: event) -> None:
+        """What `_run` does for one kernel launch with no dependencies or profiling: one
+        dispatch, one submission, errors to the caller."""
+        try:
+            ev._submission = self.engine.submit((command.dispatch(self.engine),))
+        except BaseException as err:
+            ev._error = err
+            raise
+        finally:
+            ev._mark_issued()
 
     def _run_deferred(self, command, deps, ev, on_error) -> None:
         try:
