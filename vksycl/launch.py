@@ -13,7 +13,6 @@ write the packed bytes into host-visible memory and push the block's address.
 
 from __future__ import annotations
 
-import operator
 import struct
 import types as pytypes
 from collections.abc import Callable
@@ -276,15 +275,23 @@ def _global_sig(v: Any) -> Any:
 
 def _stable(v: Any) -> bool:
     """Whether the same object always has the same cache signature: immutable numbers,
-    pointers, functions without cells (structs, closures and other objects may change)."""
+    pointers, classes (keyed by identity), functions without cells (structs, closures and
+    other objects may change)."""
     t = type(v)
     return (t in (int, float, bool) or isinstance(v, np.generic) or t is usm_ptr or
-            (t is pytypes.FunctionType and not v.__closure__))
+            t is type or (t is pytypes.FunctionType and not v.__closure__))
+
+
+def _keyed_alike(last: Any, now: Any) -> bool:
+    """Whether `now` gives the cache key `last` gave: the same object, or a pointer to the
+    same element type (a fresh allocation each launch)."""
+    return last is now or (type(now) is usm_ptr and type(last) is usm_ptr and
+                           now.dtype is last.dtype)
 
 
 _PREPARED: dict[Any, Prepared] = {}
 # (code, launch variant) -> (captured objects, globals, Prepared) of the last launch whose
-# captures were all `_stable`: a launch capturing the very same objects skips the key
+# captures were all `_stable`: a launch capturing objects keyed alike skips the key
 _LAST: dict[Any, tuple[tuple, tuple, Prepared]] = {}
 
 
@@ -295,8 +302,8 @@ def _prepare(pyfn: Any, spec_key: tuple, spec_fn: Any) -> Prepared:
     names = _global_names(pyfn)
     globals_ = tuple(g.get(n) for n in names)
     last = _LAST.get((pyfn.__code__, spec_key))
-    if last is not None and all(map(operator.is_, last[0], captured)) and \
-            all(map(operator.is_, last[1], globals_)):
+    if last is not None and all(map(_keyed_alike, last[0], captured)) and \
+            all(map(_keyed_alike, last[1], globals_)):
         p = last[2]
     else:
         key = (pyfn.__code__, spec_key, tuple(_sig(v) for v in captured),

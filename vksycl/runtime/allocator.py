@@ -34,12 +34,13 @@ def size_class(nbytes: int) -> int:
 
 @dataclass(eq=False)
 class Block:
-    """One Vulkan buffer; `live` counts its chunks in use, `top` is where carving goes on."""
+    """One Vulkan buffer; `live` counts its chunks in use, `top` is where carving goes on,
+    `chunks` lists every chunk carved from it (live ones have an owner)."""
 
     buffer: Buffer
     top: int = 0
     live: int = 0
-    chunks: set[Chunk] = field(default_factory=set)
+    chunks: list[Chunk] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -76,9 +77,7 @@ class Allocator:
         with self._lock:
             free = self._free.get(size)
             chunk = free.pop() if free else self._reuse(size) or self._new_chunk(size)
-            block = chunk.block
-            block.live += 1
-            block.chunks.add(chunk)
+            chunk.block.live += 1
             self.in_use += size
             return chunk
 
@@ -87,9 +86,7 @@ class Allocator:
         last = self.engine.last_submission()
         with self._lock:
             chunk.owner = None
-            block = chunk.block
-            block.live -= 1
-            block.chunks.discard(chunk)
+            chunk.block.live -= 1
             self.in_use -= chunk.size
             if last is None or last.finished:
                 self._free[chunk.size].append(chunk)
@@ -112,14 +109,13 @@ class Allocator:
     def _new_chunk(self, size: int) -> Chunk:
         if size > SMALL_LIMIT:
             block = self._new_block(size)
-            chunk = Chunk(block, block.top, size)
-            block.top += size
-            return chunk
-        block = self._carving
-        if block is None or block.top + size > block.buffer.nbytes:
-            block = self._carving = self._new_block(BLOCK_BYTES)
+        else:
+            block = self._carving
+            if block is None or block.top + size > block.buffer.nbytes:
+                block = self._carving = self._new_block(BLOCK_BYTES)
         chunk = Chunk(block, block.top, size)
         block.top += size
+        block.chunks.append(chunk)
         return chunk
 
     def _new_block(self, nbytes: int) -> Block:
@@ -182,9 +178,11 @@ class Allocator:
                 base = block.buffer.address
                 if base <= address <= base + block.buffer.nbytes:
                     for c in block.chunks:
+                        a = c.owner
+                        if a is None:
+                            continue
                         if c.address <= address < c.address + c.size:
                             return c
-                        a = c.owner
-                        if a is not None and a.address + a.nbytes == address:
+                        if a.address + a.nbytes == address:
                             end_of = c
         return end_of

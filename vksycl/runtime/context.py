@@ -10,7 +10,7 @@ from .. import info
 from ..exceptions import errc, exception
 from .engine import Engine
 from .scheduler import Scheduler
-from .usm import Allocation, Registry, ptr
+from .usm import Allocation, ptr
 
 _SPIN_WAIT_S = 0.002
 _schedulers: dict[Any, Scheduler] = {}
@@ -74,7 +74,6 @@ class context:
         if not self._devices:
             raise exception(errc.invalid, "a context needs at least one device")
         self._async_handler = async_handler
-        self._usm = Registry()
 
     @property
     def async_handler(self) -> Any:
@@ -105,13 +104,8 @@ class context:
         return dev in self._devices
 
     def owns(self, a: Allocation) -> bool:
-        return self._usm.owns(a)
-
-    def _register(self, a: Allocation) -> None:
-        self._usm.add(a)
-
-    def _unregister(self, a: Allocation) -> None:
-        self._usm.remove(a)
+        """Whether `a` is live memory allocated in this context."""
+        return a.context is self and not a.freed
 
     def _pointer_at(self, address: int, dtype: Any) -> ptr | None:
         """The USM pointer a device address stored in memory stands for (None for 0)."""

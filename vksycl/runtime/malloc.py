@@ -96,7 +96,6 @@ def _allocate(count: int, args: tuple, kind: alloc, alignment: int = 0) -> ptr |
     else:
         chunk = allocator.allocate(nbytes + alignment - MIN_ALIGN)
         a = Allocation(allocator, chunk, -chunk.address % alignment, nbytes, kind, ctx, dev)
-    ctx._usm.add(a)
     return ptr(a, 0, dtype)
 
 
@@ -168,12 +167,11 @@ def free(p: ptr | None, where: Any) -> None:
     a = p.allocation
     if a.freed:
         raise exception(errc.invalid, "memory freed twice")
-    if not ctx.owns(a):
+    if a.context is not ctx:
         raise exception(errc.invalid, "the pointer was not allocated in this context")
     if p.byte_offset != 0:
         raise exception(errc.invalid, "free needs the pointer malloc returned, not one "
                         f"{p.byte_offset} bytes into the allocation")
-    ctx._unregister(a)
     a.free()
 
 

@@ -226,20 +226,3 @@ class PointerType:
     def storage(self) -> np.dtype:
         """The dtype of such a pointer stored in memory."""
         return pointer_dtype(self.dtype)
-
-
-class Registry:
-    """Live allocations of one context, so pointers from elsewhere are recognised. A dict's
-    single stores and pops are atomic, so threads share it without a lock."""
-
-    def __init__(self) -> None:
-        self._live: dict[int, Allocation] = {}
-
-    def add(self, a: Allocation) -> None:
-        self._live[id(a)] = a
-
-    def remove(self, a: Allocation) -> None:
-        self._live.pop(id(a), None)
-
-    def owns(self, a: Allocation) -> bool:
-        return self._live.get(id(a)) is a
