@@ -13,6 +13,7 @@ write the packed bytes into host-visible memory and push the block's address.
 
 from __future__ import annotations
 
+import operator
 import struct
 import types as pytypes
 from collections.abc import Callable
@@ -126,15 +127,16 @@ class Prepared:
             p = get(pyfn, args)
             if p is None:
                 continue  # the null pointer
-            if not hasattr(p, "allocation"):
+            try:
+                a = p.allocation
+            except AttributeError:
                 raise exception(errc.kernel_argument, f"kernel argument {_name(path)} must "
-                                f"be a USM pointer, got {type(p).__name__}")
-            p.allocation.check_live()
-            if context is not None and (p.allocation.context is not context or
-                                        not context.owns(p.allocation)):
+                                f"be a USM pointer, got {type(p).__name__}") from None
+            a.check_live()
+            if context is not None and a.context is not context:
                 raise exception(errc.invalid, f"kernel argument {_name(path)}: pointer from "
                                 "another context")
-            address = p.address
+            address = a.address + p.byte_offset
             if address % align:
                 raise exception(errc.kernel_argument, f"pointer {_name(path)} is not "
                                 f"aligned to its element type {dtype} ({align} bytes)")
@@ -289,6 +291,11 @@ def _keyed_alike(last: Any, now: Any) -> bool:
                            now.dtype is last.dtype)
 
 
+def _all_keyed_alike(last: tuple, now: tuple) -> bool:
+    return all(map(operator.is_, last, now)) or all(map(_keyed_alike, last, now))
+
+
+_CONTENTS = operator.attrgetter("cell_contents")
 _PREPARED: dict[Any, Prepared] = {}
 # (code, launch variant) -> (captured objects, globals, Prepared) of the last launch whose
 # captures were all `_stable`: a launch capturing objects keyed alike skips the key
@@ -297,13 +304,11 @@ _LAST: dict[Any, tuple[tuple, tuple, Prepared]] = {}
 
 def _prepare(pyfn: Any, spec_key: tuple, spec_fn: Any) -> Prepared:
     cells = pyfn.__closure__
-    captured = tuple(c.cell_contents for c in cells) if cells else ()
-    g = pyfn.__globals__
-    names = _global_names(pyfn)
-    globals_ = tuple(g.get(n) for n in names)
+    captured = tuple(map(_CONTENTS, cells)) if cells else ()
+    globals_ = tuple(map(pyfn.__globals__.get, _global_names(pyfn)))
     last = _LAST.get((pyfn.__code__, spec_key))
-    if last is not None and all(map(_keyed_alike, last[0], captured)) and \
-            all(map(_keyed_alike, last[1], globals_)):
+    if last is not None and _all_keyed_alike(last[0], captured) and \
+            _all_keyed_alike(last[1], globals_):
         p = last[2]
     else:
         key = (pyfn.__code__, spec_key, tuple(_sig(v) for v in captured),
@@ -475,12 +480,46 @@ def _prepared(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
     return p
 
 
-def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple | None,
-            context: Any = None) -> KernelLaunch:
-    pyfn, info = _kernel_function(kernel)
+class _Plan:
+    """What launches of one kernel with one launch object (ranges are immutable) and no
+    properties share: the variant keys, and the last command, which the next launch with
+    the same arguments submits again."""
+
+    __slots__ = ("command", "info", "kind", "launch", "prepared", "push", "variants")
+
+    def __init__(self, launch: Any, info: Any, kind: str, variants: tuple) -> None:
+        self.launch = launch
+        self.info = info
+        self.kind = kind
+        self.variants = variants  # (push-constant variant, argument-block variant)
+        self.prepared: Prepared | None = None
+        self.push = b""
+        self.command: KernelLaunch | None = None
+
+
+_PLANS: dict[tuple, _Plan] = {}
+
+
+def _plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) -> _Plan:
+    key = (pyfn.__code__, id(device))
+    plan = _PLANS.get(key) if properties is None else None
+    if plan is not None and plan.launch is launch and plan.info is info:
+        return plan
     shape = _shape(launch, device)
     if info is not None:
         info.check_launch(shape[0], shape[1])
+    plan = _Plan(launch, info, shape[0], (
+        _variant(pyfn, info, shape, launch, device, properties),
+        _variant(pyfn, info, shape, launch, device, properties, True)))
+    if properties is None:
+        _PLANS[key] = plan
+    return plan
+
+
+def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple | None,
+            context: Any = None) -> KernelLaunch:
+    pyfn, info = _kernel_function(kernel)
+    if info is not None:
         param_types = info.param_types()
         if args is None:
             raise exception(errc.invalid, f"free function kernel {info.name} needs its "
@@ -488,24 +527,32 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
         if len(args) != len(param_types):
             raise exception(errc.invalid, f"kernel {info.name} takes {len(param_types)} "
                             f"arguments, got {len(args)}")
-    p = _prepared(pyfn, info, shape, launch, device, properties)
+    plan = _plan(pyfn, info, launch, device, properties)
+    p = _prepare(pyfn, *plan.variants[0])
     vk = device.vulkan
+    if p.ck.push_size > vk.max_push_constants_size:
+        p = _prepare(pyfn, *plan.variants[1])
     if id(vk) not in p.checked:
         _check(p, device)
     push = p.arguments(pyfn, args or (), launch, context)
+    if p is plan.prepared and push == plan.push:
+        return plan.command
     ck = p.ck
     keep: tuple = ()
     if ck.spec.args_in_memory:
         block = ArgumentBlock(device, push)
         push, keep = _ADDRESS.pack(block.address), (block,)
-    gkey = (id(vk), launch if shape[0] == "range" else (
+    gkey = (id(vk), launch if plan.kind == "range" else (
         None if launch is None else tuple(launch.get_global_range())))
     groups = p.groups.get(gkey)
     if groups is None:
         if len(p.groups) > 256:
             p.groups.clear()
         groups = p.groups[gkey] = _groups(ck, launch, device)
-    return KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, keep_alive=keep)
+    command = KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, keep_alive=keep)
+    if not keep:  # an argument block is the launch's own
+        plan.prepared, plan.push, plan.command = p, push, command
+    return command
 
 
 def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
