@@ -20,7 +20,7 @@ def test_a_changing_captured_number_reaches_every_launch(q):
         step = np.float32(k)
 
         def body(i):
-            out[i] = step + sycl.float32(i)
+            out[i] = step + sycl.float32(i)  # noqa: B023 (launched at once)
 
         q.parallel_for(rng, body).wait()
         np.testing.assert_array_equal(np.asarray(out), np.arange(N, dtype=np.float32) + k)
