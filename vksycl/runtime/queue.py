@@ -164,12 +164,18 @@ class queue:
 
     # -- synchronisation -------------------------------------------------------------
     def wait(self) -> None:
+        """Waits for every command submitted so far, then forgets them (a thread waiting
+        at the same time still finds them)."""
         with self._lock:
-            pending = list(self._outstanding)
+            pending = self._outstanding[:]
         for e in pending:
-            e.wait()
+            e._wait()
         with self._lock:
-            self._outstanding = [e for e in self._outstanding if not e.is_complete()]
+            n = len(pending)
+            if self._outstanding[:n] == pending:
+                del self._outstanding[:n]
+            else:  # pruned meanwhile
+                self._outstanding = [e for e in self._outstanding if not e.is_complete()]
 
     def throw_asynchronous(self) -> None:
         with self._lock:
