@@ -21,6 +21,7 @@ from .free_function_kernels import free_function_kernel, launch_command, plan
 from .kernel_properties import sub_group_size, work_group_size, work_group_size_hint
 from .launch import RANGE_LOCAL, compiled, unsupported
 from .ranges import nd_range, range
+from .runtime import device_globals
 
 
 class bundle_state(enum.Enum):
@@ -113,7 +114,7 @@ class FreeKernel:
         return r.workgroup_bytes, r.private_bytes
 
     def command(self, device: Any, launch: Any, args: dict[int, Any], properties: Any,
-                context: Any) -> Any:
+                context: Any, image: Any = None) -> Any:
         k = self.kernel
         if launch is None:
             if k.kind != "single_task":
@@ -128,7 +129,8 @@ class FreeKernel:
             raise invalid(f"{k.name} is an nd_range_kernel({k.dims}), enqueued with a "
                           f"{launch.dimensions}-dimensional nd_range")
         p = plan(k)
-        return launch_command(device, k, launch, p.matched(args), properties, p, context)
+        return launch_command(device, k, launch, p.matched(args), properties, p, context,
+                              image)
 
 
 _FREE: dict[FreeFunctionKernel, FreeKernel] = {}
@@ -199,7 +201,7 @@ class kernel:
         belong to `context`, the queue's."""
         if id(device.vulkan) not in self._device_ids:
             raise invalid(f"kernel {self._impl.name} was not built for {device.vulkan.name}")
-        return self._impl.command(device, launch, args, properties, context)
+        return self._impl.command(device, launch, args, properties, context, self._bundle)
 
     def get_info(self, param: Any, device: Any = None) -> Any:
         impl = self._impl
@@ -271,6 +273,11 @@ class kernel_bundle:
         self._named = dict(named or {})
         self._source = source
         self._kernels: dict[int, kernel] = {}
+        if state is bundle_state.executable:  # a device image: its device_global instances
+            for d in self._devices:
+                device_globals.add_image(self, d, [
+                    e for m in self._members if hasattr(m, "compiled")
+                    and m.why_incompatible(d) is None for e in m.compiled(d).device_globals])
 
     # -- queries -------------------------------------------------------------------------
     def get_context(self) -> Any:
