@@ -457,6 +457,9 @@ def test_metadata_query_for_closures_and_bundle_kernels(q, ctx, mem):
     [entry] = syclexp.get_device_globals(b.ext_oneapi_get_kernel(bump_image), q)
     assert entry["unique_id"] == f"{__name__}.image_count" and entry["device_image_scope"]
     assert syclexp.get_device_globals(lambda: None, q) == []
+    with pytest.raises(sycl.exception) as ei:
+        syclexp.get_device_globals(k, "gpu")
+    assert ei.value.code() == sycl.errc.invalid and "queue or a device" in str(ei.value)
 
 
 def test_spirv_reaches_variables_by_address(q):
@@ -554,6 +557,39 @@ def test_two_processes_share_the_disk_cache(tmp_path):
         assert proc.returncode == 0, f"{mode}:\n{proc.stdout}\n{proc.stderr}"
         assert "ok __main__.table" in proc.stdout
     assert list((tmp_path / "cache").rglob("*.pkl"))
+
+
+STALE = textwrap.dedent('''
+    import os
+    import vksycl as sycl
+    from vksycl.ext.oneapi import experimental as syclexp
+
+    class Settings:
+        level = syclexp.device_global(sycl.int32, properties=(
+            [syclexp.device_image_scope] if os.environ["IMAGE_SCOPE"] == "1" else []))
+
+    def k():
+        Settings.level.set(Settings.level.get() + 1)
+
+    q = sycl.queue()
+    q.single_task(k).wait()
+    [entry] = syclexp.get_device_globals(k, q)
+    print("image_scope", entry["device_image_scope"])
+''')
+
+
+def test_disk_cache_entry_with_changed_properties_is_compiled_again(tmp_path):
+    """A class attribute's properties are outside the kernel's source: a cached kernel
+    whose recorded metadata disagrees with the live declaration is not reused."""
+    script = tmp_path / "dg_stale.py"
+    script.write_text(STALE)
+    env = {**os.environ, "VKSYCL_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.path.dirname(os.path.dirname(sycl.__file__))}
+    for flag in ("0", "1", "0"):
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              timeout=300, env={**env, "IMAGE_SCOPE": flag})
+        assert proc.returncode == 0, proc.stderr
+        assert f"image_scope {flag == '1'}" in proc.stdout
 
 
 # -- errors --------------------------------------------------------------------------------
