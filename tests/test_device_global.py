@@ -124,7 +124,14 @@ def test_copies_of_variables_no_kernel_uses(q, m, c):
 
 # -- element types, shapes, atomics --------------------------------------------------------
 
+@sycl.struct
+class Window:  # not test_pointers' Span layout: structs of one layout share a dtype
+    base: sycl.ptr[sycl.float32]
+    size: sycl.int32
+
+
 counter = syclexp.device_global(sycl.int32)
+window = syclexp.device_global(Window)
 hist = syclexp.device_global(sycl.uint32, shape=(8,))
 grid = syclexp.device_global(sycl.float32, shape=(3, 4))
 particle = syclexp.device_global(Particle)
@@ -181,6 +188,33 @@ def test_struct_element_fields_and_host_copy(q, mem):
     back = np.zeros(1, Particle.dtype)
     q.copy(particle, back).wait()
     assert back["x"][0] == 3.0 and back["n"][0] == 8
+
+
+def test_struct_with_a_pointer_member(q, mem):
+    """device_global_arrow: the variable's struct reaches memory through its pointer."""
+    data = mem.of(np.arange(4, dtype=np.float32))
+    host = np.zeros(1, Window.dtype)
+    host["base"], host["size"] = data.address, 4
+    q.copy(host, window).wait()
+
+    def k():
+        w = window.get()
+        for i in range(w.size):
+            w.base[i] = w.base[i] * 3.0
+        window.set(Window(base=w.base + 1, size=w.size - 1))
+
+    q.single_task(k).wait()
+    assert list(mem.view(data, 4)) == [0.0, 3.0, 6.0, 9.0]
+    back = np.zeros(1, Window.dtype)
+    q.copy(window, back).wait()
+    assert int(back["base"][0]) == (data + 1).address and back["size"][0] == 3
+
+
+def test_host_code_cannot_read_or_write_a_variable_directly():
+    for call in (lambda: counter.get(), lambda: counter.set(1), lambda: hist[0]):
+        with pytest.raises(sycl.exception) as ei:
+            call()
+        assert ei.value.code() == sycl.errc.invalid and "q.copy" in str(ei.value)
 
 
 def test_float64_variable_where_the_device_has_fp64(q, mem):

@@ -150,9 +150,26 @@ class device_global:
         return {**self.metadata(), "itemsize": self.dtype.itemsize, "dtype": self.dtype,
                 "site": self._site}
 
+    def get(self) -> Any:
+        raise _host_use(self, "get()")
+
+    def set(self, value: Any) -> None:
+        raise _host_use(self, "set(v)")
+
+    def __getitem__(self, index: Any) -> Any:
+        raise _host_use(self, "indexing")
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise _host_use(self, "indexing")
+
     def __repr__(self) -> str:
         shape = f", shape={self.shape}" if self.shape else ""
         return f"device_global({self.unique_id}: {self.dtype}{shape})"
+
+
+def _host_use(g: device_global, what: str) -> Exception:
+    return invalid(f"device_global {g.unique_id}: {what} is for device code; the host "
+                   "reads and writes the variable with q.copy / q.memcpy")
 
 
 def declared(uid: str) -> device_global | None:
