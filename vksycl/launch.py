@@ -112,10 +112,10 @@ class Prepared:
         self.attr_getters = [path_getter(a.path, pyfn) for a in ck.args
                              if a.kind not in ("launch", "device_global") and
                              _indirect_path(a.path)]
+        self.attr_sigs = tuple(_sig(get(pyfn, ())) for get in self.attr_getters)
         # (push position, metadata entry) per device_global: addresses from the database
         by_offset = {a.push_offset: order[id(a)] for a in slots}
         self.globals = [(by_offset[e["argument_offset"]], e) for e in ck.device_globals]
-        self.attr_sigs = tuple(_sig(get(pyfn, ())) for get in self.attr_getters)
         for a in ck.args:
             pos = order.get(id(a), -1)
             if a.kind == "ptr":

@@ -75,7 +75,7 @@ class ArgSlot:
     """One kernel argument the generated code reads, and where it goes."""
 
     path: tuple
-    kind: str  # "scalar", "ptr", "launch"
+    kind: str  # "scalar", "ptr", "launch", "device_global" (its address, from the runtime)
     dtype: Any  # storage dtype (scalar), element dtype (ptr)
     push_index: int = -1  # index into the push-constant members
     push_offset: int = -1  # byte offset in the packed arguments

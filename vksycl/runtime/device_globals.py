@@ -107,14 +107,23 @@ def _free(instances: dict[tuple[Any, str], Allocation]) -> None:
 
 def address(device: Any, entry: dict[str, Any], image: Any = None) -> int:
     """The device address a kernel of `image` (None: the default image) on `device` reaches
-    the variable of this metadata entry at."""
+    the variable of this metadata entry at (made on first use; later launches only look
+    it up, without the lock)."""
     scheduler = scheduler_for(device)
-    with _lock:
-        if entry["device_image_scope"]:
-            a = _instance(image if image is not None else _default(scheduler), device,
-                          scheduler, entry)
-            return a.address
-        return _shared_allocation(device, scheduler, entry).address
+    key = (scheduler, entry["unique_id"])
+    if entry["device_image_scope"]:
+        owner = image if image is not None else _default(scheduler)
+        instances = _images.get(owner)
+        a = instances.get(key) if instances is not None else None
+        if a is None:
+            with _lock:
+                a = _instance(owner, device, scheduler, entry)
+    else:
+        a = _shared.get(key)
+        if a is None:
+            with _lock:
+                a = _shared_allocation(device, scheduler, entry)
+    return a.address
 
 
 def add_image(image: Any, device: Any, entries: list[dict[str, Any]]) -> None:
