@@ -543,6 +543,60 @@ def test_loads_of_read_only_variables_leave_loops_and_written_ones_stay(q, mem):
     assert "PhysicalStorageBuffer_int" in loop_body_of(writer, None)
 
 
+aliased = syclexp.device_global(sycl.int32)
+
+
+def test_a_variable_written_through_its_address_from_memory_is_read_again(q, mem):
+    """An earlier kernel stores the variable's address; a later one writes through the
+    stored pointer and reads the variable: its load is not moved before the write."""
+    table = sycl.malloc_shared(1, sycl.ptr[sycl.int32], q)
+    out = mem.zeros(2, np.int32)
+    q.copy(np.array([1], np.int32), aliased).wait()
+
+    def publish():
+        table[0] = aliased
+
+    def write_then_read():
+        before = aliased.get()
+        p = table[0]
+        p[0] = 5
+        out[0] = before
+        out[1] = aliased.get()
+
+    try:
+        q.single_task(publish).wait()
+        q.single_task(write_then_read).wait()
+        assert list(mem.view(out, 2)) == [1, 5]
+    finally:
+        sycl.free(table, q)
+
+
+block_gain = syclexp.device_global(sycl.float32)
+
+
+def test_kernel_whose_arguments_live_in_an_argument_block(q, mem):
+    """Sixteen pointers and a variable's address outgrow 128 bytes of push constants: the
+    address travels in the argument block like any other argument."""
+    q.copy(np.array([3.0], np.float32), block_gain).wait()
+    ptrs = [mem.of(np.full(4, k, np.float32)) for k in range(16)]
+    p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15 = ptrs
+    out = mem.zeros(4, np.float32)
+
+    def body(i):
+        total = (p0[i] + p1[i] + p2[i] + p3[i] + p4[i] + p5[i] + p6[i] + p7[i] + p8[i] +
+                 p9[i] + p10[i] + p11[i] + p12[i] + p13[i] + p14[i] + p15[i])
+        for _ in range(2):
+            total = total * block_gain.get()
+        out[i] = total
+
+    dev = q.get_device()
+    refl = compiled(dev, body, sycl.range(4)).reflection()
+    assert refl["args_size"] >= 17 * 8
+    assert refl["args_in_memory"] == (dev.vulkan.max_push_constants_size < 17 * 8)
+    q.parallel_for(sycl.range(4), body).wait()
+    assert list(mem.view(out, 4)) == [120.0 * 9] * 4
+
+
 # -- two processes, one disk cache ---------------------------------------------------------
 
 SCRIPT = textwrap.dedent('''

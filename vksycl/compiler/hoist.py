@@ -7,6 +7,10 @@ another kernel or the host writing it while the kernel runs is a data race. So e
 distinct load (address argument, struct members, type) is issued once in the entry block
 of each function that has it, and the loop that reads the variable costs what a loop
 reading a kernel argument does, whether or not the driver would have hoisted it.
+
+The other way to a variable's address is a pointer loaded from memory (an earlier kernel
+may have stored the address there); a kernel that loads 64-bit values may write the
+variable through one, so its loads stay where they are.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import ir
+from .typesys import U64
 
 
 def load_key(load: ir.Load) -> tuple | None:
@@ -38,6 +43,8 @@ def invariant_loads(functions: list[ir.Function], globals_: set[int],
         stack: list[Any] = [fn.body]
         for node in ir.each_once(stack):
             if isinstance(node, ir.Load):
+                if node.ty == U64:  # perhaps a pointer, perhaps to a variable
+                    return {}
                 key = load_key(node)
                 if key is not None and key[0] in globals_:
                     mine.setdefault(key, node)
