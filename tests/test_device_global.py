@@ -361,6 +361,21 @@ def test_device_image_scope_one_instance_per_bundle(q, mem, ctx):
 # -- copies: defaults, offsets, events, handlers -------------------------------------------
 
 arr = syclexp.device_global(sycl.int32, shape=(8,))
+evens = syclexp.device_global(sycl.int32, shape=(1000,), properties=syclexp.properties(
+    syclexp.init_mode_reprogram))
+lone = syclexp.device_global(sycl.int32, properties=syclexp.device_image_scope)
+
+
+def test_every_work_item_of_a_range_kernel_writes_its_element(q):
+    """A straight-line range kernel (each work-item runs several ids) over a variable;
+    properties given as syclexp.properties(...) or one property alone."""
+    def k(i):
+        evens[i] = i * 2
+
+    assert compiled(q.get_device(), k, sycl.range(1000)).coarsen > 1
+    q.parallel_for(sycl.range(1000), k).wait()
+    assert np.array_equal(read_back(q, evens), np.arange(1000) * 2)
+    assert evens.init_mode == "reprogram" and lone.image_scope
 ro = syclexp.device_global(sycl.int32, properties=[syclexp.host_access_read])
 wo = syclexp.device_global(sycl.int32, properties=[syclexp.host_access_write])
 hidden = syclexp.device_global(sycl.int32, properties=[syclexp.host_access_none])
@@ -693,7 +708,8 @@ def test_creation_errors():
            (lambda: syclexp.device_global(sycl.int32, properties=[sycl.property.queue.in_order()]),
             "not a device_global property"),
            (lambda: syclexp.device_global(sycl.int32, properties=[
-               syclexp.host_access_read, syclexp.host_access_write]), "two host_access")]
+               syclexp.host_access_read, syclexp.host_access_write]), "two host_access"),
+           (lambda: syclexp.device_global(sycl.int32, properties=3), "a list of properties")]
     for make, words in bad:
         with pytest.raises(sycl.exception) as ei:
             make()

@@ -67,7 +67,13 @@ class device_global:
             why = ex.what() if isinstance(ex, exception) else str(ex)
             raise invalid(f"{site}: device_global element type {dtype!r}: {why}") from None
         self.shape = _shape(shape, site)
-        self.properties = tuple(properties)
+        if isinstance(properties, Property):
+            properties = [properties]
+        try:
+            self.properties = tuple(properties)
+        except TypeError:
+            raise invalid(f"{site}: device_global properties are a list of properties, "
+                          f"got {type(properties).__name__}") from None
         self._read_properties(site)
         in_class = "__qualname__" in frame.f_locals and "__module__" in frame.f_locals
         if code.co_name != "<module>" and not in_class:
