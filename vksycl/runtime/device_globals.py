@@ -91,7 +91,8 @@ def _instance(image: Any, device: Any, scheduler: Any, entry: dict[str, Any]) ->
     instances = _images.get(image)
     if instances is None:
         instances = _images[image] = {}
-        weakref.finalize(image, _free, instances)
+        # at exit the process ends with the device: nothing to give back
+        weakref.finalize(image, _free, instances).atexit = False
     a = instances.get(key)
     if a is None:
         _check_size(entry)
