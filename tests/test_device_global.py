@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -356,6 +357,26 @@ def test_device_image_scope_one_instance_per_bundle(q, mem, ctx):
         assert "image_count" in str(ei.value) and "2 device images" in str(ei.value)
     run_bundle_kernel(q, k, out)
     assert mem.view(out, 1)[0] == 9  # the bundle's instance is untouched by the other
+
+
+late = syclexp.device_global(sycl.int32, properties=[scope])
+
+
+def test_a_copy_waiting_on_a_host_task_reaches_the_first_instance(q, mem):
+    """A copy into the host instance that is still waiting for its dependency when the
+    first kernel (which depends on it) is submitted: that kernel's instance starts from
+    the copied value, not from the value at submission."""
+    out = mem.zeros(1, np.int32)
+    gate = threading.Event()
+    held = q.submit(lambda h: h.host_task(lambda: gate.wait(10)))
+    copied = q.copy(np.array([9], np.int32), late, depends_on=held)
+
+    def read():
+        out[0] = late.get()
+
+    threading.Timer(0.2, gate.set).start()
+    q.single_task(read, depends_on=copied).wait()
+    assert mem.view(out, 1)[0] == 9
 
 
 # -- copies: defaults, offsets, events, handlers -------------------------------------------

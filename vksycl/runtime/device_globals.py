@@ -13,7 +13,8 @@ new process finds its variables.
   bundle (its instance is made at the first such launch). A copy to or from a variable
   that more than one image on the device holds raises `errc.invalid`; one that no image
   holds yet reads and writes the host instance, whose bytes start the first image's
-  instance (so a copy before the first launch is what the kernel sees).
+  instance once the copies enqueued into it have run (so a copy before the first launch
+  is what the kernel sees, even one still waiting for its dependencies).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ _lock = threading.RLock()
 _sizes: dict[str, int] = {}  # unique id -> size, to catch two declarations disagreeing
 _shared: dict[tuple[Any, str], Allocation] = {}  # (scheduler, unique id)
 _host: dict[str, np.ndarray] = {}  # image-scope variables no image holds yet
+_host_writes: dict[str, list[Any]] = {}  # the events of copies into those, not yet seen
 # image -> {(scheduler, unique id): its instance}; bundles drop out when collected
 _images: weakref.WeakKeyDictionary[Any, dict[tuple[Any, str], Allocation]] = \
     weakref.WeakKeyDictionary()
@@ -106,6 +108,22 @@ def _free(instances: dict[tuple[Any, str], Allocation]) -> None:
         a.free()
 
 
+def host_written(unique_id: str, ev: Any) -> None:
+    """A copy into the host instance of `unique_id` was enqueued as `ev`: the first image
+    instance made from the host instance waits for it."""
+    with _lock:
+        _host_writes.setdefault(unique_id, []).append(ev)
+
+
+def _settle(unique_id: str) -> None:
+    """Waits (outside the lock: the copies may wait on work that launches kernels) for the
+    enqueued copies into a host instance, so a new image instance starts from them."""
+    with _lock:
+        pending = _host_writes.pop(unique_id, [])
+    for ev in pending:
+        ev._wait()  # its errors are its own event's to report
+
+
 def address(device: Any, entry: dict[str, Any], image: Any = None) -> int:
     """The device address a kernel of `image` (None: the default image) on `device` reaches
     the variable of this metadata entry at (made on first use; later launches only look
@@ -117,6 +135,7 @@ def address(device: Any, entry: dict[str, Any], image: Any = None) -> int:
         instances = _images.get(owner)
         a = instances.get(key) if instances is not None else None
         if a is None:
+            _settle(entry["unique_id"])
             with _lock:
                 a = _instance(owner, device, scheduler, entry)
     else:
@@ -131,10 +150,12 @@ def add_image(image: Any, device: Any, entries: list[dict[str, Any]]) -> None:
     """Makes the instances of the image-scope variables a device image's kernels use (a
     bundle, when it becomes executable)."""
     scheduler = scheduler_for(device)
+    scoped = [e for e in entries if e["device_image_scope"]]
+    for entry in scoped:
+        _settle(entry["unique_id"])
     with _lock:
-        for entry in entries:
-            if entry["device_image_scope"]:
-                _instance(image, device, scheduler, entry)
+        for entry in scoped:
+            _instance(image, device, scheduler, entry)
 
 
 def holders(device: Any, unique_id: str) -> list[Any]:
@@ -191,4 +212,4 @@ def _shared_allocation(device: Any, scheduler: Any, meta: dict[str, Any]) -> All
     return a
 
 
-__all__ = ["DefaultImage", "add_image", "address", "holders", "span"]
+__all__ = ["DefaultImage", "add_image", "address", "holders", "host_written", "span"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 from collections.abc import Callable, Iterable
@@ -46,6 +47,10 @@ def use_kernel_front_end(build: KernelFrontEnd) -> None:
 
 
 class handler:
+    # called with the command's event once it is enqueued (a copy into a device_global's
+    # host instance tells the database which event writes it)
+    enqueued: list[Callable[[event], None]] | tuple = ()
+
     def __init__(self, q: Queue) -> None:
         self._queue = q
         self._deps: list[event] = []
@@ -148,6 +153,9 @@ class handler:
         if to is not None:
             s = memops.resolve(src, n, self._queue, "memcpy source", writable=False)
             d = device_globals.span(self._queue, to, at, n, "memcpy to a device_global", True)
+            if d.allocation is None:  # the host instance
+                self.enqueued = [functools.partial(device_globals.host_written,
+                                                   to["unique_id"])]
         else:
             d = memops.resolve(dest, n, self._queue, "memcpy destination", writable=True)
             s = device_globals.span(self._queue, of, at, n, "memcpy from a device_global",

@@ -102,7 +102,10 @@ class queue:
         command = h.command if h.command is not None else _empty()
         if self.recording_graph is not None:
             return self.recording_graph._record_from_queue(self, command, h.dependencies)
-        return self.execute(command, h.dependencies)
+        ev = self.execute(command, h.dependencies)
+        for hook in h.enqueued:
+            hook(ev)
+        return ev
 
     def execute(self, command: Command, deps: list[event]) -> event:
         with self._lock:
