@@ -357,6 +357,10 @@ def test_device_image_scope_one_instance_per_bundle(q, mem, ctx):
         assert "image_count" in str(ei.value) and "2 device images" in str(ei.value)
     run_bundle_kernel(q, k, out)
     assert mem.view(out, 1)[0] == 9  # the bundle's instance is untouched by the other
+    # the bundle goes (an exception's traceback would keep it), and its instance with it:
+    # one image holds the variable
+    del b, k, ei
+    assert read_back(q, image_count)[0] == 101
 
 
 late = syclexp.device_global(sycl.int32, properties=[scope])

@@ -9,6 +9,7 @@ kernels and kernels built from GLSL or SPIR-V source provide one each.
 from __future__ import annotations
 
 import enum
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -168,7 +169,7 @@ class kernel:
     """A kernel of an executable bundle: queried with `get_info`, enqueued through a handler
     with `set_arg` / `set_args` and `parallel_for(nd_range, k)` or `single_task(k)`."""
 
-    __slots__ = ("_bundle", "_device_ids", "_impl")
+    __slots__ = ("__weakref__", "_bundle", "_device_ids", "_impl")
 
     def __init__(self, impl: Any, bundle: kernel_bundle) -> None:
         self._impl = impl
@@ -272,7 +273,9 @@ class kernel_bundle:
         self._members = list(members)
         self._named = dict(named or {})
         self._source = source
-        self._kernels: dict[int, kernel] = {}
+        # weak: a kernel holds its bundle, and a bundle that only cycles keep alive would
+        # hold its device images' device_global instances until the collector runs
+        self._kernels: weakref.WeakValueDictionary[int, kernel] = weakref.WeakValueDictionary()
         if state is bundle_state.executable:  # a device image: its device_global instances
             for d in self._devices:
                 device_globals.add_image(self, d, [
