@@ -56,7 +56,7 @@ class device_global:
                  "image_scope", "implement_in_csr", "init_mode", "properties", "shape")
 
     def __init__(self, dtype: Any, shape: int | Iterable[int] = (),
-                 properties: Iterable[Any] = ()) -> None:
+                 properties: Iterable[Any] | Property = ()) -> None:
         frame = sys._getframe(1)
         code = frame.f_code
         site = f"{code.co_filename}:{frame.f_lineno}"
