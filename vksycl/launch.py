@@ -22,11 +22,13 @@ from typing import Any
 import numpy as np
 
 from .compiler import device as dev
+from .compiler.device_global import device_global
 from .compiler.host_bodies import host_names
 from .compiler.kernel import CompiledKernel, _names, kernel_name, load_or_compile
 from .compiler.module import KernelSpec, frozen, path_getter, path_name
 from .compiler.typesys import layout
 from .exceptions import errc, exception
+from .runtime import device_globals
 from .runtime import handler as _handler
 from .runtime.aspects import aspect
 from .runtime.commands import KernelLaunch
@@ -74,8 +76,9 @@ def _fmt(dtype: np.dtype) -> str:
 class Prepared:
     """A compiled kernel plus everything needed to launch it quickly."""
 
-    __slots__ = ("attr_getters", "attr_sigs", "checked", "ck", "groups", "key", "launch_slots", "n",
-                 "packer", "ptrs", "scalar_paths", "scalars", "spec_getters", "variants")
+    __slots__ = ("attr_getters", "attr_sigs", "checked", "ck", "globals", "groups", "key",
+                 "launch_slots", "n", "packer", "ptrs", "scalar_paths", "scalars",
+                 "spec_getters", "variants")
 
     def __init__(self, ck: CompiledKernel, pyfn: Any, key: Any) -> None:
         self.ck = ck
@@ -90,7 +93,8 @@ class Prepared:
             if a.push_offset > at:
                 fmt += f"{a.push_offset - at}x"
                 at = a.push_offset
-            dt = np.dtype(np.uint64) if a.kind == "ptr" else np.dtype(a.dtype)
+            dt = np.dtype(np.uint64) if a.kind in ("ptr", "device_global") else \
+                np.dtype(a.dtype)
             fmt += _fmt(dt)
             at += dt.itemsize
         if ck.args_size > at:
@@ -106,13 +110,19 @@ class Prepared:
         # attributes of captured objects are read at each launch; if one changes type,
         # the kernel is compiled again for the new types
         self.attr_getters = [path_getter(a.path, pyfn) for a in ck.args
-                             if a.kind != "launch" and _indirect_path(a.path)]
+                             if a.kind not in ("launch", "device_global") and
+                             _indirect_path(a.path)]
         self.attr_sigs = tuple(_sig(get(pyfn, ())) for get in self.attr_getters)
+        # (push position, metadata entry) per device_global: addresses from the database
+        by_offset = {a.push_offset: order[id(a)] for a in slots}
+        self.globals = [(by_offset[e["argument_offset"]], e) for e in ck.device_globals]
         for a in ck.args:
             pos = order.get(id(a), -1)
             if a.kind == "ptr":
                 self.ptrs.append((path_getter(a.path, pyfn), pos,
                                   layout(dev.element_type(a.dtype))[1], a.dtype, a.path))
+            elif a.kind == "device_global":
+                continue
             elif a.kind == "scalar":
                 self.scalars.append((path_getter(a.path, pyfn), pos, a.dtype.kind == "b"
                                      or np.dtype(a.dtype).kind == "b"))
@@ -120,9 +130,14 @@ class Prepared:
             else:
                 self.launch_slots.append((a.path[1], a.path[2], pos))
 
-    def arguments(self, pyfn: Any, args: tuple, launch: Any, context: Any = None) -> bytes:
-        """The packed arguments of a launch (pointers checked)."""
+    def arguments(self, pyfn: Any, args: tuple, launch: Any, context: Any = None,
+                  device: Any = None, image: Any = None) -> bytes:
+        """The packed arguments of a launch (pointers checked); device_globals are at
+        their addresses on `device` for the kernels of `image` (a kernel bundle, or None
+        for the default image)."""
         values: list[Any] = [0] * self.n
+        for pos, entry in self.globals:
+            values[pos] = device_globals.address(device, entry, image)
         for get, pos, align, dtype, path in self.ptrs:
             p = get(pyfn, args)
             if p is None:
@@ -277,11 +292,12 @@ def _global_sig(v: Any) -> Any:
 
 def _stable(v: Any) -> bool:
     """Whether the same object always has the same cache signature: immutable numbers,
-    pointers, classes (keyed by identity), functions without cells (structs, closures and
-    other objects may change)."""
+    pointers, device_globals, classes (keyed by identity), functions without cells
+    (structs, closures and other objects may change)."""
     t = type(v)
     return (t in (int, float, bool) or isinstance(v, np.generic) or t is usm_ptr or
-            t is type or (t is pytypes.FunctionType and not v.__closure__))
+            t is device_global or t is type or
+            (t is pytypes.FunctionType and not v.__closure__))
 
 
 def _keyed_alike(last: Any, now: Any) -> bool:
@@ -517,7 +533,7 @@ def _plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) -> _P
 
 
 def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple | None,
-            context: Any = None) -> KernelLaunch:
+            context: Any = None, image: Any = None) -> KernelLaunch:
     pyfn, info = _kernel_function(kernel)
     if info is not None:
         param_types = info.param_types()
@@ -534,7 +550,7 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
         p = _prepare(pyfn, *plan.variants[1])
     if id(vk) not in p.checked:
         _check(p, device)
-    push = p.arguments(pyfn, args or (), launch, context)
+    push = p.arguments(pyfn, args or (), launch, context, device, image)
     if p is plan.prepared and push == plan.push:
         return plan.command
     ck = p.ck
@@ -563,9 +579,12 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
 
 
 def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
-                      properties: Any = None, context: Any = None) -> KernelLaunch:
-    """The command for a kernel whose arguments are passed explicitly."""
-    return _launch(device, kernel, launch, properties, tuple(args), context=context)
+                      properties: Any = None, context: Any = None,
+                      image: Any = None) -> KernelLaunch:
+    """The command for a kernel whose arguments are passed explicitly; `image` is the
+    kernel bundle it comes from (its device_image_scope instances)."""
+    return _launch(device, kernel, launch, properties, tuple(args), context=context,
+                   image=image)
 
 
 def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None) -> CompiledKernel:
