@@ -147,7 +147,8 @@ class Prepared:
             except AttributeError:
                 raise exception(errc.kernel_argument, f"kernel argument {_name(path)} must "
                                 f"be a USM pointer, got {type(p).__name__}") from None
-            a.check_live()
+            if a.freed:
+                a.check_live()  # raises
             if context is not None and a.context is not context:
                 raise exception(errc.invalid, f"kernel argument {_name(path)}: pointer from "
                                 "another context")
@@ -308,7 +309,7 @@ def _keyed_alike(last: Any, now: Any) -> bool:
 
 
 def _all_keyed_alike(last: tuple, now: tuple) -> bool:
-    return all(map(operator.is_, last, now)) or all(map(_keyed_alike, last, now))
+    return all(map(_keyed_alike, last, now))
 
 
 _CONTENTS = operator.attrgetter("cell_contents")
@@ -321,10 +322,14 @@ _LAST: dict[Any, tuple[tuple, tuple, Prepared]] = {}
 def _prepare(pyfn: Any, spec_key: tuple, spec_fn: Any) -> Prepared:
     cells = pyfn.__closure__
     captured = tuple(map(_CONTENTS, cells)) if cells else ()
-    globals_ = tuple(map(pyfn.__globals__.get, _global_names(pyfn)))
+    names = _GLOBAL_NAMES.get(pyfn.__code__)
+    if names is None:
+        names = _global_names(pyfn)
+    globals_ = tuple(map(pyfn.__globals__.get, names))
     last = _LAST.get((pyfn.__code__, spec_key))
-    if last is not None and _all_keyed_alike(last[0], captured) and \
-            _all_keyed_alike(last[1], globals_):
+    if last is not None and (all(map(operator.is_, last[0], captured)) or
+                             _all_keyed_alike(last[0], captured)) and \
+            (all(map(operator.is_, last[1], globals_)) or _all_keyed_alike(last[1], globals_)):
         p = last[2]
     else:
         key = (pyfn.__code__, spec_key, tuple(_sig(v) for v in captured),

@@ -109,16 +109,15 @@ class handler:
 
     def _launch(self, kernel: Callable, launch: Any, properties: Any) -> Command:
         # a `sycl.kernel` object builds its command from the arguments set by index
+        q = self._queue
         command = getattr(kernel, "_vksycl_command", None)
         if command is not None:
-            return command(self._queue.get_device(), launch, self._kernel_args, properties,
-                           self._queue.get_context())
+            return command(q._device, launch, self._kernel_args, properties, q._context)
         if properties is not None:
-            properties = _kernel_properties(properties, launch, self._queue.get_device())
+            properties = _kernel_properties(properties, launch, q._device)
         if launch is not None:
             check_work_items(launch)
-        return _kernel_front_end(self._queue.get_device(), kernel, launch, properties,
-                                 context=self._queue.get_context())
+        return _kernel_front_end(q._device, kernel, launch, properties, context=q._context)
 
     def host_task(self, fn: Callable[..., Any]) -> None:
         try:

@@ -140,8 +140,13 @@ class queue:
                      properties: Any = None) -> event:
         """`parallel_for(range, kernel)`, or in SYCL's order
         `parallel_for(range, event(s), kernel)`."""
-        kernel, depends_on = _events_first(kernel, depends_on)
-        return self._shortcut(lambda h: h.parallel_for(launch, kernel, properties), depends_on)
+        if depends_on is not None:
+            kernel, depends_on = _events_first(kernel, depends_on)
+        h = handler(self)  # what _shortcut does, without a function per launch
+        if depends_on is not None:
+            h.depends_on(depends_on)
+        h.parallel_for(launch, kernel, properties)
+        return self._enqueue(h)
 
     def memcpy(self, dest: Any, src: Any, num_bytes: int | None = None, offset: int = 0,
                depends_on: Any = None) -> event:

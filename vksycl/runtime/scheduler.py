@@ -46,11 +46,11 @@ class Scheduler:
         ev = event(self.engine, profiling)
         if deps:
             ev._deps = tuple(weakref.ref(d) for d in deps)
-        if type(command) is KernelLaunch and not profiling and not deps:
-            self._launch(command, ev)  # the common eager launch, in short
-        elif not isinstance(command, HostTask) and all(d.ordered_on(self.engine)
-                                                       for d in deps):
-            self._run(command, deps, ev, _reraise)
+        if not isinstance(command, HostTask) and all(d.ordered_on(self.engine) for d in deps):
+            if type(command) is KernelLaunch and not profiling:
+                self._launch(command, ev)  # the common eager launch, in short
+            else:
+                self._run(command, deps, ev, _reraise)
         else:
             ev._defer()
             threading.Thread(target=self._run_deferred, args=(command, deps, ev, on_error),
@@ -58,8 +58,8 @@ class Scheduler:
         return ev
 
     def _launch(self, command: KernelLaunch, ev: event) -> None:
-        """What `_run` does for one kernel launch with no dependencies or profiling: one
-        dispatch, one submission, errors to the caller."""
+        """What `_run` does for one kernel launch without profiling whose dependencies are
+        already ordered before it: one dispatch, one submission, errors to the caller."""
         try:
             ev._submission = self.engine.submit((command.dispatch(self.engine),))
         except BaseException as err:
