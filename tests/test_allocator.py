@@ -548,6 +548,24 @@ def test_out_of_memory_releases_the_cache_then_raises(q, kind, little_memory):
         sycl.free(p, q)
 
 
+def test_out_of_memory_releases_the_cache_of_the_other_memory_kind(q, little_memory):
+    """Host-visible and device-local memory share one heap on many devices (here the
+    emulated limit counts both): device memory that does not fit beside cached shared
+    memory gets it released."""
+    fake = little_memory(64 * MiB)
+    shared = sycl.malloc_shared(40 * MiB, sycl.uint8, q)
+    q.fill(shared, np.uint8(3), 40 * MiB).wait()
+    sycl.free(shared, q)
+    assert sycl.usm_memory_stats(q)["cached"] >= 40 * MiB
+    n = (48 * MiB) // 4
+    d = sycl.malloc_device(n, sycl.float32, q)
+    assert fake.refused == 1 and fake.released >= 1
+    q.fill(d, np.float32(1.25), n).wait()
+    got = download(q, d, n * 4).view(np.float32)
+    np.testing.assert_array_equal(got, np.full(n, 1.25, np.float32))
+    sycl.free(d, q)
+
+
 def test_carving_a_new_block_releases_the_cache_first(q, little_memory):
     """Chunks of up to SMALL_LIMIT come from shared blocks; when a new one does not fit
     beside the cached memory, the cache is released and the block made."""

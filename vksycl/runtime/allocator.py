@@ -68,6 +68,7 @@ class Allocator:
         self._blocks: list[Block] = []
         self._carving: Block | None = None
         self.in_use = 0  # bytes of live chunks (by size class)
+        self.siblings: list[Allocator] = []  # the device's allocators of other memory kinds
 
     # -- allocate and free -----------------------------------------------------------------
     def allocate(self, nbytes: int) -> Chunk:
@@ -126,8 +127,7 @@ class Allocator:
             buffer = self.engine.buffer(nbytes, self.host_visible)
         except exception:
             self.engine.synchronize()
-            self._settle()
-            if not self._trim():
+            if not self._release_for_retry():
                 raise
             buffer = self.engine.buffer(nbytes, self.host_visible)
         block = Block(buffer, top=-buffer.address % MIN_ALIGN)
@@ -135,6 +135,23 @@ class Allocator:
         return block
 
     # -- the cache -------------------------------------------------------------------------
+    def _release_for_retry(self) -> int:
+        """Gives back this allocator's cached blocks and those of the other memory kinds
+        of the device (host-visible and device-local memory often share one heap, as on
+        integrated GPUs and lavapipe); returns the bytes released. Called with this
+        allocator's lock held, so a sibling busy in another thread is skipped rather
+        than waited for."""
+        self._settle()
+        released = self._trim()
+        for other in self.siblings:
+            if other._lock.acquire(blocking=False):
+                try:
+                    other._settle()
+                    released += other._trim()
+                finally:
+                    other._lock.release()
+        return released
+
     def _trim(self) -> int:
         """Releases every block with no live chunk; returns the bytes given back."""
         empty = [b for b in self._blocks if b.live == 0]

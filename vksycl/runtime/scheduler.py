@@ -30,6 +30,8 @@ class Scheduler:
     def __init__(self, engine: Engine, heap_bytes: dict[bool, int]) -> None:
         self.engine = engine
         self.allocators = {host: Allocator(engine, host, size) for host, size in heap_bytes.items()}
+        for a in self.allocators.values():
+            a.siblings = [b for b in self.allocators.values() if b is not a]
         self.staging_bytes = STAGING_BYTES
         self._staging: list[Buffer] = []
         self._staging_lock = threading.RLock()
