@@ -506,16 +506,16 @@ class _Plan:
     properties share: the variant keys, and the last command, which the next launch with
     the same arguments submits again."""
 
-    __slots__ = ("command", "info", "kind", "launch", "prepared", "push", "variants")
+    __slots__ = ("info", "kind", "last", "launch", "variants")
 
     def __init__(self, launch: Any, info: Any, kind: str, variants: tuple) -> None:
         self.launch = launch
         self.info = info
         self.kind = kind
         self.variants = variants  # (push-constant variant, argument-block variant)
-        self.prepared: Prepared | None = None
-        self.push = b""
-        self.command: KernelLaunch | None = None
+        # (prepared kernel, push constants, command) of the last launch, replaced whole so
+        # threads launching the same kernel never see a mix of two launches
+        self.last: tuple[Prepared | None, bytes, KernelLaunch | None] = (None, b"", None)
 
 
 _PLANS: dict[tuple, _Plan] = {}
@@ -556,8 +556,9 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
     if id(vk) not in p.checked:
         _check(p, device)
     push = p.arguments(pyfn, args or (), launch, context, device, image)
-    if p is plan.prepared and push == plan.push:
-        return plan.command
+    last = plan.last
+    if p is last[0] and push == last[1]:
+        return last[2]
     ck = p.ck
     keep: tuple = ()
     if ck.spec.args_in_memory:
@@ -572,7 +573,7 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
         groups = p.groups[gkey] = _groups(ck, launch, device)
     command = KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, keep_alive=keep)
     if not keep:  # an argument block is the launch's own
-        plan.prepared, plan.push, plan.command = p, push, command
+        plan.last = (p, push, command)
     return command
 
 
