@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .compiler import device as dev
+from .compiler import virtual
 from .compiler.host_bodies import host_names
 from .compiler.kernel import CompiledKernel, _names, kernel_name, load_or_compile
 from .compiler.module import KernelSpec, frozen, path_getter, path_name
@@ -33,6 +34,7 @@ from .runtime.context import scheduler_for
 from .runtime.usm import Allocation, alloc
 from .runtime.usm import ptr as usm_ptr
 from .types import dtype_key
+from .virtual_functions import check_sets, indirect_sets
 
 # work-group shapes for range kernels: 256 work-items where the device allows (measured
 # on an H100: 1.5x the bandwidth of 128), 128 otherwise (every Vulkan device takes 128)
@@ -54,6 +56,8 @@ _CAPABILITY_FEATURES = {
     "PhysicalStorageBufferAddresses": "bufferDeviceAddress",
 }
 _ADDRESS = struct.Struct("<Q")
+# aspects a compiled kernel records that a device must have to run it
+_KERNEL_ASPECTS = ("fp64", "fp16", "atomic64", "ext_oneapi_virtual_functions")
 # SPIR-V capabilities of integer types and the aspects that name them
 _CAPABILITY_ASPECTS = {"Int64": "int64", "Int16": "int16", "Int8": "int8"}
 # sub-group capabilities and their VkSubgroupFeatureFlagBits
@@ -419,7 +423,7 @@ def _limits(device: Any) -> tuple[int, int, int]:
 def _check(p: Prepared, device: Any) -> None:
     ck = p.ck
     vk = device.vulkan
-    used = [a for a in ck.aspects if a in ("fp64", "fp16", "atomic64")] + \
+    used = [a for a in ck.aspects if a in _KERNEL_ASPECTS] + \
         [_CAPABILITY_ASPECTS[c] for c in ck.capabilities if c in _CAPABILITY_ASPECTS]
     for a in used:
         if not device.has(getattr(aspect, a)):
@@ -456,13 +460,17 @@ def _variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
     param_types = info.param_types() if info is not None else None
     scratch = _scratch(properties)
     fold = dims > 1 and _too_many_groups(launch, local, device)
+    sets = indirect_sets(properties, info)
+    if sets is not None:
+        check_sets(sets)
 
     def spec() -> KernelSpec:
         name = info.name if info is not None else kernel_name(pyfn)
         return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold,
-                          args_in_memory)
+                          args_in_memory, sets, virtual.digest(sets) if sets else "")
 
-    return (kind, dims, local, has_offset, scratch, param_types, fold, args_in_memory), spec
+    return (kind, dims, local, has_offset, scratch, param_types, fold, args_in_memory, sets,
+            virtual.version() if sets else 0), spec
 
 
 def _prepared(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import device as dev
-from . import fp64math, if_device, ir
+from . import fp64math, if_device, ir, virtual
 from .frontend import kind_of, mem_type
 from .typesys import (
     BOOL,
@@ -28,7 +28,7 @@ from .typesys import (
     promote,
     scalar_of,
 )
-from .values import AggV, AtomicV, ItemV, MethodV, PtrV, PyV, TupV
+from .values import AggV, AtomicV, ItemV, MethodV, ObjV, PtrV, PyV, TupV
 
 _ARITH = {ast.Add: ("OpIAdd", "OpFAdd"), ast.Sub: ("OpISub", "OpFSub"),
           ast.Mult: ("OpIMul", "OpFMul")}
@@ -254,6 +254,9 @@ class Intrinsics:
             return self.builtin(fl, obj.__name__, args, kwargs, node)
         if isinstance(obj, pytypes.FunctionType):
             return fl.call_function(obj, args, kwargs, node, fn_path=fn.path)
+        op = getattr(getattr(obj, "__func__", None), virtual.OP, None)
+        if op is not None and isinstance(obj.__self__, type):
+            return virtual.class_op(fl, op, obj.__self__, args, kwargs, node)
         if isinstance(obj, pytypes.MethodType) and isinstance(obj.__func__,
                                                               pytypes.FunctionType):
             owner = fn.path[:-1] if fn.path else None
@@ -483,13 +486,13 @@ class Intrinsics:
 
     def construct(self, fl: Any, sty: Struct, args: list[Any], kwargs: dict[str, Any],
                   node: ast.AST) -> AggV:
-        names = [n for n, _ in sty.fields]
+        names = [n for n, _ in sty.fields if n != virtual.TAG_FIELD]
         values = dict(zip(names, args, strict=False))
         values.update(kwargs)
         fields = []
         for n, t in sty.fields:
             if n not in values:
-                default = sty.pyclass.__dict__.get(n)
+                default = dev.field_default(sty.pyclass, n)
                 if default is None:
                     raise fl.err(node, f"{sty.name}: field '{n}' is not set")
                 values[n] = PyV(default)
@@ -545,6 +548,8 @@ class Intrinsics:
         if isinstance(base, AggV):
             fn = getattr(base.sty.pyclass, m.name)
             return fl.call_function(fn, args, kwargs, node, base)
+        if isinstance(base, ObjV):
+            return virtual.method(fl, base, m.name, args, kwargs, node)
         if isinstance(base, PtrV):
             place = ir.Place(base.root, base.offset, (), mem_type(base.elem))
             if m.name == "get":

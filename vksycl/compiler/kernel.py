@@ -31,7 +31,7 @@ from .host_bodies import device_view
 from .module import ArgSlot, KernelModule, KernelSpec, captured_value, plain_object
 from .source import code_span, function_source, source_text
 
-COMPILER_VERSION = "vksycl-compiler-2"  # 2: pointers are device addresses
+COMPILER_VERSION = "vksycl-compiler-3"  # 2: pointers are device addresses; 3: virtual calls
 
 
 def _compiler_digest() -> str:

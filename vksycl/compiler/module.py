@@ -23,7 +23,7 @@ import numpy as np
 from ..exceptions import errc, exception
 from . import coarsen as coarsening
 from . import device as dev
-from . import ir
+from . import ir, virtual
 from .frontend import FunctionLowering, Restart, kind_of, mem_type, source_of
 from .intrinsics import Intrinsics
 from .typesys import (
@@ -43,7 +43,7 @@ from .typesys import (
     promote,
     scalar_of,
 )
-from .values import AggV, FixedSlot, ItemV, PtrV, PyV, TupV
+from .values import AggV, FixedSlot, ItemV, ObjV, PtrV, PyV, TupV
 from .workitem import Groups, Queries
 
 MAX_RESTARTS = 32
@@ -66,6 +66,10 @@ class KernelSpec:
     # the arguments in a block in device memory, for kernels whose arguments outgrow the
     # device's push constants: the push constants hold the block's address
     args_in_memory: bool = False
+    # the sets of virtual methods the kernel declares (assume_indirect_calls_to; None is
+    # the default set), and a digest of the polymorphic classes its calls dispatch over
+    indirect_sets: tuple | None = None
+    virtual_digest: str = ""
 
 
 @dataclass
@@ -230,8 +234,12 @@ class KernelModule:
             if want:
                 kind = "nd_item" if spec.kind == "nd_range" else "item"
                 bound = [(params[0], FixedSlot(ItemV(kind, spec.dims)))]
+        virtual.check_kernel(self.pyfn)
         self.stack.append(self.pyfn)
         fn, fl = self.lower_function(self.pyfn, src, "kernel", bound, kernel=True)
+        if spec.indirect_sets is not None:
+            virtual.collect_set_aspects(fl, node)
+            self.aspects.add("ext_oneapi_virtual_functions")
         self.stack.pop()
         for rnode, _, value in fl.returns:
             if value is not None:
@@ -612,6 +620,9 @@ class KernelModule:
             call_args += [v.root, v.offset]
             sig.append(("p", _shape_key(shape)))
             return PtrV(root, ir.ArgRead(poff))
+        if isinstance(v, ObjV):
+            sig.append(("o", v.cls))
+            return ObjV(v.cls, self.flatten(fl, name, v.ptr, sig, params, call_args, node))
         if isinstance(v, AggV):
             sig.append(("a", v.sty))
             return AggV(v.sty, [self.flatten(fl, f"{name}.{n}", f, sig, params, call_args, node)
