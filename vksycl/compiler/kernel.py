@@ -252,7 +252,7 @@ def load_or_compile(pyfn: Any, spec: KernelSpec, memory_key: Any,
             try:
                 tmp.write_bytes(pickle.dumps(ck))
                 os.replace(tmp, path)
-            except OSError as ex:
+            except (OSError, pickle.PicklingError, AttributeError) as ex:  # local classes
                 log.debug("cannot write the kernel cache: %s", ex)
     dump = os.environ.get("VKSYCL_DUMP_SPIRV")
     if dump:

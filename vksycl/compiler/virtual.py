@@ -16,6 +16,7 @@ sets, which the spec leaves undefined) calls nothing and gives zero.
 from __future__ import annotations
 
 import ast
+import copyreg
 import hashlib
 import inspect
 import types as pytypes
@@ -139,6 +140,14 @@ def _owner(cls: type, name: str, f: Any) -> type:
 _STORAGE: dict[tuple[type, ...], type] = {}
 
 
+class _StorageType(type):
+    """The type of `storage_for` classes: they pickle as the call that makes them, so a
+    kernel taking a pointer to storage can go to the disk cache."""
+
+
+copyreg.pickle(_StorageType, lambda c: (storage_for, c.__dict__[STORAGE]))
+
+
 def storage_for(*classes: type) -> type:
     """`syclexp.storage_for(A, B, ...)`: an element type sized and aligned for the largest
     of the classes, for USM memory that holds objects of any of them."""
@@ -158,7 +167,7 @@ def storage_for(*classes: type) -> type:
     word = "uint64" if align == 8 else "uint32"
     key = zlib.crc32(repr([(c.__module__, c.__qualname__) for c in classes]).encode())
     names = ", ".join(c.__name__ for c in classes)
-    cls = type(f"storage_for({names})", (), {
+    cls = _StorageType(f"storage_for({names})", (), {
         "__annotations__": {f"_s{key:08x}_{i}": getattr(np, word) for i in
                             range(size // align)},
         STORAGE: classes, "__module__": __name__,
@@ -169,15 +178,14 @@ def storage_for(*classes: type) -> type:
 
 
 def _holds(elem: Any, cls: type) -> bool:
-    """Whether memory of element type `elem` can hold an object of `cls` (storage whose
-    classes include it or a class of its hierarchy, or the hierarchy's own structs)."""
+    """Whether memory of element type `elem` (a struct, or storage for several) is for
+    objects of `cls`'s hierarchy."""
     pyclass = getattr(elem, "pyclass", None) if isinstance(elem, Struct) else None
     if pyclass is None:
         return False
-    held = pyclass.__dict__.get(STORAGE)
-    if held is not None:
-        return any(issubclass(c, cls) or issubclass(cls, c) for c in held)
-    return is_polymorphic(pyclass) and _root(pyclass) is _root(cls)
+    held = pyclass.__dict__.get(STORAGE, (pyclass,))
+    return any(c is cls or (is_polymorphic(c) and is_polymorphic(cls) and
+                            _root(c) is _root(cls)) for c in held)
 
 
 def _fits(elem: Struct, cls: type) -> bool:
@@ -353,7 +361,9 @@ def check_kernel(pyfn: Any) -> None:
 
 def collect_set_aspects(fl: Any, node: ast.AST) -> None:
     """Compiles every method of the kernel's declared sets (those it does not call are not
-    emitted), so the optional features they use become the kernel's, as the spec says."""
+    emitted), so the optional features they use become the kernel's, as the spec says.
+    Parameters are taken at their annotated types; a method whose unannotated parameters
+    do not compile as int32 contributes the aspects of the calls that reach it."""
     m = fl.m
     for s in m.spec.indirect_sets or ():
         for cls, _, f in set_functions(s):
@@ -365,8 +375,18 @@ def collect_set_aspects(fl: Any, node: ast.AST) -> None:
             saved, fl.out = fl.out, []
             try:
                 fl.call_function(f, args, {}, node, this)
+            except exception as ex:
+                if ex.code() != errc.build or not _untyped(f):
+                    raise
+                # parameters without annotations took int32 and the body wants other
+                # types: its aspects are known where a call compiles it with real ones
             finally:
                 fl.out = saved
+
+
+def _untyped(f: Any) -> bool:
+    return any(p.annotation is p.empty for p in
+               list(inspect.signature(f).parameters.values())[1:])
 
 
 def _placeholder(m: Any, p: inspect.Parameter) -> Any:

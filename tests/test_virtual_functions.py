@@ -1,0 +1,710 @@
+"""sycl_ext_oneapi_virtual_functions on lavapipe: polymorphic structs in USM, virtual calls
+dispatched on the stored type, sets of virtual methods, and every diagnostic and exception
+the spec lists. Several tests port the scenarios of DPC++'s e2e VirtualFunctions tests."""
+
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+import pytest
+
+import vksycl as sycl
+from vksycl.ext.oneapi import experimental as syclexp
+from vksycl.ext.oneapi import this_work_item
+from vksycl.launch import compiled
+
+HERE = "test_virtual_functions.py"
+
+
+def _usm(q, n, t):
+    p = sycl.malloc_shared(n, t, q)
+    np.asarray(p).view(np.uint8)[:] = 0
+    return p
+
+
+# -- the spec's example: a base and a derived class --------------------------------------------
+
+@sycl.struct
+class Base:
+    @syclexp.indirectly_callable()
+    def get_random_number(self):
+        return 4
+
+    def get_host_random_number(self):  # not a device function: never compiled
+        raise RuntimeError("not implemented")
+
+
+@sycl.struct
+class Derived(Base):
+    @syclexp.indirectly_callable()
+    def get_random_number(self):
+        return 221
+
+
+def test_spec_example_local_value_and_object_in_memory(q):
+    obj = _usm(q, 1, syclexp.storage_for(Derived))
+    result = _usm(q, 1, sycl.int32)
+    props = [syclexp.assume_indirect_calls]
+
+    def construct():
+        Derived.construct_at(obj)
+
+    def local_call():
+        b = Base()
+        result[0] = b.get_random_number()
+
+    def virtual_call():
+        result[0] = Base.at(obj).get_random_number()
+
+    q.single_task(construct).wait()
+    q.single_task(local_call, properties=props).wait()
+    assert result[0] == 4
+    q.single_task(virtual_call, properties=props).wait()
+    assert result[0] == 221
+
+
+def test_layout_tag_first_then_base_fields_then_own():
+    assert Rect.__vksycl_struct__.fields[0][0] == "_vtag"
+    assert [n for n, _ in Rect.__vksycl_struct__.fields] == ["_vtag", "scale", "w", "h"]
+    assert Rect.dtype.names[:2] == Circle.dtype.names[:2] == ("_vtag", "scale")
+    store = syclexp.storage_for(Rect, Circle, Square, Dbl)
+    sizes = [c.dtype.itemsize for c in (Rect, Circle, Square, Dbl)]
+    assert np.dtype(store.dtype).itemsize == max(sizes) == Rect.dtype.itemsize == 16
+    assert Dbl.dtype.itemsize == 12 and Circle.dtype.itemsize == 12
+    assert syclexp.storage_for(Rect, Circle, Square, Dbl) is store  # one type per classes
+    assert Rect._vtag != Circle._vtag != 0
+    assert Rect(scale=1, w=2, h=3)._vtag == Rect._vtag
+
+
+# -- several derived types in one array ---------------------------------------------------------
+
+@sycl.struct
+class Shape:
+    scale: sycl.float32
+
+    @syclexp.indirectly_callable()
+    def area(self):
+        return sycl.float32(0)
+
+
+def twice(x):
+    return x * 2
+
+
+@sycl.struct
+class Rect(Shape):
+    w: sycl.float32
+    h: sycl.float32
+
+    @syclexp.indirectly_callable()
+    def area(self):
+        return self.scale * self.w * self.h
+
+
+@sycl.struct
+class Circle(Shape):
+    r: sycl.float32
+
+    def squared(self):  # a plain method, called from an overrider
+        return self.r * self.r
+
+    @syclexp.indirectly_callable()
+    def area(self):
+        return self.scale * 3 * self.squared()
+
+
+@sycl.struct
+class Square(Rect):  # two levels: Square -> Rect -> Shape
+    @syclexp.indirectly_callable()
+    def area(self):
+        return twice(Rect.area(self))  # a device function, and the base's method
+
+
+@sycl.struct
+class Dbl(Shape):
+    k: sycl.int32
+
+    @syclexp.indirectly_callable()
+    def area(self):
+        return self.k  # an int: the call's type is the overriders' common one
+
+
+def _build(q, n):
+    store = _usm(q, n, syclexp.storage_for(Rect, Circle, Square))
+
+    def build(i):
+        if i % 3 == 0:
+            Rect.construct_at(store + i, scale=1.0, w=sycl.float32(i), h=2.0)
+        elif i % 3 == 1:
+            Circle.construct_at(store + i, scale=0.5, r=sycl.float32(i))
+        else:
+            Square.construct_at(store + i, scale=1.0, w=sycl.float32(i), h=sycl.float32(i))
+
+    q.parallel_for(sycl.range(n), build).wait()
+    return store
+
+
+def _expected(n):
+    i = np.arange(n, dtype=np.float32)
+    return np.select([i % 3 == 0, i % 3 == 1], [i * 2, np.float32(0.5) * 3 * i * i],
+                     2 * i * i).astype(np.float32)
+
+
+def test_several_derived_types_in_one_array(q):
+    n = 1000
+    store = _build(q, n)
+    out = _usm(q, n, sycl.float32)
+
+    def use(i):
+        out[i] = Shape.at(store + i).area()
+
+    q.parallel_for(sycl.range(n), use, properties=[syclexp.assume_indirect_calls]).wait()
+    np.testing.assert_allclose(np.asarray(out), _expected(n), rtol=1e-6)
+
+
+def test_objects_as_locals_fields_and_loops(q):
+    n = 30
+    store = _build(q, n)
+    out = _usm(q, 3, sycl.float32)
+
+    def use():
+        total = sycl.float32(0)
+        for i in range(n):
+            s = Shape.at(store + i)  # a variable in a loop
+            total += s.area() * s.scale
+        out[0] = total
+        r = Rect.at(store + 3)  # a static type lower in the hierarchy
+        out[1] = r.area() + r.w
+        local = Square(scale=2.0, w=3.0, h=1.0)  # a local value: a static call
+        out[2] = local.area()
+
+    q.single_task(use, properties=[syclexp.assume_indirect_calls]).wait()
+    scale = np.where(np.arange(n) % 3 == 1, 0.5, 1.0)
+    assert np.asarray(out)[0] == pytest.approx((_expected(n) * scale).sum(), rel=1e-5)
+    assert np.asarray(out)[1] == pytest.approx(6 + 3)
+    assert np.asarray(out)[2] == pytest.approx(12)
+
+
+def test_fields_written_through_objects(q):
+    store = _build(q, 3)
+
+    def grow():
+        s = Shape.at(store + 1)
+        s.scale = s.scale * 4
+        c = Circle.at(store + 1)
+        c.r += 1.0
+
+    q.single_task(grow).wait()  # no virtual call: no property needed
+    circle = np.asarray(store)[1:2].view(np.uint8)[: Circle.dtype.itemsize].view(Circle.dtype)
+    assert circle["scale"][0] == 2.0 and circle["r"][0] == 2.0
+    assert circle["_vtag"][0] == Circle._vtag
+
+
+def test_overriders_returning_int_and_float_promote(q):
+    store = _usm(q, 2, syclexp.storage_for(Rect, Dbl))
+    out = _usm(q, 2, sycl.float32)
+
+    def build():
+        Rect.construct_at(store, scale=1.0, w=1.5, h=3.0)
+        Dbl.construct_at(store + 1, scale=1.0, k=7)
+
+    def use(i):
+        out[i] = Shape.at(store + i).area()
+
+    q.single_task(build).wait()
+    q.parallel_for(sycl.range(2), use, properties=[syclexp.assume_indirect_calls]).wait()
+    np.testing.assert_array_equal(np.asarray(out), [4.5, 7.0])
+
+
+def test_unconstructed_memory_calls_nothing_and_gives_zero(q):
+    store = _usm(q, 2, syclexp.storage_for(Rect))
+    out = _usm(q, 2, sycl.float32)
+    np.asarray(out)[:] = 5
+
+    def use(i):
+        out[i] = Shape.at(store + i).area()
+
+    q.parallel_for(sycl.range(2), use, properties=[syclexp.assume_indirect_calls]).wait()
+    np.testing.assert_array_equal(np.asarray(out), [0, 0])
+
+
+# -- two levels of inheritance with an abstract base (DPC++'s more-complex-hierarchy) ------------
+
+@sycl.struct
+class AbstractOp:
+    @syclexp.indirectly_callable()
+    @abc.abstractmethod
+    def apply_op(self, data): ...
+
+
+@sycl.struct
+class IncrementOp(AbstractOp):
+    @syclexp.indirectly_callable()
+    def apply_op(self, data):
+        self.increment(data)  # a virtual call inside an overrider
+
+    @syclexp.indirectly_callable()
+    @abc.abstractmethod
+    def increment(self, data): ...
+
+
+@sycl.struct
+class IncrementBy1(IncrementOp):
+    @syclexp.indirectly_callable()
+    def increment(self, data):
+        data[0] += 1
+
+
+@sycl.struct
+class IncrementBy2(IncrementOp):
+    @syclexp.indirectly_callable()
+    def increment(self, data):
+        data[0] += 2
+
+
+@sycl.struct
+class IncrementBy4(IncrementOp):
+    @syclexp.indirectly_callable()
+    def increment(self, data):
+        data[0] += 4
+
+
+@sycl.struct
+class IncrementBy8(IncrementOp):
+    @syclexp.indirectly_callable()
+    def increment(self, data):
+        data[0] += 8
+
+
+def apply(data, obj):
+    obj.apply_op(data)
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_more_complex_hierarchy(q, case):
+    classes = (IncrementBy1, IncrementBy2, IncrementBy4, IncrementBy8)
+    store = _usm(q, 1, syclexp.storage_for(*classes))
+    data = _usm(q, 1, sycl.int32)
+    data[0] = 42
+
+    def kernel():
+        if case == 0:
+            IncrementBy1.construct_at(store)
+        elif case == 1:
+            IncrementBy2.construct_at(store)
+        elif case == 2:
+            IncrementBy4.construct_at(store)
+        else:
+            IncrementBy8.construct_at(store)
+        apply(data, AbstractOp.at(store))
+
+    q.single_task(kernel, properties=[syclexp.assume_indirect_calls]).wait()
+    assert data[0] == 42 + (1, 2, 4, 8)[case]
+
+
+# -- several sets (the spec's set_A / set_B) -------------------------------------------------------
+
+class SetA:
+    pass
+
+
+class SetB:
+    pass
+
+
+class SetEmpty:
+    pass
+
+
+@sycl.struct
+class Foo:
+    value: sycl.int32
+
+    @syclexp.indirectly_callable_in(SetA)
+    def foo(self):
+        return self.value + 1
+
+    @syclexp.indirectly_callable_in(SetA)
+    def bar(self):
+        return self.value + 2
+
+    @syclexp.indirectly_callable_in(SetB)
+    def baz(self):
+        return self.value + 3
+
+
+@sycl.struct
+class FooB(Foo):
+    @syclexp.indirectly_callable_in(SetB)  # this overrider is in another set
+    def foo(self):
+        return self.value + 100
+
+
+def test_several_sets(q):
+    store = _usm(q, 2, syclexp.storage_for(Foo, FooB))
+    out = _usm(q, 4, sycl.int32)
+
+    def build():
+        Foo.construct_at(store, value=10)
+        FooB.construct_at(store + 1, value=20)
+
+    def use_a():
+        out[0] = Foo.at(store).foo() + Foo.at(store).bar()
+
+    def use_ab():
+        out[1] = Foo.at(store + 1).foo()
+        out[2] = Foo.at(store).baz()
+        out[3] = Foo.at(store).foo()
+
+    q.single_task(build).wait()
+    q.single_task(use_a, properties=[syclexp.assume_indirect_calls_to(SetA)]).wait()
+    q.single_task(use_ab, properties=[syclexp.assume_indirect_calls_to(SetA, SetB)]).wait()
+    np.testing.assert_array_equal(np.asarray(out), [11 + 12, 120, 13, 11])
+
+
+def test_call_outside_the_declared_sets_is_a_build_error(q):
+    store = _usm(q, 1, syclexp.storage_for(Foo))
+
+    def use():
+        Foo.at(store).baz()
+
+    with pytest.raises(sycl.exception) as ei:
+        q.single_task(use, properties=[syclexp.assume_indirect_calls_to(SetA)])
+    assert ei.value.code() == sycl.errc.build
+    assert HERE in str(ei.value) and "Foo.baz()" in str(ei.value) and "SetA" in str(ei.value)
+
+
+# -- the property and the diagnostics -------------------------------------------------------------
+
+def test_virtual_call_without_the_property_is_a_build_error_naming_the_call(q):
+    store = _build(q, 3)
+    out = _usm(q, 1, sycl.float32)
+
+    def use():
+        out[0] = Shape.at(store).area()
+
+    with pytest.raises(sycl.exception) as ei:
+        q.single_task(use)
+    msg = str(ei.value)
+    assert ei.value.code() == sycl.errc.build
+    assert HERE in msg and "Shape.area()" in msg and "assume_indirect_calls" in msg
+    line = use.__code__.co_firstlineno + 1
+    assert f"{HERE}:{line}:" in msg
+
+
+def helper_calls(store):
+    return Shape.at(store).area()
+
+
+def test_virtual_call_deep_in_the_call_graph_needs_the_property_too(q):
+    store = _build(q, 3)
+    out = _usm(q, 1, sycl.float32)
+
+    def use():
+        out[0] = helper_calls(store)
+
+    with pytest.raises(sycl.exception, match=r"test_virtual_functions\.py:\d+:\d+: "
+                       r"Shape\.area\(\) is a virtual call"):
+        q.single_task(use)
+    q.single_task(use, properties=[syclexp.assume_indirect_calls]).wait()
+    assert out[0] == 0.0  # Rect with w = 0
+
+
+def test_empty_set_is_invalid_at_submission(q):
+    def k():
+        pass
+
+    with pytest.raises(sycl.exception) as ei:
+        q.single_task(k, properties=[syclexp.assume_indirect_calls_to(SetA, SetEmpty)])
+    assert ei.value.code() == sycl.errc.invalid and "SetEmpty" in str(ei.value)
+    with pytest.raises(sycl.exception) as ei:
+        q.submit(lambda h: h.single_task(
+            k, properties=[syclexp.assume_indirect_calls_to(SetEmpty)]))
+    assert ei.value.code() == sycl.errc.invalid
+
+
+def test_indirectly_callable_on_a_kernel_is_diagnosed(q):
+    with pytest.raises(sycl.exception) as ei:
+        @syclexp.indirectly_callable()
+        @syclexp.single_task_kernel
+        def k1():
+            pass
+    assert ei.value.code() == sycl.errc.build and HERE in str(ei.value)
+
+    with pytest.raises(sycl.exception) as ei:
+        @syclexp.single_task_kernel
+        @syclexp.indirectly_callable_in(SetA)
+        def k2():
+            pass
+    assert ei.value.code() == sycl.errc.build and "indirectly_callable" in str(ei.value)
+
+    @syclexp.indirectly_callable()
+    def closure():
+        pass
+
+    with pytest.raises(sycl.exception) as ei:
+        q.single_task(closure)
+    assert ei.value.code() == sycl.errc.build and HERE in str(ei.value)
+
+
+def test_bad_declarations():
+    with pytest.raises(sycl.exception) as ei:
+        @sycl.struct
+        class Both(Rect, Circle):
+            pass
+    assert ei.value.code() == sycl.errc.invalid and "multiple inheritance" in str(ei.value)
+
+    with pytest.raises(sycl.exception, match="at least one set"):
+        syclexp.assume_indirect_calls_to()
+    with pytest.raises(sycl.exception, match="named by a class"):
+        syclexp.indirectly_callable_in("set")
+    with pytest.raises(sycl.exception, match="one set"):
+        syclexp.indirectly_callable_in(SetB)(Foo.__dict__["foo"])
+
+    @sycl.struct
+    class Plain:
+        x: sycl.int32
+
+    with pytest.raises(sycl.exception, match="declare them in the base"):
+        @sycl.struct
+        class LateVirtual(Plain):
+            @syclexp.indirectly_callable()
+            def f(self):
+                return 1
+    with pytest.raises(sycl.exception, match="already a field"):
+        @sycl.struct
+        class Again(Rect):
+            w: sycl.float32
+
+
+def test_storage_of_another_hierarchy_is_a_build_error(q):
+    store = _usm(q, 1, syclexp.storage_for(Foo))
+    floats = _usm(q, 4, sycl.float32)
+
+    def wrong_storage():
+        Rect.construct_at(store, scale=1.0, w=1.0, h=1.0)
+
+    def wrong_pointer():
+        Shape.at(floats).area()
+
+    for k in (wrong_storage, wrong_pointer):
+        with pytest.raises(sycl.exception) as ei:
+            q.single_task(k, properties=[syclexp.assume_indirect_calls])
+        assert ei.value.code() == sycl.errc.build and HERE in str(ei.value)
+        assert "storage_for" in str(ei.value)
+
+
+def test_too_small_storage_is_a_build_error(q):
+    store = _usm(q, 1, syclexp.storage_for(Circle))
+
+    def k():
+        Rect.construct_at(store, scale=1.0, w=1.0, h=1.0)
+
+    with pytest.raises(sycl.exception, match="too small"):
+        q.single_task(k)
+
+
+# -- objects constructed on the host ---------------------------------------------------------------
+
+def test_objects_constructed_on_the_host_dispatch_on_the_device(q):
+    store = _usm(q, 2, syclexp.storage_for(Rect, Circle))
+    out = _usm(q, 2, sycl.float32)
+    Rect.construct_at(store, scale=1.0, w=2.0, h=5.0)
+    Circle.construct_at(store + 1, scale=1.0, r=2.0)
+
+    def use(i):
+        out[i] = Shape.at(store + i).area()
+
+    q.parallel_for(sycl.range(2), use, properties=[syclexp.assume_indirect_calls]).wait()
+    np.testing.assert_array_equal(np.asarray(out), [10.0, 12.0])
+
+
+def test_host_misuse_raises(q):
+    dev = sycl.malloc_device(1, syclexp.storage_for(Rect), q)
+    shared = _usm(q, 1, syclexp.storage_for(Circle))
+    try:
+        with pytest.raises(sycl.exception) as ei:
+            Rect.construct_at(dev, scale=1.0, w=1.0, h=1.0)
+        assert ei.value.code() == sycl.errc.invalid and "host-accessible" in str(ei.value)
+        with pytest.raises(sycl.exception) as ei:
+            Rect.construct_at(shared, scale=1.0, w=1.0, h=1.0)
+        assert ei.value.code() == sycl.errc.invalid
+        with pytest.raises(sycl.exception) as ei:
+            Shape.at(shared)
+        assert ei.value.code() == sycl.errc.feature_not_supported
+    finally:
+        sycl.free(dev, q)
+
+
+# -- kernel properties on every launch path ------------------------------------------------------
+
+@syclexp.assume_indirect_calls
+@syclexp.nd_range_kernel(1)
+def areas(store: sycl.ptr[syclexp.storage_for(Rect, Circle, Square)],
+          out: sycl.ptr[sycl.float32]):
+    i = this_work_item.get_nd_item(1).get_global_linear_id()
+    out[i] = Shape.at(store + i).area()
+
+
+@syclexp.nd_range_kernel(1)
+def areas_plain(store: sycl.ptr[syclexp.storage_for(Rect, Circle, Square)],
+                out: sycl.ptr[sycl.float32]):
+    i = this_work_item.get_nd_item(1).get_global_linear_id()
+    out[i] = Shape.at(store + i).area()
+
+
+def test_free_function_kernels_take_the_property_as_decorator_or_launch_property(q):
+    n = 32
+    store = _build(q, n)
+    out = _usm(q, n, sycl.float32)
+    syclexp.nd_launch(q, sycl.nd_range((n,), (8,)), syclexp.kernel_function(areas), store,
+                      out).wait()
+    np.testing.assert_allclose(np.asarray(out), _expected(n), rtol=1e-6)
+    np.asarray(out)[:] = -1
+    with pytest.raises(sycl.exception, match="virtual call"):
+        syclexp.nd_launch(q, sycl.nd_range((n,), (8,)), areas_plain, store, out)
+    config = syclexp.launch_config(sycl.nd_range((n,), (8,)), [syclexp.assume_indirect_calls])
+    syclexp.nd_launch(q, config, areas_plain, store, out).wait()
+    np.testing.assert_allclose(np.asarray(out), _expected(n), rtol=1e-6)
+
+
+def test_handler_launch_with_properties(q):
+    n = 12
+    store = _build(q, n)
+    out = _usm(q, n, sycl.float32)
+
+    def use(i):
+        out[i] = Shape.at(store + i).area()
+
+    q.submit(lambda h: h.parallel_for(sycl.range(n), use,
+                                      properties=[syclexp.assume_indirect_calls])).wait()
+    np.testing.assert_allclose(np.asarray(out), _expected(n), rtol=1e-6)
+
+
+# -- optional features (DPC++'s vf-optional-kernel-features) ---------------------------------------
+
+class SetFP64:
+    pass
+
+
+@sycl.struct
+class Features:
+    foo_called: sycl.int32
+    bar_called: sycl.int32
+
+    @syclexp.indirectly_callable()
+    def foo(self):
+        self.foo_called = 1
+
+    @syclexp.indirectly_callable_in(SetFP64)
+    def bar(self):
+        d = sycl.float64(3.14)  # this method uses fp64
+        self.bar_called = 1 if d > 3 else 2
+
+
+def _features(q):
+    obj = _usm(q, 1, syclexp.storage_for(Features))
+
+    def construct():
+        Features.construct_at(obj, foo_called=0, bar_called=0)
+
+    def use():
+        Features.at(obj).foo()
+
+    def use_fp64():
+        Features.at(obj).bar()
+
+    return obj, construct, use, use_fp64
+
+
+def test_optional_features_on_a_device_with_fp64(q):
+    if not q.get_device().has(sycl.aspect.fp64):
+        pytest.skip("the device lacks fp64: the hidden-aspect test covers it")
+    obj, construct, use, use_fp64 = _features(q)
+    q.single_task(construct).wait()
+    q.single_task(use, properties=[syclexp.assume_indirect_calls]).wait()
+    ck = compiled(q.get_device(), use_fp64, None,
+                              [syclexp.assume_indirect_calls_to(SetFP64)])
+    assert "fp64" in ck.aspects and "ext_oneapi_virtual_functions" in ck.aspects
+    q.single_task(use_fp64, properties=[syclexp.assume_indirect_calls_to(SetFP64)]).wait()
+    rec = np.asarray(obj).view(np.uint8)[: Features.dtype.itemsize].view(Features.dtype)
+    assert rec["foo_called"][0] == 1 and rec["bar_called"][0] == 1
+
+
+def test_optional_features_with_fp64_hidden(q, monkeypatch):
+    monkeypatch.setenv("VKSYCL_HIDE_ASPECTS", "fp64")
+    assert not q.get_device().has(sycl.aspect.fp64)
+    obj = _usm(q, 1, syclexp.storage_for(Features))
+
+    def construct():  # kernels of their own: a launch checks a kernel once per device
+        Features.construct_at(obj, foo_called=0, bar_called=0)
+
+    def use():
+        Features.at(obj).foo()
+
+    def use_fp64():
+        Features.at(obj).bar()
+
+    q.single_task(construct).wait()  # constructing never compiles the methods: no fp64
+    q.single_task(use, properties=[syclexp.assume_indirect_calls]).wait()
+    with pytest.raises(sycl.exception) as ei:
+        q.single_task(use_fp64, properties=[syclexp.assume_indirect_calls_to(SetFP64)])
+    assert ei.value.code() == sycl.errc.kernel_not_supported and "fp64" in str(ei.value)
+
+    def nothing():  # declaring the set is enough: its methods' aspects are the kernel's
+        pass
+
+    with pytest.raises(sycl.exception) as ei:
+        q.single_task(nothing, properties=[syclexp.assume_indirect_calls_to(SetFP64)])
+    assert ei.value.code() == sycl.errc.kernel_not_supported
+    rec = np.asarray(obj).view(np.uint8)[: Features.dtype.itemsize].view(Features.dtype)
+    assert rec["foo_called"][0] == 1 and rec["bar_called"][0] == 0
+
+
+def test_device_without_virtual_functions_refuses_the_kernels(q, monkeypatch):
+    store = _build(q, 3)
+    out = _usm(q, 1, sycl.float32)
+
+    def use():
+        out[0] = Shape.at(store + 1).area()
+
+    def construct_only():
+        Rect.construct_at(store, scale=1.0, w=1.0, h=1.0)
+
+    monkeypatch.setenv("VKSYCL_HIDE_ASPECTS", "ext_oneapi_virtual_functions")
+    assert not q.get_device().has(sycl.aspect.ext_oneapi_virtual_functions)
+    with pytest.raises(sycl.exception) as ei:
+        q.single_task(use, properties=[syclexp.assume_indirect_calls])
+    assert ei.value.code() == sycl.errc.kernel_not_supported
+    assert "ext_oneapi_virtual_functions" in str(ei.value)
+    q.single_task(construct_only).wait()
+    monkeypatch.delenv("VKSYCL_HIDE_ASPECTS")
+    q.single_task(use, properties=[syclexp.assume_indirect_calls]).wait()
+    assert out[0] == pytest.approx(1.5)
+
+
+# -- classes defined after a kernel compiled ----------------------------------------------------
+
+def test_a_class_defined_later_is_dispatched_to(q):
+    store = _usm(q, 2, syclexp.storage_for(Rect, Circle))
+    out = _usm(q, 2, sycl.float32)
+
+    def use(i):
+        out[i] = Shape.at(store + i).area()
+
+    Rect.construct_at(store, scale=1.0, w=1.0, h=2.0)
+    q.parallel_for(sycl.range(1), use, properties=[syclexp.assume_indirect_calls]).wait()
+    assert out[0] == 2.0
+
+    @sycl.struct
+    class Tri(Shape):
+        b: sycl.float32
+
+        @syclexp.indirectly_callable()
+        def area(self):
+            return self.b * 0.5
+
+    Tri.construct_at(store + 1, scale=1.0, b=9.0)
+    q.parallel_for(sycl.range(2), use, properties=[syclexp.assume_indirect_calls]).wait()
+    np.testing.assert_array_equal(np.asarray(out), [2.0, 4.5])
