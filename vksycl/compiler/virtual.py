@@ -6,9 +6,10 @@ A polymorphic class (one with an `indirectly_callable` method in its hierarchy) 
 hidden uint32 type tag first, its "vtable pointer". The tag is a hash of the class's
 module and qualified name, so it is the same in every process: kernels in the disk cache
 and objects constructed on the host agree with the kernels that read them. A virtual call
-through `Base.at(ptr)` loads the tag once and tests it against the tags of the classes
-whose overrider is in a set the kernel declares, calling each overrider statically (the
-chain of tests on one value is the switch a driver compiles). A tag no declared overrider
+through `Base.at(ptr)` loads the tag once and switches on it (OpSwitch) over the tags of
+the classes whose overrider is in a set the kernel declares, each case calling its
+overrider statically: no function pointers, and a switch drivers optimise like any other.
+A tag no declared overrider
 has (memory no `construct_at` wrote, or a class whose overrider is outside the declared
 sets, which the spec leaves undefined) calls nothing and gives zero.
 """
@@ -314,14 +315,7 @@ def _dispatch(fl: Any, obj: ObjV, name: str, args: list[Any], kwargs: dict[str, 
         branches.append((tags, body, None if isinstance(value, PyV) and value.obj is None
                          else value))
     result = _result(fl, branches, call, node)
-    chain: list[ir.Stmt] = []
-    for tags, body, _ in reversed(branches):
-        cond: ir.Value = ir.Op("OpIEqual", BOOL, [ir.Read(tag), ir.Const(U32, tags[0])])
-        for t in tags[1:]:
-            cond = ir.Op("OpLogicalOr", BOOL, [cond, ir.Op(
-                "OpIEqual", BOOL, [ir.Read(tag), ir.Const(U32, t)])])
-        chain = [ir.If(cond, body, chain)]
-    fl.out.extend(chain)
+    fl.emit(ir.Switch(ir.Read(tag), [(tuple(tags), body) for tags, body, _ in branches]))
     return PyV(None) if result is None else ir.Read(result)
 
 
