@@ -27,6 +27,7 @@ from .compiler.kernel import CompiledKernel, _names, kernel_name, load_or_compil
 from .compiler.module import KernelSpec, frozen, path_getter, path_name
 from .compiler.typesys import layout
 from .exceptions import errc, exception
+from .kernel_properties import device_has
 from .runtime import handler as _handler
 from .runtime.aspects import aspect
 from .runtime.commands import KernelLaunch
@@ -56,8 +57,6 @@ _CAPABILITY_FEATURES = {
     "PhysicalStorageBufferAddresses": "bufferDeviceAddress",
 }
 _ADDRESS = struct.Struct("<Q")
-# aspects a compiled kernel records that a device must have to run it
-_KERNEL_ASPECTS = ("fp64", "fp16", "atomic64", "ext_oneapi_virtual_functions")
 # SPIR-V capabilities of integer types and the aspects that name them
 _CAPABILITY_ASPECTS = {"Int64": "int64", "Int16": "int16", "Int8": "int8"}
 # sub-group capabilities and their VkSubgroupFeatureFlagBits
@@ -375,6 +374,16 @@ def _scratch(properties: Any) -> int:
     return 0
 
 
+def _device_has(properties: Any, info: Any) -> tuple[str, ...] | None:
+    """The aspect names a device_has property lists (at launch, or a free function
+    kernel's own), or None."""
+    own = info.properties if info is not None else ()
+    for p in (*(properties or ()), *own):
+        if isinstance(p, device_has):
+            return p.names()
+    return None
+
+
 def _groups(ck: CompiledKernel, launch: Any, device: Any) -> tuple[int, int, int]:
     kind, dims = ck.spec.kind, ck.spec.dims
     if kind == "single_task":
@@ -423,7 +432,7 @@ def _limits(device: Any) -> tuple[int, int, int]:
 def _check(p: Prepared, device: Any) -> None:
     ck = p.ck
     vk = device.vulkan
-    used = [a for a in ck.aspects if a in _KERNEL_ASPECTS] + \
+    used = [a for a in ck.aspects if a in aspect.__members__] + \
         [_CAPABILITY_ASPECTS[c] for c in ck.capabilities if c in _CAPABILITY_ASPECTS]
     for a in used:
         if not device.has(getattr(aspect, a)):
@@ -463,14 +472,15 @@ def _variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
     sets = indirect_sets(properties, info)
     if sets is not None:
         check_sets(sets)
+    has = _device_has(properties, info)
 
     def spec() -> KernelSpec:
         name = info.name if info is not None else kernel_name(pyfn)
         return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold,
-                          args_in_memory, sets, virtual.digest(sets) if sets else "")
+                          args_in_memory, sets, virtual.digest(sets) if sets else "", has)
 
     return (kind, dims, local, has_offset, scratch, param_types, fold, args_in_memory, sets,
-            virtual.version() if sets else 0), spec
+            virtual.version() if sets else 0, has), spec
 
 
 def _prepared(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,

@@ -277,6 +277,8 @@ class Intrinsics:
         return found
 
     def cast(self, fl: Any, obj: Any, target: Scalar, args: list[Any], node: ast.AST) -> Any:
+        if obj not in (int, float, bool):
+            self.m.use_type(target)  # even a folded constant of the type uses its aspect
         if len(args) != 1:
             if not args:
                 return ir.Const(target, False if target.is_bool else 0)

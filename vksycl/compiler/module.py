@@ -47,6 +47,8 @@ from .values import AggV, FixedSlot, ItemV, ObjV, PtrV, PyV, TupV
 from .workitem import Groups, Queries
 
 MAX_RESTARTS = 32
+# the aspects of optional features the compiler sees a kernel use
+OPTIONAL_FEATURES = ("fp64", "fp16", "atomic64")
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,8 @@ class KernelSpec:
     # the default set), and a digest of the polymorphic classes its calls dispatch over
     indirect_sets: tuple | None = None
     virtual_digest: str = ""
+    # the aspects a device_has property lists (names), or None without one
+    device_has: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -241,6 +245,8 @@ class KernelModule:
             virtual.collect_set_aspects(fl, node)
             self.aspects.add("ext_oneapi_virtual_functions")
         self.stack.pop()
+        if spec.device_has is not None:
+            self.check_device_has(src, node)
         for rnode, _, value in fl.returns:
             if value is not None:
                 raise fl.err(rnode, "a kernel cannot return a value")
@@ -539,6 +545,20 @@ class KernelModule:
 
     def use_storage(self, root: ir.Root, t: Type) -> None:
         self.use_type(t)
+
+    def check_device_has(self, src: Any, node: ast.AST) -> None:
+        """The optional features the kernel uses (its sets' methods included) must be
+        among those its device_has lists; the listed ones become its requirements."""
+        listed = self.spec.device_has or ()
+        extra = sorted(a for a in self.aspects if a in OPTIONAL_FEATURES and a not in listed)
+        if extra:
+            sets = self.spec.indirect_sets
+            via = "" if not sets else " (with the methods of the sets it declares: " + \
+                ", ".join(virtual.set_name(s) for s in sets) + ")"
+            raise exception(errc.build, f"{src.filename}:{node.lineno}: kernel {src.name} "
+                            f"uses {', '.join(extra)}{via}, which its device_has"
+                            f"({', '.join(listed)}) does not list")
+        self.aspects.update(listed)
 
     def use_atomic(self, t: Scalar, name: str, node: ast.AST) -> None:
         if t.bits == 64:

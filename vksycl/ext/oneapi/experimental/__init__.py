@@ -30,6 +30,7 @@ from ....kernel_bundle import (
     is_compatible,
 )
 from ....kernel_properties import (
+    device_has,
     launch_config,
     properties,
     sub_group_size,
@@ -55,7 +56,7 @@ from ....virtual_functions import (
 
 __all__ = [
     "assume_indirect_calls", "assume_indirect_calls_to",
-    "build", "build_options", "create_kernel_bundle_from_source",
+    "build", "build_options", "create_kernel_bundle_from_source", "device_has",
     "get_kernel_bundle", "get_kernel_id", "get_kernel_info",
     "get_work_group_scratch_memory", "has_kernel_bundle", "if_device", "if_host",
     "indirectly_callable", "indirectly_callable_in",
