@@ -5,6 +5,11 @@ the spec lists. Several tests port the scenarios of DPC++'s e2e VirtualFunctions
 from __future__ import annotations
 
 import abc
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -788,3 +793,69 @@ def test_a_class_defined_later_is_dispatched_to(q):
     Tri.construct_at(store + 1, scale=1.0, b=9.0)
     q.parallel_for(sycl.range(2), use, properties=[syclexp.assume_indirect_calls]).wait()
     np.testing.assert_array_equal(np.asarray(out), [2.0, 4.5])
+
+
+# -- the disk cache: tags and dispatch agree between processes ---------------------------------
+
+SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import vksycl as sycl
+    from vksycl.compiler import kernel
+    from vksycl.ext.oneapi import experimental as syclexp
+
+    calls = []
+    original = kernel.compile_kernel
+    kernel.compile_kernel = lambda *a: calls.append(1) or original(*a)
+
+    @sycl.struct
+    class Animal:
+        @syclexp.indirectly_callable()
+        def legs(self):
+            return 0
+
+    @sycl.struct
+    class Bird(Animal):
+        @syclexp.indirectly_callable()
+        def legs(self):
+            return 2
+
+    @sycl.struct
+    class Dog(Animal):
+        @syclexp.indirectly_callable()
+        def legs(self):
+            return 4
+
+    q = sycl.queue()
+    store = sycl.malloc_shared(3, syclexp.storage_for(Bird, Dog), q)
+    out = sycl.malloc_shared(3, np.int32, q)
+    Bird.construct_at(store)
+    Dog.construct_at(store + 1)
+    Animal.construct_at(store + 2)
+
+    def body(i):
+        out[i] = Animal.at(store + i).legs()
+
+    q.parallel_for(sycl.range(3), body, properties=[syclexp.assume_indirect_calls]).wait()
+    print(len(calls), np.asarray(out)[:3].tolist())
+""")
+
+
+def test_disk_cache_between_processes_sees_edited_and_new_classes(tmp_path):
+    script = tmp_path / "animals.py"
+    script.write_text(SCRIPT)
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, VKSYCL_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+    def run() -> str:
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                              text=True, timeout=120, check=True)
+        return done.stdout.strip()
+
+    assert run() == "1 [2, 4, 0]"  # compiled
+    assert run() == "0 [2, 4, 0]"  # loaded from disk: the tags are the same
+    script.write_text(SCRIPT.replace("return 4", "return 5"))
+    assert run() == "1 [2, 5, 0]"  # an overrider changed
+    script.write_text(SCRIPT.replace("return 4", "return 5").replace(
+        "q = sycl.queue()", "@sycl.struct\nclass Fish(Animal):\n    pass\n\nq = sycl.queue()"))
+    assert run() == "1 [2, 5, 0]"  # a new class: the dispatch is compiled again
