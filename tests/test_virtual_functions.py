@@ -483,6 +483,41 @@ def test_bad_declarations():
             w: sycl.float32
 
 
+@sycl.struct
+class Odd:
+    @syclexp.indirectly_callable()
+    def value(self):
+        return 1
+
+    @syclexp.indirectly_callable()
+    def pair(self):
+        return sycl.int32(1), sycl.int32(2)
+
+
+@sycl.struct
+class Odder(Odd):
+    @syclexp.indirectly_callable()
+    def value(self):
+        pass  # returns nothing where the base returns a number
+
+
+def test_overriders_must_agree_on_returning_a_number(q):
+    store = _usm(q, 1, syclexp.storage_for(Odd, Odder))
+    out = _usm(q, 1, sycl.int32)
+
+    def mixed():
+        out[0] = Odd.at(store).value()
+
+    def pair():
+        out[0] = Odd.at(store).pair()[0]
+
+    with pytest.raises(sycl.exception, match=r"Odd\.value\(\): some overriders return a "
+                       "value and others do not"):
+        q.single_task(mixed, properties=[syclexp.assume_indirect_calls])
+    with pytest.raises(sycl.exception, match="returns a number or nothing"):
+        q.single_task(pair, properties=[syclexp.assume_indirect_calls])
+
+
 def test_storage_of_another_hierarchy_is_a_build_error(q):
     store = _usm(q, 1, syclexp.storage_for(Foo))
     floats = _usm(q, 4, sycl.float32)

@@ -29,7 +29,7 @@ import numpy as np
 from ..exceptions import errc, exception, invalid
 from . import ir
 from .typesys import BOOL, I32, U32, U64, PtrType, Scalar, Struct, layout, promote
-from .values import ObjV, PtrV, PyV
+from .values import MethodV, ObjV, PtrV, PyV
 
 MARK = "__vksycl_indirectly_callable__"  # on a method: the set it belongs to
 OP = "__vksycl_class_op__"  # on `at` / `construct_at`: which one
@@ -224,7 +224,8 @@ def class_op(fl: Any, op: str, cls: type, args: list[Any], kwargs: dict[str, Any
     return obj
 
 
-def _field(fl: Any, obj: ObjV, name: str) -> tuple[ir.Place, Any] | None:
+def _field(obj: ObjV, name: str) -> tuple[ir.Place, Any] | None:
+    """The place of an object's field in memory, and the field's type."""
     sty = obj.cls.__vksycl_struct__
     i = sty.field_index(name)
     if i < 0:
@@ -237,9 +238,7 @@ def _field(fl: Any, obj: ObjV, name: str) -> tuple[ir.Place, Any] | None:
 
 def attribute(fl: Any, obj: ObjV, name: str, node: ast.AST) -> Any:
     """`obj.field` (a load through the object's address) or `obj.method` (to be called)."""
-    from .values import MethodV
-
-    found = _field(fl, obj, name)
+    found = _field(obj, name)
     if found is not None:
         return fl.load(found[0], node, found[1])
     if isinstance(getattr(obj.cls, name, None), pytypes.FunctionType):
@@ -249,7 +248,7 @@ def attribute(fl: Any, obj: ObjV, name: str, node: ast.AST) -> Any:
 
 def store_field(fl: Any, obj: ObjV, name: str, value: Any, node: ast.AST) -> Any:
     """`obj.field = value`, or the field's value when `value` is None."""
-    found = _field(fl, obj, name)
+    found = _field(obj, name)
     if found is None:
         raise fl.err(node, f"struct {obj.cls.__name__} has no field '{name}'")
     if value is None:
@@ -356,8 +355,8 @@ def check_kernel(pyfn: Any) -> None:
 def collect_set_aspects(fl: Any, node: ast.AST) -> None:
     """Compiles every method of the kernel's declared sets (those it does not call are not
     emitted), so the optional features they use become the kernel's, as the spec says.
-    Parameters are taken at their annotated types; a method whose unannotated parameters
-    do not compile as int32 contributes the aspects of the calls that reach it."""
+    Parameters are taken at their annotated types (int32 without one); a method that does
+    not compile so contributes the aspects of the calls that reach it."""
     m = fl.m
     for s in m.spec.indirect_sets or ():
         for cls, _, f in set_functions(s):
@@ -370,17 +369,12 @@ def collect_set_aspects(fl: Any, node: ast.AST) -> None:
             try:
                 fl.call_function(f, args, {}, node, this)
             except exception as ex:
-                if ex.code() != errc.build or not _untyped(f):
+                if ex.code() != errc.build:
                     raise
-                # parameters without annotations took int32 and the body wants other
-                # types: its aspects are known where a call compiles it with real ones
+                # not the kernel's code: where a call reaches it, it compiles with the
+                # real argument types and its errors are reported there
             finally:
                 fl.out = saved
-
-
-def _untyped(f: Any) -> bool:
-    return any(p.annotation is p.empty for p in
-               list(inspect.signature(f).parameters.values())[1:])
 
 
 def _placeholder(m: Any, p: inspect.Parameter) -> Any:
@@ -409,9 +403,9 @@ def host_construct_at(cls: type, ptr: Any, fields: dict[str, Any]) -> None:
     except exception as ex:
         raise exception(errc.invalid, f"{cls.__name__}.construct_at on the host needs "
                         f"host-accessible memory (malloc_shared / malloc_host): {ex}") from None
-    holder = cls.__vksycl_struct__
     from .device import element_type
 
+    holder = cls.__vksycl_struct__
     held = element_type(ptr.dtype)
     if not _holds(held, cls) or not _fits(held, cls):
         raise invalid(f"{cls.__name__}.construct_at: a pointer to {held!r} cannot hold a "
