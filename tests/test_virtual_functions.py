@@ -609,6 +609,17 @@ def test_free_function_kernels_take_the_property_as_decorator_or_launch_property
     np.testing.assert_allclose(np.asarray(out), _expected(n), rtol=1e-6)
 
 
+def test_kernel_bundle_of_a_kernel_with_virtual_calls(q):
+    n = 16
+    store = _build(q, n)
+    out = _usm(q, n, sycl.float32)
+    bundle = syclexp.get_kernel_bundle(q.get_context(), areas, sycl.bundle_state.executable)
+    k = bundle.ext_oneapi_get_kernel(areas)
+    q.submit(lambda h: (h.set_args(store, out),
+                        h.parallel_for(sycl.nd_range((n,), (8,)), k))).wait()
+    np.testing.assert_allclose(np.asarray(out), _expected(n), rtol=1e-6)
+
+
 def test_handler_launch_with_properties(q):
     n = 12
     store = _build(q, n)
