@@ -308,6 +308,157 @@ def test_more_complex_hierarchy(q, case):
     assert data[0] == 42 + (1, 2, 4, 8)[case]
 
 
+# -- overriders missing at some levels (DPC++'s missing-overrides) -------------------------------
+
+@sycl.struct
+class Op:
+    @syclexp.indirectly_callable()
+    def increment(self, data):
+        pass
+
+    @syclexp.indirectly_callable()
+    def multiply(self, data):
+        pass
+
+    @syclexp.indirectly_callable()
+    def subtract(self, data):
+        pass
+
+
+@sycl.struct
+class IncBy1(Op):
+    @syclexp.indirectly_callable()
+    def increment(self, data):
+        data[0] += 1
+
+
+@sycl.struct
+class IncBy1SubBy2(IncBy1):
+    @syclexp.indirectly_callable()
+    def subtract(self, data):
+        data[0] -= 2
+
+
+@sycl.struct
+class MulBy2(Op):
+    @syclexp.indirectly_callable()
+    def multiply(self, data):
+        data[0] *= 2
+
+
+@sycl.struct
+class MulBy2IncBy8(MulBy2):
+    @syclexp.indirectly_callable()
+    def increment(self, data):
+        data[0] += 8
+
+
+@sycl.struct
+class SubBy4(Op):
+    @syclexp.indirectly_callable()
+    def subtract(self, data):
+        data[0] -= 4
+
+
+@sycl.struct
+class SubBy4MulBy4(SubBy4):
+    @syclexp.indirectly_callable()
+    def multiply(self, data):
+        data[0] *= 4
+
+
+def apply_all(data, obj):
+    obj.increment(data)
+    obj.subtract(data)
+    obj.multiply(data)
+
+
+OPS = (IncBy1, IncBy1SubBy2, MulBy2, MulBy2IncBy8, SubBy4, SubBy4MulBy4)
+
+
+def test_missing_overrides_use_the_nearest_base(q):
+    store = _usm(q, len(OPS), syclexp.storage_for(*OPS))
+    data = _usm(q, len(OPS), sycl.int32)
+    np.asarray(data)[:] = 42
+
+    def kernel(i):
+        if i == 0:
+            IncBy1.construct_at(store + i)
+        elif i == 1:
+            IncBy1SubBy2.construct_at(store + i)
+        elif i == 2:
+            MulBy2.construct_at(store + i)
+        elif i == 3:
+            MulBy2IncBy8.construct_at(store + i)
+        elif i == 4:
+            SubBy4.construct_at(store + i)
+        else:
+            SubBy4MulBy4.construct_at(store + i)
+        apply_all(data + i, Op.at(store + i))
+
+    q.parallel_for(sycl.range(len(OPS)), kernel,
+                   properties=[syclexp.assume_indirect_calls]).wait()
+    want = []
+    for cls in OPS:  # the same methods on host objects
+        host = np.array([42], np.int32)
+        apply_all(host, cls())
+        want.append(host[0])
+    assert want == [43, 41, 84, 100, 38, 152]
+    np.testing.assert_array_equal(np.asarray(data), want)
+
+
+# -- work-items calling different overriders (DPC++'s range-non-uniform-vf) ---------------------
+
+@sycl.struct
+class RoundingOp:
+    @syclexp.indirectly_callable()
+    @abc.abstractmethod
+    def apply(self, v: sycl.float32): ...
+
+
+@sycl.struct
+class FloorOp(RoundingOp):
+    @syclexp.indirectly_callable()
+    def apply(self, v: sycl.float32):
+        return sycl.floor(v)
+
+
+@sycl.struct
+class CeilOp(RoundingOp):
+    @syclexp.indirectly_callable()
+    def apply(self, v: sycl.float32):
+        return sycl.ceil(v)
+
+
+@sycl.struct
+class TruncOp(RoundingOp):
+    @syclexp.indirectly_callable()
+    def apply(self, v: sycl.float32):
+        return sycl.trunc(v)
+
+
+def test_work_items_dispatch_to_different_overriders(q):
+    n = 1024
+    store = _usm(q, 3, syclexp.storage_for(FloorOp, CeilOp, TruncOp))
+    values = (np.arange(n, dtype=np.float32) * np.float32(0.7) - 300).astype(np.float32)
+    data = _usm(q, n, sycl.float32)
+    np.asarray(data)[:] = values
+
+    def construct():
+        FloorOp.construct_at(store)
+        CeilOp.construct_at(store + 1)
+        TruncOp.construct_at(store + 2)
+
+    def kernel(i):
+        data[i] = RoundingOp.at(store + i % 3).apply(data[i])
+
+    q.single_task(construct).wait()
+    q.parallel_for(sycl.range(n), kernel, properties=[syclexp.assume_indirect_calls]).wait()
+    host = [FloorOp(), CeilOp(), TruncOp()]  # the same methods on the host
+    want = np.array([host[i % 3].apply(v) for i, v in enumerate(values)], np.float32)
+    np.testing.assert_array_equal(np.asarray(data), want)
+
+
 # -- several sets (the spec's set_A / set_B) -------------------------------------------------------
 
 class SetA:
