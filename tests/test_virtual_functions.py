@@ -611,6 +611,8 @@ def test_bad_declarations():
             pass
     assert ei.value.code() == sycl.errc.invalid and "multiple inheritance" in str(ei.value)
 
+    with pytest.raises(sycl.exception, match="applies to methods"):
+        syclexp.indirectly_callable()(staticmethod(len))
     with pytest.raises(sycl.exception, match="at least one set"):
         syclexp.assume_indirect_calls_to()
     with pytest.raises(sycl.exception, match="named by a class"):

@@ -7,6 +7,7 @@ Any Python class names a set; `None` is the default set (C++'s `void`). The comp
 
 from __future__ import annotations
 
+import types
 from collections.abc import Iterable
 from typing import Any
 
@@ -32,6 +33,9 @@ def indirectly_callable_in(set_id: Any) -> Any:
         if isinstance(fn, FreeFunctionKernel):
             raise _ill_formed(fn.function, "is marked indirectly_callable; the property "
                               "applies to virtual methods, not to kernels")
+        if not isinstance(fn, types.FunctionType):
+            raise invalid(f"indirectly_callable applies to methods (functions defined in a "
+                          f"@sycl.struct class), not to {type(fn).__name__}")
         current = getattr(fn, virtual.MARK, set_id)
         if current != set_id:
             raise invalid(f"{fn.__qualname__} is indirectly_callable in "

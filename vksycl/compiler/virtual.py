@@ -44,20 +44,18 @@ _VERSION = [0]  # bumped when a polymorphic class is defined: kernels with sets 
 # -- classes ---------------------------------------------------------------------------------
 
 def struct_base(cls: type) -> type | None:
-    """The one `@sycl.struct` base of a struct class, or None; anything else is an error
-    (device structs have single inheritance, like the objects the spec calls)."""
+    """The `@sycl.struct` base of a struct class, or None. Device structs have single
+    inheritance, as the objects the spec calls: more than one base is an error."""
     bases = [b for b in cls.__bases__ if b is not object]
-    if not bases:
-        return None
     if len(bases) > 1:
         names = ", ".join(b.__name__ for b in bases)
         raise invalid(f"struct {cls.__name__}: multiple inheritance ({names}) is not "
-                      "supported; a device struct has at most one @sycl.struct base")
-    base = bases[0]
-    if not hasattr(base, "__vksycl_struct__") or STORAGE in base.__dict__:
-        raise invalid(f"struct {cls.__name__}: its base {base.__name__} is not a "
-                      "@sycl.struct class")
-    return base
+                      "supported; a device struct has at most one base")
+    if not bases or not hasattr(bases[0], "__vksycl_struct__"):
+        return None
+    if STORAGE in bases[0].__dict__:
+        raise invalid(f"struct {cls.__name__}: cannot derive from {bases[0].__name__}")
+    return bases[0]
 
 
 def declares_virtual(cls: type) -> bool:
