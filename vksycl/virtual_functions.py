@@ -82,8 +82,9 @@ def indirect_sets(properties: Iterable[Any] | None, kernel: Any = None) -> tuple
 
 def check_sets(sets: tuple) -> None:
     """A declared set must hold at least one method (errc.invalid at submission)."""
+    held = virtual.nonempty_sets()
     for s in sets:
-        if not virtual.set_functions(s):
+        if s not in held:
             raise exception(errc.invalid, f"assume_indirect_calls_to names "
                             f"{virtual.set_name(s)}, which holds no indirectly_callable "
                             "method")

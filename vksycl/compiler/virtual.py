@@ -9,9 +9,9 @@ and objects constructed on the host agree with the kernels that read them. A vir
 through `Base.at(ptr)` loads the tag once and switches on it (OpSwitch) over the tags of
 the classes whose overrider is in a set the kernel declares, each case calling its
 overrider statically: no function pointers, and a switch drivers optimise like any other.
-A tag no declared overrider
-has (memory no `construct_at` wrote, or a class whose overrider is outside the declared
-sets, which the spec leaves undefined) calls nothing and gives zero.
+A tag no declared overrider has (memory no `construct_at` wrote, or a class whose
+overrider is outside the declared sets, which the spec leaves undefined) calls nothing and
+gives zero.
 """
 
 from __future__ import annotations
@@ -111,12 +111,30 @@ def set_functions(s: Any) -> list[tuple[type, str, Any]]:
             if getattr(f, MARK, _UNMARKED) is not _UNMARKED and getattr(f, MARK) == s]
 
 
+_NONEMPTY: dict[int, frozenset] = {}  # by version: the sets that hold a method
+
+
+def nonempty_sets() -> frozenset:
+    """The sets holding at least one method (computed once per set of classes, since
+    launches ask)."""
+    hit = _NONEMPTY.get(_VERSION[0])
+    if hit is None:
+        _NONEMPTY.clear()
+        hit = _NONEMPTY[_VERSION[0]] = frozenset(
+            getattr(f, MARK) for c in _CLASSES for f in c.__dict__.values()
+            if getattr(f, MARK, _UNMARKED) is not _UNMARKED)
+    return hit
+
+
 def digest(sets: tuple) -> str:
-    """What the virtual calls of a kernel declaring `sets` compile to depends on: every
-    polymorphic class's name, tag, fields and source (so the disk cache sees new classes
-    and edited methods)."""
+    """What the virtual calls of a kernel declaring `sets` compile to depends on: the name,
+    tag, fields and source of every polymorphic class with a method of those sets in its
+    hierarchy (so the disk cache sees new classes and edited methods)."""
     h = hashlib.sha256(repr(sets).encode())
     for c in _CLASSES:
+        if not any(getattr(f, MARK, _UNMARKED) in sets for k in c.__mro__
+                   for f in k.__dict__.values()):
+            continue
         h.update(repr((c.__module__, c.__qualname__, tag_of(c),
                        c.__vksycl_struct__.fields)).encode())
         try:
