@@ -459,6 +459,64 @@ def test_work_items_dispatch_to_different_overriders(q):
     np.testing.assert_array_equal(np.asarray(data), want)
 
 
+# -- group barriers inside overriders (DPC++'s group-barrier) -------------------------------
+
+@sycl.struct
+class GroupOp:
+    @syclexp.indirectly_callable()
+    @abc.abstractmethod
+    def apply(self, local, wg): ...
+
+
+@sycl.struct
+class SumOp(GroupOp):
+    @syclexp.indirectly_callable()
+    def apply(self, local, wg):
+        local[wg.get_local_id(0)] = wg.get_local_id(0) + wg.get_group_id(0)
+        sycl.group_barrier(wg)
+        if wg.leader():
+            total = 0
+            for k in range(wg.get_local_linear_range()):
+                total += local[k]
+            local[0] = total
+        sycl.group_barrier(wg)
+        return local[0]
+
+
+@sycl.struct
+class ProductOp(GroupOp):
+    @syclexp.indirectly_callable()
+    def apply(self, local, wg):
+        local[wg.get_local_id(0)] = wg.get_local_id(0) + wg.get_group_id(0) + 1
+        sycl.group_barrier(wg)
+        if wg.leader():
+            total = 1
+            for k in range(wg.get_local_linear_range()):
+                total *= local[k]
+            local[0] = total
+        sycl.group_barrier(wg)
+        return local[0]
+
+
+@pytest.mark.parametrize("cls", [SumOp, ProductOp])
+def test_group_barriers_inside_overriders(q, cls):
+    g, wg_size = 16, 4
+    store = _usm(q, 1, syclexp.storage_for(SumOp, ProductOp))
+    out = _usm(q, g, sycl.int32)
+    cls.construct_at(store)  # on the host: every work-group calls the same overrider
+    local = syclexp.work_group_memory(sycl.int32, (wg_size,))
+
+    def kernel(it):
+        out[it.get_global_id(0)] = GroupOp.at(store).apply(local, it.get_group())
+
+    q.parallel_for(sycl.nd_range((g,), (wg_size,)), kernel,
+                   properties=[syclexp.assume_indirect_calls]).wait()
+    ids = np.arange(wg_size)
+    want = [int((ids + w).sum()) if cls is SumOp else int(np.prod(ids + w + 1))
+            for w in range(g // wg_size)]
+    np.testing.assert_array_equal(np.asarray(out), np.repeat(want, wg_size))
+
+
 # -- several sets (the spec's set_A / set_B) -------------------------------------------------------
 
 class SetA:
