@@ -78,6 +78,23 @@ def test_layout_tag_first_then_base_fields_then_own():
     assert np.dtype(store.dtype).itemsize == max(sizes) == Rect.dtype.itemsize == 16
     assert Dbl.dtype.itemsize == 12 and Circle.dtype.itemsize == 12
     assert syclexp.storage_for(Rect, Circle, Square, Dbl) is store  # one type per classes
+
+    @sycl.struct
+    class Narrow:
+        x: sycl.int8
+
+        @syclexp.indirectly_callable()
+        def f(self):
+            return self.x
+
+    @sycl.struct
+    class Wide(Narrow):
+        d: sycl.float64
+
+    assert Narrow.dtype.itemsize == 8 and Wide.dtype.itemsize == 16
+    assert Wide.dtype.fields["d"][1] == 8  # the double after the tag and the byte, aligned
+    wide = np.dtype(syclexp.storage_for(Narrow, Wide).dtype)
+    assert wide.itemsize == 16 and all(wide.fields[n][0] == np.uint64 for n in wide.names)
     assert Rect._vtag != Circle._vtag != 0
     assert Rect(scale=1, w=2, h=3)._vtag == Rect._vtag
 
