@@ -763,6 +763,38 @@ def test_storage_of_another_hierarchy_is_a_build_error(q):
         assert "storage_for" in str(ei.value)
 
 
+def test_misuse_of_objects_in_kernels_is_a_build_error_at_its_line(q):
+    store = _build(q, 3)
+
+    def two_pointers():
+        Shape.at(store, store)
+
+    def not_a_pointer():
+        Shape.at(5)
+
+    def tag_written():
+        Shape.at(store)._vtag = 3
+
+    def tag_given():
+        Rect.construct_at(store, _vtag=1, scale=1.0, w=1.0, h=1.0)
+
+    def no_field():
+        Shape.at(store).radius = 1.0
+
+    def no_such_name():
+        return Shape.at(store).perimeter
+
+    cases = {two_pointers: "takes one pointer", not_a_pointer: "needs a USM pointer",
+             tag_written: "set by construct_at only", tag_given: "sets the type tag itself",
+             no_field: "has no field 'radius'", no_such_name: "no field or method 'perimeter'"}
+    for kernel, what in cases.items():
+        with pytest.raises(sycl.exception) as ei:
+            q.single_task(kernel)
+        line = kernel.__code__.co_firstlineno + 1
+        assert ei.value.code() == sycl.errc.build and f"{HERE}:{line}:" in str(ei.value)
+        assert what in str(ei.value)
+
+
 def test_too_small_storage_is_a_build_error(q):
     store = _usm(q, 1, syclexp.storage_for(Circle))
 
