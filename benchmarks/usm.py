@@ -3,6 +3,8 @@
 - `malloc_device` + `free` of 256 KiB against `torch.empty` + `del`;
 - a kernel launch (+ wait) whose output was freshly allocated, against one on buffers used
   before (64K float32; with device addresses both reuse one pipeline);
+  these two are measured in alternating rounds and reported as medians (ratio: the median
+  of the rounds' ratios);
 - one kernel over an array of `--big-gib` GiB (past NVIDIA's 4 GiB maxStorageBufferRange),
   `x[i] = x[i] * 2 + 1`, against torch's one-pass `torch.addcmul(1, x, 2, out=x)`;
   bandwidth counts one read and one write of every element.
@@ -13,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import numpy as np
@@ -25,30 +28,48 @@ def alloc_free_us(q: sycl.queue, nbytes: int, n: int) -> float:
     return median_us(lambda: sycl.free(sycl.malloc_device(nbytes, sycl.uint8, q), q), n)
 
 
-def launch_us(q: sycl.queue, n: int, fresh: bool, count: int) -> float:
-    """Median launch + wait of `y[i] = x[i] + 1` over n floats, on a new output each time
+class Launches:
+    """Launch + wait of `y[i] = x[i] + 1` over n floats, on a new output each time
     (allocated outside the timed part) or on the same one."""
-    x = sycl.malloc_device(n, sycl.float32, q)
-    q.fill(x, np.float32(1.0), n).wait()
-    y = sycl.malloc_device(n, sycl.float32, q)
-    rng = sycl.range(n)
-    times = []
-    for k in range(count + 20):
-        if fresh:
-            sycl.free(y, q)
-            y = sycl.malloc_device(n, sycl.float32, q)
-        out = y
 
-        def body(i):
-            out[i] = x[i] + 1.0  # noqa: B023 (launched before the loop rebinds out)
+    def __init__(self, q: sycl.queue, n: int) -> None:
+        self.q, self.n, self.rng = q, n, sycl.range(n)
+        self.x = sycl.malloc_device(n, sycl.float32, q)
+        q.fill(self.x, np.float32(1.0), n).wait()
+        self.y = sycl.malloc_device(n, sycl.float32, q)
 
-        t0 = time.perf_counter()
-        q.parallel_for(rng, body).wait()
-        if k >= 20:
+    def median_us(self, fresh: bool, count: int) -> float:
+        q, x = self.q, self.x
+        times = []
+        for _ in range(count):
+            if fresh:
+                sycl.free(self.y, q)
+                self.y = sycl.malloc_device(self.n, sycl.float32, q)
+            out = self.y
+
+            def body(i):
+                out[i] = x[i] + 1.0  # noqa: B023 (launched before the loop rebinds out)
+
+            t0 = time.perf_counter()
+            q.parallel_for(self.rng, body).wait()
             times.append(time.perf_counter() - t0)
-    sycl.free(x, q)
-    sycl.free(y, q)
-    return float(np.median(times)) * 1e6
+        return float(np.median(times)) * 1e6
+
+    def close(self) -> None:
+        sycl.free(self.x, self.q)
+        sycl.free(self.y, self.q)
+
+
+def rounds(pair: tuple, count: int) -> tuple[float, float, float]:
+    """Both measurements of `pair` taken in alternating rounds, so a change in the
+    machine's load hits both alike: (median of the first, of the second, of the per-round
+    ratios second / first)."""
+    firsts, seconds = [], []
+    for _ in range(count):
+        firsts.append(pair[0]())
+        seconds.append(pair[1]())
+    ratio = statistics.median(b / a for a, b in zip(firsts, seconds, strict=True))
+    return statistics.median(firsts), statistics.median(seconds), ratio
 
 
 def big_kernel_gbs(q: sycl.queue, gib: float, repeat: int) -> tuple[float, float]:
@@ -76,6 +97,8 @@ def main() -> None:
     ap.add_argument("--big-gib", type=float, default=6.0)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--n", type=int, default=3000, help="timed calls of the small figures")
+    ap.add_argument("--rounds", type=int, default=9,
+                    help="alternating rounds the small figures are measured in")
     args = ap.parse_args()
     q = sycl.queue()
     print(f"device: {q.get_device().get_info(sycl.info.device.name)}")
@@ -85,18 +108,24 @@ def main() -> None:
     except ImportError:
         cuda = False
 
-    ours = alloc_free_us(q, 256 << 10, args.n)
-    line = f"malloc_device + free, 256 KiB: {ours:.2f} us"
+    per_round = max(args.n // args.rounds, 50)
+    ours = (lambda: alloc_free_us(q, 256 << 10, per_round))
     if cuda:
-        theirs = median_us(lambda: torch.empty(256 << 10, dtype=torch.uint8, device="cuda"),
-                           args.n)
-        line += f"; torch.empty + del {theirs:.2f} us; ratio {ours / theirs:.2f}x (target <= 2)"
-    print(line)
+        theirs, ours_us, ratio = rounds((lambda: median_us(
+            lambda: torch.empty(256 << 10, dtype=torch.uint8, device="cuda"), per_round),
+            ours), args.rounds)
+        print(f"malloc_device + free, 256 KiB: {ours_us:.2f} us; torch.empty + del "
+              f"{theirs:.2f} us; ratio {ratio:.2f}x (target <= 2)")
+    else:
+        print(f"malloc_device + free, 256 KiB: {ours():.2f} us")
 
-    old = launch_us(q, 1 << 16, False, args.n)
-    new = launch_us(q, 1 << 16, True, args.n)
+    launches = Launches(q, 1 << 16)
+    launches.median_us(True, 20)  # warm-up: compile, pipeline, pooled sequences
+    old, new, ratio = rounds((lambda: launches.median_us(False, per_round),
+                              lambda: launches.median_us(True, per_round)), args.rounds)
+    launches.close()
     print(f"launch + wait, 64K floats: old buffers {old:.1f} us, fresh output {new:.1f} us; "
-          f"ratio {new / old:.2f}x (target <= 1.1)")
+          f"ratio {ratio:.2f}x (target <= 1.1)")
 
     free_bytes = None
     if cuda:

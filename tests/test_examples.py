@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,11 +15,15 @@ EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.py"))
 def test_there_are_examples():
     names = {p.stem for p in EXAMPLES}
     assert {"free_function_basic", "free_function_templates",
-            "free_function_scratch_memory"} <= names
+            "free_function_scratch_memory", "device_global"} <= names
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_runs(path):
+    # the examples import this checkout's vksycl, whatever the environment has installed
+    root = str(path.parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
-                          timeout=300, cwd=path.parent)
+                          timeout=300, cwd=path.parent, env=env)
     assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout}\n{proc.stderr}"

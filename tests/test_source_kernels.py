@@ -108,6 +108,31 @@ def test_bindings_start_at_the_pointer_inside_its_allocation(q, ctx, shared):
     np.testing.assert_array_equal(np.asarray(y), expect)
 
 
+def test_repeated_launches_see_changed_arguments_and_memory(q, ctx):
+    """A launch with the arguments of the previous one submits its command again; any
+    change (a scalar, another pointer, memory freed and allocated again) makes a new one."""
+    k = built(ctx, GLSL, SAXPY).ext_oneapi_get_kernel("main")
+    ndr = sycl.nd_range((32,), (16,))
+    x = sycl.malloc_shared(32, sycl.float32, q)
+    np.asarray(x)[:] = np.arange(32, dtype=np.float32)
+    ys = [sycl.malloc_shared(32, sycl.float32, q) for _ in range(2)]
+    for y in ys:
+        np.asarray(y)[:] = 0
+    for a, y in ((1.0, ys[0]), (1.0, ys[0]), (2.0, ys[0]), (1.0, ys[1]), (1.0, ys[1])):
+        q.submit(lambda h, a=a, y=y: (h.set_args(x, y, a, 32), h.parallel_for(ndr, k))).wait()
+    np.testing.assert_array_equal(np.asarray(ys[0]), 4 * np.arange(32, dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(ys[1]), 2 * np.arange(32, dtype=np.float32))
+    for y in ys:
+        sycl.free(y, q)
+    for round_ in range(3):  # fresh memory each time, often at a freed allocation's address
+        y = sycl.malloc_shared(32, sycl.float32, q)
+        np.asarray(y)[:] = round_
+        q.submit(lambda h, y=y: (h.set_args(x, y, 1.0, 32), h.parallel_for(ndr, k))).wait()
+        np.testing.assert_array_equal(np.asarray(y), np.arange(32, dtype=np.float32) + round_)
+        sycl.free(y, q)
+    sycl.free(x, q)
+
+
 def test_a_binding_past_the_device_range_is_refused(q, ctx, shared, monkeypatch):
     k = built(ctx, GLSL, SAXPY).ext_oneapi_get_kernel("main")
     x = shared(np.arange(1024), np.float32)

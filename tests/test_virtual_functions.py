@@ -1101,6 +1101,28 @@ def test_a_class_defined_later_is_dispatched_to(q):
     np.testing.assert_array_equal(np.asarray(out), [2.0, 4.5])
 
 
+def test_a_class_defined_later_is_dispatched_to_by_a_free_function_kernel(q):
+    store = _usm(q, 8, syclexp.storage_for(Rect, Circle, Square))
+    out = _usm(q, 8, sycl.float32)
+    r = sycl.nd_range((8,), (8,))  # the same launch object each time
+    for i in range(8):
+        Rect.construct_at(store + i, scale=1.0, w=1.0, h=sycl.float32(i))
+    syclexp.nd_launch(q, r, areas, store, out).wait()
+    np.testing.assert_array_equal(np.asarray(out), np.arange(8))
+
+    @sycl.struct
+    class Kite(Shape):
+        d: sycl.float32
+
+        @syclexp.indirectly_callable()
+        def area(self):
+            return self.d * 10
+
+    Kite.construct_at(store + 7, scale=1.0, d=2.0)
+    syclexp.nd_launch(q, r, areas, store, out).wait()
+    np.testing.assert_array_equal(np.asarray(out), [0, 1, 2, 3, 4, 5, 6, 20])
+
+
 # -- the disk cache: tags and dispatch agree between processes ---------------------------------
 
 SCRIPT = textwrap.dedent("""

@@ -283,15 +283,17 @@ def plan(kernel: FreeFunctionKernel) -> Plan:
 
 
 def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: tuple,
-                   properties: Any, p: Plan, context: Any = None) -> Any:
-    """The command of one launch of a free function kernel, arguments already converted."""
+                   properties: Any, p: Plan, context: Any = None, image: Any = None) -> Any:
+    """The command of one launch of a free function kernel, arguments already converted;
+    `image` is the kernel bundle it is launched from, if any."""
     if id(device.vulkan) not in p.checked_devices:
         p.check_device(device)
     if launch is not None:
         check_work_items(launch)
         if p.local is not None:
             p.check_local(launch)
-    return build_launch_args(device, kernel, launch, args, properties, context=context)
+    return build_launch_args(device, kernel, launch, args, properties, context=context,
+                             image=image)
 
 
 # -- enqueue functions ------------------------------------------------------------------------

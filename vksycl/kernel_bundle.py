@@ -9,6 +9,7 @@ kernels and kernels built from GLSL or SPIR-V source provide one each.
 from __future__ import annotations
 
 import enum
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,6 +22,7 @@ from .free_function_kernels import free_function_kernel, launch_command, plan
 from .kernel_properties import sub_group_size, work_group_size, work_group_size_hint
 from .launch import RANGE_LOCAL, compiled, unsupported
 from .ranges import nd_range, range
+from .runtime import device_globals
 
 
 class bundle_state(enum.Enum):
@@ -113,7 +115,7 @@ class FreeKernel:
         return r.workgroup_bytes, r.private_bytes
 
     def command(self, device: Any, launch: Any, args: dict[int, Any], properties: Any,
-                context: Any) -> Any:
+                context: Any, image: Any = None) -> Any:
         k = self.kernel
         if launch is None:
             if k.kind != "single_task":
@@ -128,7 +130,8 @@ class FreeKernel:
             raise invalid(f"{k.name} is an nd_range_kernel({k.dims}), enqueued with a "
                           f"{launch.dimensions}-dimensional nd_range")
         p = plan(k)
-        return launch_command(device, k, launch, p.matched(args), properties, p, context)
+        return launch_command(device, k, launch, p.matched(args), properties, p, context,
+                              image)
 
 
 _FREE: dict[FreeFunctionKernel, FreeKernel] = {}
@@ -166,7 +169,7 @@ class kernel:
     """A kernel of an executable bundle: queried with `get_info`, enqueued through a handler
     with `set_arg` / `set_args` and `parallel_for(nd_range, k)` or `single_task(k)`."""
 
-    __slots__ = ("_bundle", "_device_ids", "_impl")
+    __slots__ = ("__weakref__", "_bundle", "_device_ids", "_impl")
 
     def __init__(self, impl: Any, bundle: kernel_bundle) -> None:
         self._impl = impl
@@ -199,7 +202,7 @@ class kernel:
         belong to `context`, the queue's."""
         if id(device.vulkan) not in self._device_ids:
             raise invalid(f"kernel {self._impl.name} was not built for {device.vulkan.name}")
-        return self._impl.command(device, launch, args, properties, context)
+        return self._impl.command(device, launch, args, properties, context, self._bundle)
 
     def get_info(self, param: Any, device: Any = None) -> Any:
         impl = self._impl
@@ -270,7 +273,14 @@ class kernel_bundle:
         self._members = list(members)
         self._named = dict(named or {})
         self._source = source
-        self._kernels: dict[int, kernel] = {}
+        # weak: a kernel holds its bundle, and a bundle that only cycles keep alive would
+        # hold its device images' device_global instances until the collector runs
+        self._kernels: weakref.WeakValueDictionary[int, kernel] = weakref.WeakValueDictionary()
+        if state is bundle_state.executable:  # a device image: its device_global instances
+            for d in self._devices:
+                device_globals.add_image(self, d, [
+                    e for m in self._members if hasattr(m, "compiled")
+                    and m.why_incompatible(d) is None for e in m.compiled(d).device_globals])
 
     # -- queries -------------------------------------------------------------------------
     def get_context(self) -> Any:

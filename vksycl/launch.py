@@ -13,6 +13,7 @@ write the packed bytes into host-visible memory and push the block's address.
 
 from __future__ import annotations
 
+import operator
 import struct
 import types as pytypes
 from collections.abc import Callable
@@ -22,12 +23,14 @@ import numpy as np
 
 from .compiler import device as dev
 from .compiler import virtual
+from .compiler.device_global import device_global
 from .compiler.host_bodies import host_names
 from .compiler.kernel import CompiledKernel, _names, kernel_name, load_or_compile
 from .compiler.module import KernelSpec, frozen, path_getter, path_name
 from .compiler.typesys import layout
 from .exceptions import errc, exception
 from .kernel_properties import device_has
+from .runtime import device_globals
 from .runtime import handler as _handler
 from .runtime.aspects import aspect
 from .runtime.commands import KernelLaunch
@@ -76,8 +79,9 @@ def _fmt(dtype: np.dtype) -> str:
 class Prepared:
     """A compiled kernel plus everything needed to launch it quickly."""
 
-    __slots__ = ("attr_getters", "attr_sigs", "checked", "ck", "groups", "key", "launch_slots", "n",
-                 "packer", "ptrs", "scalar_paths", "scalars", "spec_getters", "variants")
+    __slots__ = ("attr_getters", "attr_sigs", "checked", "ck", "globals", "groups", "key",
+                 "launch_slots", "n", "packer", "ptrs", "scalar_paths", "scalars",
+                 "spec_getters", "variants")
 
     def __init__(self, ck: CompiledKernel, pyfn: Any, key: Any) -> None:
         self.ck = ck
@@ -92,7 +96,8 @@ class Prepared:
             if a.push_offset > at:
                 fmt += f"{a.push_offset - at}x"
                 at = a.push_offset
-            dt = np.dtype(np.uint64) if a.kind == "ptr" else np.dtype(a.dtype)
+            dt = np.dtype(np.uint64) if a.kind in ("ptr", "device_global") else \
+                np.dtype(a.dtype)
             fmt += _fmt(dt)
             at += dt.itemsize
         if ck.args_size > at:
@@ -108,13 +113,19 @@ class Prepared:
         # attributes of captured objects are read at each launch; if one changes type,
         # the kernel is compiled again for the new types
         self.attr_getters = [path_getter(a.path, pyfn) for a in ck.args
-                             if a.kind != "launch" and _indirect_path(a.path)]
+                             if a.kind not in ("launch", "device_global") and
+                             _indirect_path(a.path)]
         self.attr_sigs = tuple(_sig(get(pyfn, ())) for get in self.attr_getters)
+        # (push position, metadata entry) per device_global: addresses from the database
+        by_offset = {a.push_offset: order[id(a)] for a in slots}
+        self.globals = [(by_offset[e["argument_offset"]], e) for e in ck.device_globals]
         for a in ck.args:
             pos = order.get(id(a), -1)
             if a.kind == "ptr":
                 self.ptrs.append((path_getter(a.path, pyfn), pos,
                                   layout(dev.element_type(a.dtype))[1], a.dtype, a.path))
+            elif a.kind == "device_global":
+                continue
             elif a.kind == "scalar":
                 self.scalars.append((path_getter(a.path, pyfn), pos, a.dtype.kind == "b"
                                      or np.dtype(a.dtype).kind == "b"))
@@ -122,22 +133,28 @@ class Prepared:
             else:
                 self.launch_slots.append((a.path[1], a.path[2], pos))
 
-    def arguments(self, pyfn: Any, args: tuple, launch: Any, context: Any = None) -> bytes:
-        """The packed arguments of a launch (pointers checked)."""
+    def arguments(self, pyfn: Any, args: tuple, launch: Any, context: Any = None,
+                  device: Any = None, image: Any = None) -> bytes:
+        """The packed arguments of a launch (pointers checked); device_globals are at
+        their addresses on `device` for the kernels of `image` (a kernel bundle, or None
+        for the default image)."""
         values: list[Any] = [0] * self.n
+        for pos, entry in self.globals:
+            values[pos] = device_globals.address(device, entry, image)
         for get, pos, align, dtype, path in self.ptrs:
             p = get(pyfn, args)
             if p is None:
                 continue  # the null pointer
-            if not hasattr(p, "allocation"):
+            try:
+                a = p.allocation
+            except AttributeError:
                 raise exception(errc.kernel_argument, f"kernel argument {_name(path)} must "
-                                f"be a USM pointer, got {type(p).__name__}")
-            p.allocation.check_live()
-            if context is not None and (p.allocation.context is not context or
-                                        not context.owns(p.allocation)):
+                                f"be a USM pointer, got {type(p).__name__}") from None
+            a.check_live()
+            if context is not None and a.context is not context:
                 raise exception(errc.invalid, f"kernel argument {_name(path)}: pointer from "
                                 "another context")
-            address = p.address
+            address = a.address + p.byte_offset
             if address % align:
                 raise exception(errc.kernel_argument, f"pointer {_name(path)} is not "
                                 f"aligned to its element type {dtype} ({align} bytes)")
@@ -278,11 +295,12 @@ def _global_sig(v: Any) -> Any:
 
 def _stable(v: Any) -> bool:
     """Whether the same object always has the same cache signature: immutable numbers,
-    pointers, classes (keyed by identity), functions without cells (structs, closures and
-    other objects may change)."""
+    pointers, device_globals, classes (keyed by identity), functions without cells
+    (structs, closures and other objects may change)."""
     t = type(v)
     return (t in (int, float, bool) or isinstance(v, np.generic) or t is usm_ptr or
-            t is type or (t is pytypes.FunctionType and not v.__closure__))
+            t is device_global or t is type or
+            (t is pytypes.FunctionType and not v.__closure__))
 
 
 def _keyed_alike(last: Any, now: Any) -> bool:
@@ -292,6 +310,11 @@ def _keyed_alike(last: Any, now: Any) -> bool:
                            now.dtype is last.dtype)
 
 
+def _all_keyed_alike(last: tuple, now: tuple) -> bool:
+    return all(map(operator.is_, last, now)) or all(map(_keyed_alike, last, now))
+
+
+_CONTENTS = operator.attrgetter("cell_contents")
 _PREPARED: dict[Any, Prepared] = {}
 # (code, launch variant) -> (captured objects, globals, Prepared) of the last launch whose
 # captures were all `_stable`: a launch capturing objects keyed alike skips the key
@@ -300,13 +323,11 @@ _LAST: dict[Any, tuple[tuple, tuple, Prepared]] = {}
 
 def _prepare(pyfn: Any, spec_key: tuple, spec_fn: Any) -> Prepared:
     cells = pyfn.__closure__
-    captured = tuple(c.cell_contents for c in cells) if cells else ()
-    g = pyfn.__globals__
-    names = _global_names(pyfn)
-    globals_ = tuple(g.get(n) for n in names)
+    captured = tuple(map(_CONTENTS, cells)) if cells else ()
+    globals_ = tuple(map(pyfn.__globals__.get, _global_names(pyfn)))
     last = _LAST.get((pyfn.__code__, spec_key))
-    if last is not None and all(map(_keyed_alike, last[0], captured)) and \
-            all(map(_keyed_alike, last[1], globals_)):
+    if last is not None and _all_keyed_alike(last[0], captured) and \
+            _all_keyed_alike(last[1], globals_):
         p = last[2]
     else:
         key = (pyfn.__code__, spec_key, tuple(_sig(v) for v in captured),
@@ -493,12 +514,49 @@ def _prepared(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
     return p
 
 
-def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple | None,
-            context: Any = None) -> KernelLaunch:
-    pyfn, info = _kernel_function(kernel)
+class _Plan:
+    """What launches of one kernel with one launch object (ranges are immutable) and no
+    properties share: the variant keys, and the last command, which the next launch with
+    the same arguments submits again."""
+
+    __slots__ = ("classes", "command", "info", "kind", "launch", "prepared", "push",
+                 "variants")
+
+    def __init__(self, launch: Any, info: Any, kind: str, variants: tuple) -> None:
+        self.launch = launch
+        self.info = info
+        self.kind = kind
+        self.variants = variants  # (push-constant variant, argument-block variant)
+        self.classes = virtual.version()  # the polymorphic classes virtual calls know
+        self.prepared: Prepared | None = None
+        self.push = b""
+        self.command: KernelLaunch | None = None
+
+
+_PLANS: dict[tuple, _Plan] = {}
+
+
+def _plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) -> _Plan:
+    key = (pyfn.__code__, id(device))
+    plan = _PLANS.get(key) if properties is None else None
+    if plan is not None and plan.launch is launch and plan.info is info and \
+            plan.classes == virtual.version():
+        return plan
     shape = _shape(launch, device)
     if info is not None:
         info.check_launch(shape[0], shape[1])
+    plan = _Plan(launch, info, shape[0], (
+        _variant(pyfn, info, shape, launch, device, properties),
+        _variant(pyfn, info, shape, launch, device, properties, True)))
+    if properties is None:
+        _PLANS[key] = plan
+    return plan
+
+
+def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple | None,
+            context: Any = None, image: Any = None) -> KernelLaunch:
+    pyfn, info = _kernel_function(kernel)
+    if info is not None:
         param_types = info.param_types()
         if args is None:
             raise exception(errc.invalid, f"free function kernel {info.name} needs its "
@@ -506,24 +564,32 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
         if len(args) != len(param_types):
             raise exception(errc.invalid, f"kernel {info.name} takes {len(param_types)} "
                             f"arguments, got {len(args)}")
-    p = _prepared(pyfn, info, shape, launch, device, properties)
+    plan = _plan(pyfn, info, launch, device, properties)
+    p = _prepare(pyfn, *plan.variants[0])
     vk = device.vulkan
+    if p.ck.push_size > vk.max_push_constants_size:
+        p = _prepare(pyfn, *plan.variants[1])
     if id(vk) not in p.checked:
         _check(p, device)
-    push = p.arguments(pyfn, args or (), launch, context)
+    push = p.arguments(pyfn, args or (), launch, context, device, image)
+    if p is plan.prepared and push == plan.push:
+        return plan.command
     ck = p.ck
     keep: tuple = ()
     if ck.spec.args_in_memory:
         block = ArgumentBlock(device, push)
         push, keep = _ADDRESS.pack(block.address), (block,)
-    gkey = (id(vk), launch if shape[0] == "range" else (
+    gkey = (id(vk), launch if plan.kind == "range" else (
         None if launch is None else tuple(launch.get_global_range())))
     groups = p.groups.get(gkey)
     if groups is None:
         if len(p.groups) > 256:
             p.groups.clear()
         groups = p.groups[gkey] = _groups(ck, launch, device)
-    return KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, keep_alive=keep)
+    command = KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, keep_alive=keep)
+    if not keep:  # an argument block is the launch's own
+        plan.prepared, plan.push, plan.command = p, push, command
+    return command
 
 
 def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
@@ -534,9 +600,12 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
 
 
 def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
-                      properties: Any = None, context: Any = None) -> KernelLaunch:
-    """The command for a kernel whose arguments are passed explicitly."""
-    return _launch(device, kernel, launch, properties, tuple(args), context=context)
+                      properties: Any = None, context: Any = None,
+                      image: Any = None) -> KernelLaunch:
+    """The command for a kernel whose arguments are passed explicitly; `image` is the
+    kernel bundle it comes from (its device_image_scope instances)."""
+    return _launch(device, kernel, launch, properties, tuple(args), context=context,
+                   image=image)
 
 
 def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None) -> CompiledKernel:

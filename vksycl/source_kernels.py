@@ -207,6 +207,10 @@ class SourceKernel:
                         for k, lf in enumerate(a.leaves)))
         self._slots = [(i, k) for _, i, k in order]
         self._groups: dict[tuple, tuple[int, int, int]] = {}
+        # (what the last command was built from, the command): a launch with the same
+        # ranges, arguments and work-group count submits it again. The command holds its
+        # buffers, so their ids stand for them while it is kept.
+        self._last: tuple[tuple, KernelLaunch] | None = None
 
     # -- bundle member interface -----------------------------------------------------------
     def why_incompatible(self, device: Any) -> exception | None:
@@ -268,7 +272,9 @@ class SourceKernel:
         return self.local_xyz
 
     def command(self, device: Any, launch: Any, args: dict[int, Any], properties: Any,
-                context: Any) -> Any:
+                context: Any, image: Any = None) -> Any:
+        """The command of one launch (`image`, the bundle, matters to Python kernels'
+        device_globals only: GLSL and SPIR-V source declares none)."""
         self._local(launch)
         check_set_args(args, [a.name for a in self.reflection.args], f"kernel {self.name}")
         if id(device.vulkan) not in self._compat:
@@ -292,8 +298,14 @@ class SourceKernel:
                               "for another device")
             bound.append(_bound_range(p, device, f"argument {i} ({name}) of kernel {self.name}"))
         push = self._push(args)
-        return KernelLaunch(self.name, self.spirv, self.entry, push,
-                            self._group_count(device, launch), tuple(bound))
+        groups = self._group_count(device, launch)
+        made_of = (tuple((id(b), off, n) for b, off, n in bound), push, groups)
+        last = self._last
+        if last is not None and last[0] == made_of:
+            return last[1]
+        command = KernelLaunch(self.name, self.spirv, self.entry, push, groups, tuple(bound))
+        self._last = (made_of, command)
+        return command
 
     def _push(self, args: dict[int, Any]) -> bytes:
         if not self._slots:

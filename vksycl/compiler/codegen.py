@@ -21,6 +21,7 @@ from spirv_gen import ModuleBuilder
 
 from . import ir
 from .frontend import mem_type
+from .hoist import invariant_loads, load_key
 from .passes import remove_dead_stores, straight
 from .typesys import (
     U64,
@@ -164,9 +165,12 @@ class Codegen:
         return self.b.type_pointer(sc, arr)
 
     # -- module ---------------------------------------------------------------------------
-    def module(self, kernel: ir.Function, usage: Usage, push_types: list[Scalar]) -> bytes:
+    def module(self, kernel: ir.Function, usage: Usage, push_types: list[Scalar],
+               globals_: frozenset[int] = frozenset()) -> bytes:
+        """The module; `globals_` are the push fields holding device_global addresses."""
         b = self.b
         self.push_types = push_types
+        self.invariant = invariant_loads(usage.functions, set(globals_), _children)
         used = sorted(usage.push)
         # the argument fields at their natural alignments: the push constants, or the
         # argument block whose address is then the one push constant
@@ -220,6 +224,10 @@ class Codegen:
             address = b.op("Load", u64, b.op("AccessChain", b.type_pointer(
                 "PushConstant", u64), self.push_var, b.i32(0)))
             self.block = b.op("ConvertUToPtr", self.block_pointer, address)
+        self.hoisted: dict[tuple, Any] = {}
+        for key, load in self.invariant.get(id(fn), {}).items():
+            ptr, aligned = self.chain(load.place)
+            self.hoisted[key] = b.op("Load", self.ty(load.ty), ptr, *aligned)
         self.stmts(fn.body)
         if b.current_block is not None and fn.ret != VOID:
             b.ret(b.constant_null(self.ty(fn.ret)))
@@ -350,6 +358,9 @@ class Codegen:
             self.stmts(v.stmts)
             return self.ev(v.value)
         if isinstance(v, ir.Load):
+            hit = self.hoisted.get(load_key(v)) if self.hoisted else None
+            if hit is not None:
+                return hit
             ptr, aligned = self.chain(v.place)
             return b.op("Load", self.ty(v.ty), ptr, *aligned)
         if isinstance(v, ir.Atomic):

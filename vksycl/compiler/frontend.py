@@ -21,7 +21,9 @@ from typing import Any
 import numpy as np
 
 from . import device as dev
+from . import device_global_code as dgc
 from . import if_device, ir, virtual
+from .device_global import device_global
 from .source import Source, error, function_source
 from .typesys import (
     BOOL,
@@ -464,16 +466,21 @@ class FunctionLowering:
         """A function that stores its argument to the target, or loads it when given None
         (the target's sub-expressions are evaluated once)."""
         if isinstance(target, ast.Subscript):
-            base = self.expr(target.value)
+            base = self.value(target.value)
             index = self.expr(target.slice)
+            if isinstance(base, dgc.GlobalV):
+                base, index = dgc.element(self, base, index, target)
             place = self.index_place(base, index, target)
             return lambda v: self.load(place, target) if v is None else \
                 self.store(place, v, target)
         base_node = target.value
         attr = target.attr
         if isinstance(base_node, ast.Subscript):
-            base = self.expr(base_node.value)
-            place = self.index_place(base, self.expr(base_node.slice), base_node)
+            base = self.value(base_node.value)
+            index = self.expr(base_node.slice)
+            if isinstance(base, dgc.GlobalV):
+                base, index = dgc.element(self, base, index, base_node)
+            place = self.index_place(base, index, base_node)
             sty = place.ty
             if not isinstance(sty, Struct):
                 raise self.err(target, f"{sty!r} has no field '{attr}'")
@@ -611,6 +618,11 @@ class FunctionLowering:
 
     # == expressions ==================================================================
     def expr(self, e: ast.expr) -> Any:
+        v = self.value(e)
+        return v.ptr if isinstance(v, dgc.GlobalV) else v  # a device_global is its pointer
+
+    def value(self, e: ast.expr) -> Any:
+        """An expression's value, a device_global as itself (for its methods and indexing)."""
         method = getattr(self, "expr_" + type(e).__name__, None)
         if method is None:
             what = _UNSUPPORTED_EXPRS.get(type(e), type(e).__name__)
@@ -635,15 +647,20 @@ class FunctionLowering:
         return TupV(items)  # items that have paths keep them (closures, captured objects)
 
     def expr_Attribute(self, e: ast.Attribute) -> Any:
-        base = self.expr(e.value)
+        base = self.value(e.value)
+        if isinstance(base, dgc.GlobalV):
+            return dgc.attribute(self, base, e.attr, e)
         if isinstance(base, PyV) and base.path is not None:
             return self.m.attribute(self, base, e.attr, e)
         if isinstance(base, PyV):
             try:
-                return PyV(getattr(base.obj, e.attr))
+                obj = getattr(base.obj, e.attr)
             except AttributeError:
                 raise self.err(e, f"{_describe(base.obj)} has no attribute '{e.attr}'") \
                     from None
+            if isinstance(obj, device_global):  # a class attribute
+                return self.m.device_global(obj)
+            return PyV(obj)
         if isinstance(base, AggV):
             i = base.sty.field_index(e.attr)
             if i >= 0:
@@ -661,8 +678,10 @@ class FunctionLowering:
         raise self.err(e, f"{kind_of(base)} has no attribute '{e.attr}'")
 
     def expr_Subscript(self, e: ast.Subscript) -> Any:
-        base = self.expr(e.value)
+        base = self.value(e.value)
         index = self.expr(e.slice)
+        if isinstance(base, dgc.GlobalV):
+            base, index = dgc.element(self, base, index, e)
         if isinstance(base, PyV) and isinstance(index, PyV):
             try:
                 return PyV(base.obj[index.obj])

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import device as dev
+from . import device_global_code as dgc
 from . import fp64math, if_device, ir, virtual
 from .frontend import kind_of, mem_type
 from .typesys import (
@@ -552,6 +553,8 @@ class Intrinsics:
             return fl.call_function(fn, args, kwargs, node, base)
         if isinstance(base, ObjV):
             return virtual.method(fl, base, m.name, args, kwargs, node)
+        if isinstance(base, dgc.GlobalV):
+            return dgc.method(fl, base, m.name, args, kwargs, node)
         if isinstance(base, PtrV):
             place = ir.Place(base.root, base.offset, (), mem_type(base.elem))
             if m.name == "get":

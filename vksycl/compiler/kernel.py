@@ -27,11 +27,13 @@ from ..config import cache_dir
 from ..exceptions import errc, exception
 from ..types import dtype_key
 from .codegen import Codegen, analyse
+from .device_global import declared, device_global
 from .host_bodies import device_view
 from .module import ArgSlot, KernelModule, KernelSpec, captured_value, plain_object
 from .source import code_span, function_source, source_text
 
-COMPILER_VERSION = "vksycl-compiler-3"  # 2: pointers are device addresses; 3: virtual calls
+COMPILER_VERSION = "vksycl-compiler-4"  # 2: pointers are device addresses; 3: device_global;
+# 4: virtual calls
 
 
 def _compiler_digest() -> str:
@@ -112,7 +114,8 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
     entry = f"__sycl_kernel_{spec.name}"
     cg = Codegen(entry, local_size_xyz(spec.local), spec.args_in_memory)
     try:
-        binary = cg.module(lowered.kernel, usage, lowered.push_types)
+        binary = cg.module(lowered.kernel, usage, lowered.push_types, frozenset(
+            a.push_index for a in lowered.args if a.kind == "device_global"))
         spirv_gen.validate(binary, "vulkan1.1")
     except spirv_gen.SpirvError as ex:
         src = function_source(pyfn)
@@ -120,12 +123,16 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
                         f"error in kernel {spec.name}: {ex}") from ex
     args = [dataclasses.replace(a, push_offset=cg.push_offsets[a.push_index])
             for a in lowered.args if a.push_index in cg.push_offsets]
+    # the "SYCL/device globals" property set: each variable the code still reaches, and
+    # where the launch puts its address
+    globals_ = [{**lowered.device_globals[a.path].metadata(), "argument_offset": a.push_offset}
+                for a in args if a.kind == "device_global"]
     return CompiledKernel(spec.name, entry, binary, spec, args, cg.push_size, cg.args_size,
                           local_size_xyz(spec.local),
                           frozenset(lowered.aspects), tuple(cg.b.capabilities),
                           tuple(lowered.specialized),
                           tuple(captured_value(pyfn, p) for p in lowered.specialized),
-                          lowered.coarsen)
+                          lowered.coarsen, globals_)
 
 
 # -- caches ----------------------------------------------------------------------------------
@@ -137,6 +144,8 @@ def _describe(v: Any, seen: set[int], depth: int = 0) -> Any:
     """A stable description of a value a kernel refers to, for the disk-cache key."""
     if hasattr(v, "allocation") and hasattr(v, "byte_offset"):
         return ("ptr", repr(dtype_key(v.dtype)))
+    if isinstance(v, device_global):
+        return ("device_global", v.unique_id, v.metadata_key())
     if isinstance(v, bool | int | float | np.generic | str | type(None)):
         return (type(v).__name__, repr(v))
     if isinstance(v, pytypes.FunctionType):
@@ -229,6 +238,17 @@ def _disk_dir() -> Path | None:
     return _DIRS[key]
 
 
+def _globals_current(ck: CompiledKernel) -> bool:
+    """Whether the device_globals a cached kernel recorded are still declared so (a class
+    attribute's properties are not in the source the disk key covers)."""
+    for entry in ck.device_globals:
+        decl = declared(entry["unique_id"])
+        if decl is not None and decl.metadata() != {k: v for k, v in entry.items()
+                                                    if k != "argument_offset"}:
+            return False
+    return True
+
+
 def load_or_compile(pyfn: Any, spec: KernelSpec, memory_key: Any,
                     extra: Any = ()) -> CompiledKernel:
     """The compiled kernel from memory, disk, or a fresh compile. `extra` keys variants
@@ -244,6 +264,8 @@ def load_or_compile(pyfn: Any, spec: KernelSpec, memory_key: Any,
         try:
             ck = pickle.loads(path.read_bytes())
         except Exception:  # a corrupt or stale entry is recompiled
+            ck = None
+        if ck is not None and not _globals_current(ck):
             ck = None
     if ck is None:
         ck = compile_kernel(pyfn, spec)

@@ -24,6 +24,8 @@ from ..exceptions import errc, exception
 from . import coarsen as coarsening
 from . import device as dev
 from . import ir, virtual
+from .device_global import device_global
+from .device_global_code import GlobalV
 from .frontend import FunctionLowering, Restart, kind_of, mem_type, source_of
 from .intrinsics import Intrinsics
 from .typesys import (
@@ -81,7 +83,7 @@ class ArgSlot:
     """One kernel argument the generated code reads, and where it goes."""
 
     path: tuple
-    kind: str  # "scalar", "ptr", "launch"
+    kind: str  # "scalar", "ptr", "launch", "device_global" (its address, from the runtime)
     dtype: Any  # storage dtype (scalar), element dtype (ptr)
     push_index: int = -1  # index into the push-constant members
     push_offset: int = -1  # byte offset in the packed arguments
@@ -98,6 +100,7 @@ class Lowered:
     uses_subgroups: bool = False
     specialized: list[tuple] = field(default_factory=list)
     coarsen: int = 1
+    device_globals: dict[tuple, Any] = field(default_factory=dict)
 
 
 def _is_usm_ptr(obj: Any) -> bool:
@@ -197,6 +200,7 @@ class KernelModule:
         self.queries = Queries(self)
         self.groups = Groups(self)
         self.args: list[ArgSlot] = []
+        self.device_globals: dict[tuple, device_global] = {}  # by argument path
         self.push_types: list[Scalar] = []
         self.captures: dict[tuple, Any] = {}
         self.functions: dict[tuple, ir.Function] = {}
@@ -263,7 +267,7 @@ class KernelModule:
             fn.body.insert(0, ir.If(self.queries.guard(), [ir.Return(None)], []))
         return Lowered(fn, [], self.args, self.push_types, list(self.shared.values()),
                        self.aspects, self.uses_subgroups,
-                       [p for p in self.specialized], coarsen)
+                       [p for p in self.specialized], coarsen, self.device_globals)
 
     def coarsened(self, fn: ir.Function, src: Any, bound: list) -> ir.Function:
         """The kernel running its straight-line body for COARSEN ids per work-item:
@@ -337,6 +341,20 @@ class KernelModule:
         self.args.append(ArgSlot(path, "ptr", dtype_of(elem), pf.index))
         return PtrV(self.global_root(elem), pf)
 
+    def device_global(self, decl: device_global) -> GlobalV:
+        """A device_global the kernel uses: a hidden pointer argument that the launch
+        fills from the device-global database, one per variable however it is reached
+        (module global, class attribute, closure cell, device function)."""
+        key = ("device_global", decl.unique_id)
+        hit = self.captures.get(key)
+        if hit is None:
+            pf = self.push_field(U64)
+            self.args.append(ArgSlot(key, "device_global", decl.dtype, pf.index))
+            self.device_globals[key] = decl
+            elem = dev.element_type(decl.dtype)
+            hit = self.captures[key] = GlobalV(PtrV(self.global_root(elem), pf), decl)
+        return hit
+
     def launch_value(self, what: str, d: int) -> ir.Value:
         key = ("launch", what, d)
         v = self.captures.get(key)
@@ -361,6 +379,8 @@ class KernelModule:
         of the kernel, and of device functions it reaches by a path, are arguments read
         at each launch; cells of a function reached otherwise (passed around as a value)
         are compiled in."""
+        if isinstance(obj, device_global):
+            return self.device_global(obj)
         if path[0] == "cell" and fl is not self.kernel_fl:
             if _is_usm_ptr(obj) or hasattr(type(obj), "__vksycl_struct__"):
                 raise fl.err(node, f"a device function captures '{path[-1]}' from its "
@@ -376,6 +396,8 @@ class KernelModule:
 
     def classify(self, fl: FunctionLowering, path: tuple, obj: Any, node: ast.AST,
                  runtime: bool) -> Any:
+        if isinstance(obj, device_global):
+            return self.device_global(obj)
         if _is_usm_ptr(obj):
             return self.ptr_arg(path, dev.element_type(obj.dtype))
         st = getattr(type(obj), "__vksycl_struct__", None)

@@ -71,10 +71,18 @@ class KernelLaunch(Command):
     bound: tuple[Bound, ...] = ()
     keep_alive: tuple = ()
     command_type = "kernel"
+    # (engine, its dispatch): a command submitted again (a launch repeated with the same
+    # arguments) reuses its dispatch
+    _dispatched: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def dispatch(self, engine: Engine) -> Dispatch:
-        return engine.dispatch(engine.program(self.spirv, self.entry), self.groups,
-                               self.push_constants, self.bound)
+        done = self._dispatched
+        if done is not None and done[0] is engine:
+            return done[1]
+        d = engine.dispatch(engine.program(self.spirv, self.entry), self.groups,
+                            self.push_constants, self.bound)
+        self._dispatched = (engine, d)
+        return d
 
     def lower(self, ctx: LowerContext) -> list[Step]:
         return [GpuStep([self.dispatch(ctx.engine)])]

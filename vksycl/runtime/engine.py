@@ -60,6 +60,9 @@ class Program:
         self.key = hashlib.blake2b(self.spirv, digest_size=16).digest()
 
 
+_OP = operator.attrgetter("op")
+
+
 class Dispatch:
     """One recorded dispatch: a pipeline, its work-group count and its push constants."""
 
@@ -260,7 +263,7 @@ class Engine:
         """Records the dispatches into a pooled sequence and submits it. A sequence that
         last recorded the very same ops (a launch repeated in a loop) is submitted again
         as it is: recording costs more than the submission itself."""
-        ops = tuple(d.op for d in dispatches)
+        ops = tuple(map(_OP, dispatches))
         seq = self._take_sequence(timed, len(ops))
         recorded = self._recorded.get(id(seq))
         if timed or recorded is None or len(recorded) != len(ops) or \

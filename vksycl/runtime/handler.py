@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 from collections.abc import Callable, Iterable
@@ -13,7 +14,7 @@ from .. import info
 from ..exceptions import errc, exception
 from ..ranges import check_work_items, nd_range
 from ..ranges import range as sycl_range  # not the builtin
-from . import memops
+from . import device_globals, memops
 from .commands import Barrier, Command, HostTask
 from .event import event
 
@@ -46,6 +47,10 @@ def use_kernel_front_end(build: KernelFrontEnd) -> None:
 
 
 class handler:
+    # called with the command's event once it is enqueued (a copy into a device_global's
+    # host instance tells the database which event writes it)
+    enqueued: list[Callable[[event], None]] | tuple = ()
+
     def __init__(self, q: Queue) -> None:
         self._queue = q
         self._deps: list[event] = []
@@ -124,15 +129,58 @@ class handler:
         self._set(HostTask(fn, args))
 
     # -- memory ----------------------------------------------------------------------
-    def memcpy(self, dest: Any, src: Any, num_bytes: int) -> None:
-        n = _size(num_bytes, "memcpy")
-        s = memops.resolve(src, n, self._queue, "memcpy source", writable=False)
-        d = memops.resolve(dest, n, self._queue, "memcpy destination", writable=True)
+    def memcpy(self, dest: Any, src: Any, num_bytes: int | None = None,
+               offset: int = 0) -> None:
+        """`memcpy(dest, src, num_bytes)`; with a device_global on one side,
+        `memcpy(g, src, num_bytes=sizeof, offset=0)` / `memcpy(dest, g, ...)`, `offset`
+        counting bytes into the variable."""
+        to, of = _device_global(dest), _device_global(src)
+        if to is None and of is None:
+            if num_bytes is None or offset:
+                raise exception(errc.invalid, "memcpy(dest, src, num_bytes) between USM "
+                                "pointers or arrays takes a size and no offset")
+            n = _size(num_bytes, "memcpy")
+            s = memops.resolve(src, n, self._queue, "memcpy source", writable=False)
+            d = memops.resolve(dest, n, self._queue, "memcpy destination", writable=True)
+            self._set(memops.MemCopy(s, d))
+            return
+        if to is not None and of is not None:
+            raise exception(errc.invalid, "memcpy between two device_globals: copy through "
+                            "USM memory")
+        g = to if to is not None else of
+        n = g["size"] if num_bytes is None else _size(num_bytes, "memcpy")
+        at = _size(offset, "memcpy offset")
+        if to is not None:
+            s = memops.resolve(src, n, self._queue, "memcpy source", writable=False)
+            d = device_globals.span(self._queue, to, at, n, "memcpy to a device_global", True)
+            if d.allocation is None:  # the host instance
+                self.enqueued = [functools.partial(device_globals.host_written,
+                                                   to["unique_id"])]
+        else:
+            d = memops.resolve(dest, n, self._queue, "memcpy destination", writable=True)
+            s = device_globals.span(self._queue, of, at, n, "memcpy from a device_global",
+                                    False)
         self._set(memops.MemCopy(s, d))
 
-    def copy(self, src: Any, dest: Any, count: int) -> None:
-        """`copy(src, dest, count)`: count elements of the source's element type."""
-        self.memcpy(dest, src, _size(count, "copy") * _itemsize(src, dest))
+    def copy(self, src: Any, dest: Any, count: int | None = None, start_index: int = 0
+             ) -> None:
+        """`copy(src, dest, count)`: count elements of the source's element type; with a
+        device_global on one side, `count` defaults to all its elements and `start_index`
+        counts elements into the variable."""
+        itemsize = _itemsize(src, dest)
+        g = _device_global(dest) or _device_global(src)
+        if g is None:
+            if count is None or start_index:
+                raise exception(errc.invalid, "copy(src, dest, count) between USM pointers "
+                                "or arrays takes a count and no start_index")
+            self.memcpy(dest, src, _size(count, "copy") * itemsize)
+            return
+        n = g["size"] // itemsize if count is None else _size(count, "copy")
+        first = _size(start_index, "copy start_index")
+        if first < 0 or n < 0 or (first + n) * itemsize > g["size"]:
+            raise exception(errc.invalid, f"copy of {n} elements from index {first}: "
+                            f"device_global {g['unique_id']} has {g['size'] // itemsize}")
+        self.memcpy(dest, src, n * itemsize, first * itemsize)
 
     def memset(self, ptr: Any, value: int, num_bytes: int) -> None:
         d = memops.resolve(ptr, _size(num_bytes, "memset"), self._queue, "memset", writable=True)
@@ -198,6 +246,12 @@ def _kernel_properties(properties: Any, launch: Any, device: Any) -> list[Any]:
                 raise exception(errc.kernel_not_supported, f"the kernel needs sub-groups of "
                                 f"{p.size}; {device.get_info(info.device.name)} has {sizes}")
     return props
+
+
+def _device_global(x: Any) -> dict[str, Any] | None:
+    """What a host copy needs of a device_global (unique id, size, host access), or None
+    for anything else."""
+    return getattr(x, "__vksycl_device_global__", None)
 
 
 def _size(n: Any, what: str) -> int:

@@ -102,7 +102,10 @@ class queue:
         command = h.command if h.command is not None else _empty()
         if self.recording_graph is not None:
             return self.recording_graph._record_from_queue(self, command, h.dependencies)
-        return self.execute(command, h.dependencies)
+        ev = self.execute(command, h.dependencies)
+        for hook in h.enqueued:
+            hook(ev)
+        return ev
 
     def execute(self, command: Command, deps: list[event]) -> event:
         with self._lock:
@@ -140,11 +143,17 @@ class queue:
         kernel, depends_on = _events_first(kernel, depends_on)
         return self._shortcut(lambda h: h.parallel_for(launch, kernel, properties), depends_on)
 
-    def memcpy(self, dest: Any, src: Any, num_bytes: int, depends_on: Any = None) -> event:
-        return self._shortcut(lambda h: h.memcpy(dest, src, num_bytes), depends_on)
+    def memcpy(self, dest: Any, src: Any, num_bytes: int | None = None, offset: int = 0,
+               depends_on: Any = None) -> event:
+        """`memcpy(dest, src, num_bytes)`; to or from a device_global, `num_bytes`
+        defaults to its size and `offset` counts bytes into it (handler.memcpy)."""
+        return self._shortcut(lambda h: h.memcpy(dest, src, num_bytes, offset), depends_on)
 
-    def copy(self, src: Any, dest: Any, count: int, depends_on: Any = None) -> event:
-        return self._shortcut(lambda h: h.copy(src, dest, count), depends_on)
+    def copy(self, src: Any, dest: Any, count: int | None = None, start_index: int = 0,
+             depends_on: Any = None) -> event:
+        """`copy(src, dest, count)`; to or from a device_global, `count` defaults to all
+        its elements and `start_index` counts elements into it (handler.copy)."""
+        return self._shortcut(lambda h: h.copy(src, dest, count, start_index), depends_on)
 
     def memset(self, ptr: Any, value: int, num_bytes: int, depends_on: Any = None) -> event:
         return self._shortcut(lambda h: h.memset(ptr, value, num_bytes), depends_on)
@@ -164,12 +173,18 @@ class queue:
 
     # -- synchronisation -------------------------------------------------------------
     def wait(self) -> None:
+        """Waits for every command submitted so far, then forgets them (a thread waiting
+        at the same time still finds them)."""
         with self._lock:
-            pending = list(self._outstanding)
+            pending = self._outstanding[:]
         for e in pending:
-            e.wait()
+            e._wait()
         with self._lock:
-            self._outstanding = [e for e in self._outstanding if not e.is_complete()]
+            n = len(pending)
+            if self._outstanding[:n] == pending:
+                del self._outstanding[:n]
+            else:  # pruned meanwhile
+                self._outstanding = [e for e in self._outstanding if not e.is_complete()]
 
     def throw_asynchronous(self) -> None:
         with self._lock:

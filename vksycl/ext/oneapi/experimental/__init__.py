@@ -1,8 +1,8 @@
 """`sycl::ext::oneapi::experimental` (`syclexp`): re-exports only.
 
 Free function kernels (seed 004), kernel properties, enqueue functions, work-group
-memory, kernel bundles of free function kernels, kernels from GLSL / SPIR-V source, and
-if_device / if_host (seed 002), virtual functions (seed 000).
+memory, kernel bundles of free function kernels, kernels from GLSL / SPIR-V source,
+if_device / if_host (seed 002), device_global (seed 001) and virtual functions (seed 000).
 """
 
 from ....compiler import (
@@ -12,6 +12,18 @@ from ....compiler import (
     work_group_memory,
     work_group_scratch_size,
 )
+from ....compiler.device_global import (
+    device_global,
+    device_image_scope,
+    host_access_none,
+    host_access_read,
+    host_access_read_write,
+    host_access_write,
+    implement_in_csr,
+    init_mode_reprogram,
+    init_mode_reset,
+)
+from ....device_global_query import get_device_globals
 from ....free_function_kernels import (
     is_kernel,
     is_nd_range_kernel,
@@ -56,11 +68,13 @@ from ....virtual_functions import (
 
 __all__ = [
     "assume_indirect_calls", "assume_indirect_calls_to",
-    "build", "build_options", "create_kernel_bundle_from_source", "device_has",
-    "get_kernel_bundle", "get_kernel_id", "get_kernel_info",
-    "get_work_group_scratch_memory", "has_kernel_bundle", "if_device", "if_host",
-    "indirectly_callable", "indirectly_callable_in",
-    "is_compatible", "is_kernel",
+    "build", "build_options", "create_kernel_bundle_from_source", "device_global",
+    "device_has", "device_image_scope", "get_device_globals", "get_kernel_bundle",
+    "get_kernel_id", "get_kernel_info",
+    "get_work_group_scratch_memory", "has_kernel_bundle", "host_access_none",
+    "host_access_read", "host_access_read_write", "host_access_write", "if_device", "if_host",
+    "implement_in_csr", "indirectly_callable", "indirectly_callable_in",
+    "init_mode_reprogram", "init_mode_reset", "is_compatible", "is_kernel",
     "is_nd_range_kernel", "is_single_task_kernel", "is_source_kernel_bundle_supported",
     "kernel_args", "kernel_function", "kernel_function_s", "launch_config", "nd_launch",
     "nd_range_kernel", "properties", "save_log", "single_task", "single_task_kernel",

@@ -1,0 +1,171 @@
+"""Eager launches of a tiny kernel (`x[i] += 1` over 64 items), in one run against the
+floor Kompute allows and the CUDA peers on the same GPU:
+
+- vksycl: a closure `q.parallel_for(range, body)`;
+- raw kp: the same compiled SPIR-V as one pre-built `kp.OpAlgoDispatch`, recorded into a
+  sequence and submitted per launch (sequences reused from a ring once complete);
+- torch: `x.add_(1)` on a CUDA tensor;
+- cupy `RawKernel`: the same kernel written in CUDA.
+
+Two figures each: launch + wait (median of single launches), and 1000 launches without
+waiting then one wait (per launch). The variants run in alternating rounds so a change in
+the machine's load hits all alike; medians over rounds are reported.
+
+    python3 benchmarks/eager_launch.py [--async-launches 1000] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import vksycl as sycl
+
+N = 64
+
+
+def vksycl_case(q: sycl.queue) -> tuple[Callable[[], object], Callable[[], None], Callable]:
+    x = sycl.malloc_device(N, sycl.float32, q)
+    q.fill(x, np.float32(0), N).wait()
+    rng = sycl.range(N)
+
+    def body(i):
+        x[i] = x[i] + 1.0
+
+    def check(launched: int) -> None:
+        out = np.zeros(N, np.float32)
+        q.memcpy(out, x, N * 4).wait()
+        assert np.all(out == launched), out[:4]
+
+    return (lambda: q.parallel_for(rng, body)), q.wait, check
+
+
+def raw_kp_case(q: sycl.queue):
+    import kp
+
+    from vksycl.launch import build_launch, compiled
+    from vksycl.runtime.engine import rename_entry_point
+
+    x = sycl.malloc_device(N, sycl.float32, q)
+
+    def body(i):
+        x[i] = x[i] + 1.0
+
+    command = build_launch(q.get_device(), body, sycl.range(N))
+    (slot,) = [a.push_offset for a in compiled(q.get_device(), body, sycl.range(N)).args
+               if a.kind == "ptr"]
+    mgr = kp.Manager(q.get_device().vulkan.index)
+    tensor = mgr.tensor_t(np.zeros(N, np.float32), kp.TensorTypes.device)
+    push = bytearray(command.push_constants)  # the kernel's pointer, to kp's own tensor
+    push[slot: slot + 8] = tensor.device_address().to_bytes(8, "little")
+    push = np.frombuffer(bytes(push), np.uint32)
+    spirv = rename_entry_point(command.spirv, command.entry, "main")
+    algo = mgr.algorithm([tensor], spirv, [1, 1, 1], np.zeros(0, np.uint32),
+                         np.zeros_like(push))
+    op = kp.OpAlgoDispatch(algo, push, list(command.groups))
+    ring = collections.deque(mgr.sequence() for _ in range(64))
+    running: collections.deque = collections.deque()
+
+    def launch() -> None:
+        if not ring:  # reuse the oldest sequence once it completed
+            seq = running.popleft()
+            seq.eval_await()
+            ring.append(seq)
+        seq = ring.popleft()
+        seq.clear()
+        seq.record(op)
+        seq.eval_async()
+        running.append(seq)
+
+    def wait() -> None:
+        while running:
+            seq = running.popleft()
+            seq.eval_await()
+            ring.append(seq)
+
+    launch.keep = (mgr, tensor, algo, op)  # type: ignore[attr-defined]
+    return launch, wait, None
+
+
+def torch_case():
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    t = torch.zeros(N, device="cuda")
+    return (lambda: t.add_(1.0)), torch.cuda.synchronize, None
+
+
+def cupy_case():
+    try:
+        import cupy
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # no cupy, or no CUDA device
+        return None
+    k = cupy.RawKernel(r'''
+extern "C" __global__ void bump(float* x) { x[threadIdx.x] += 1.0f; }''', "bump")
+    x = cupy.zeros(N, dtype=cupy.float32)
+    return (lambda: k((1,), (N,), (x,))), cupy.cuda.Device().synchronize, None
+
+
+def one_round(launch: Callable, wait: Callable, singles: int, many: int) -> tuple[float, float]:
+    times = []
+    for _ in range(singles):
+        t0 = time.perf_counter()
+        launch()
+        wait()
+        times.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    for _ in range(many):
+        launch()
+    wait()
+    return statistics.median(times), (time.perf_counter() - t0) / many
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--async-launches", type=int, default=1000)
+    ap.add_argument("--singles", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    q = sycl.queue()
+    print(f"device: {q.get_device().get_info(sycl.info.device.name)}; {N} items, x += 1")
+    cases = {"vksycl": vksycl_case(q), "raw kp": raw_kp_case(q), "torch": torch_case(),
+             "cupy RawKernel": cupy_case()}
+    cases = {k: v for k, v in cases.items() if v is not None}
+    launched = 0
+    for name, (launch, wait, _) in cases.items():  # warm-up: compile, pipelines, pools
+        for _ in range(50):
+            launch()
+        wait()
+        if name == "vksycl":
+            launched += 50
+    results: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
+    for _ in range(args.rounds):
+        for name, (launch, wait, _) in cases.items():
+            results[name].append(one_round(launch, wait, args.singles, args.async_launches))
+            if name == "vksycl":
+                launched += args.singles + args.async_launches
+    cases["vksycl"][2](launched)
+    med = {k: (statistics.median(r[0] for r in v), statistics.median(r[1] for r in v))
+           for k, v in results.items()}
+    print(f"median of {args.rounds} rounds; async: {args.async_launches} launches, one wait")
+    print("| | launch + wait µs | async µs per launch | vs torch (wait, async) |")
+    print("|---|---:|---:|---:|")
+    for name, (single, many) in med.items():
+        vs = ""
+        if "torch" in med:
+            vs = f"{single / med['torch'][0]:.2f}x, {many / med['torch'][1]:.2f}x"
+        print(f"| {name} | {single * 1e6:.1f} | {many * 1e6:.1f} | {vs} |")
+    print("(vksycl results checked: every launch added 1)")
+
+
+if __name__ == "__main__":
+    main()

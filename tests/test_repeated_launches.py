@@ -1,0 +1,134 @@
+"""Launches repeated in a loop reuse what the previous launch computed (the kernel's cache
+key, its launch plan, the command when its arguments are the same): every such shortcut
+must still see what changed between launches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vksycl as sycl
+
+N = 256
+SCALE = np.float32(1.0)  # a module global the kernel reads; rebound between launches
+
+
+def test_a_changing_captured_number_reaches_every_launch(q):
+    out = sycl.malloc_shared(N, sycl.float32, q)
+    rng = sycl.range(N)
+    for k in range(5):
+        step = np.float32(k)
+
+        def body(i):
+            out[i] = step + sycl.float32(i)  # noqa: B023 (launched at once)
+
+        q.parallel_for(rng, body).wait()
+        np.testing.assert_array_equal(np.asarray(out), np.arange(N, dtype=np.float32) + k)
+    sycl.free(out, q)
+
+
+def test_a_rebound_global_reaches_the_next_launch(q):
+    global SCALE
+    out = sycl.malloc_shared(N, sycl.float32, q)
+    rng = sycl.range(N)
+
+    def body(i):
+        out[i] = SCALE * sycl.float32(i)
+
+    try:
+        for k in (1.0, 2.0, 2.0, -3.0):
+            SCALE = np.float32(k)
+            q.parallel_for(rng, body).wait()
+            np.testing.assert_array_equal(np.asarray(out),
+                                          np.float32(k) * np.arange(N, dtype=np.float32))
+    finally:
+        SCALE = np.float32(1.0)
+    sycl.free(out, q)
+
+
+def test_a_fresh_allocation_each_launch_is_the_one_written(q):
+    rng = sycl.range(N)
+    kept = []
+    for k in range(4):
+        out = sycl.malloc_shared(N, sycl.int32, q)
+        np.asarray(out)[:] = -1
+
+        def body(i):
+            out[i] = i * 10 + k  # noqa: B023 (launched before the loop rebinds them)
+
+        q.parallel_for(rng, body).wait()
+        kept.append((out, k))
+    for out, k in kept:
+        np.testing.assert_array_equal(np.asarray(out), np.arange(N) * 10 + k)
+        sycl.free(out, q)
+
+
+def test_a_pointer_of_another_element_type_compiles_another_kernel(q):
+    rng = sycl.range(N)
+    results = []
+    for dtype in (sycl.float32, sycl.int32, sycl.float32, sycl.uint8):
+        out = sycl.malloc_shared(N, dtype, q)
+
+        def body(i):
+            out[i] = 3  # noqa: B023
+
+        q.parallel_for(rng, body).wait()
+        results.append(np.asarray(out).copy())
+        sycl.free(out, q)
+    for r, dtype in zip(results, (np.float32, np.int32, np.float32, np.uint8), strict=True):
+        assert r.dtype == dtype
+        np.testing.assert_array_equal(r, np.full(N, 3, dtype))
+
+
+def test_the_same_launch_object_on_a_freed_pointer_is_refused(q):
+    out = sycl.malloc_shared(N, sycl.float32, q)
+    rng = sycl.range(N)
+
+    def body(i):
+        out[i] = 1.0
+
+    q.parallel_for(rng, body).wait()
+    q.parallel_for(rng, body).wait()
+    sycl.free(out, q)
+    with pytest.raises(sycl.exception) as err:
+        q.parallel_for(rng, body)
+    assert err.value.code() == sycl.errc.invalid
+    assert "freed" in str(err.value)
+
+
+def test_alternating_launch_shapes_each_cover_their_own_range(q):
+    out = sycl.malloc_shared(4 * N, sycl.int32, q)
+    small, large = sycl.range(N), sycl.nd_range((4 * N,), (64,))
+
+    def plain(i):
+        out[i] = out[i] + 1
+
+    def grouped(it):
+        i = it.get_global_id(0)
+        out[i] = out[i] + 100
+
+    np.asarray(out)[:] = 0
+    for _ in range(3):
+        q.parallel_for(small, plain).wait()
+        q.parallel_for(large, grouped).wait()
+        q.parallel_for(sycl.range(2 * N), plain).wait()
+    expect = np.full(4 * N, 300)
+    expect[:N] += 3
+    expect[:2 * N] += 3
+    np.testing.assert_array_equal(np.asarray(out), expect)
+    sycl.free(out, q)
+
+
+def test_repeated_identical_launches_accumulate(ordered_q):
+    q = ordered_q
+    out = sycl.malloc_shared(N, sycl.float32, q)
+    np.asarray(out)[:] = 0
+    rng = sycl.range(N)
+
+    def body(i):
+        out[i] = out[i] + 0.5
+
+    events = [q.parallel_for(rng, body) for _ in range(64)]
+    sycl.event.wait(events)
+    np.testing.assert_array_equal(np.asarray(out), np.full(N, 32.0, np.float32))
+    sycl.free(out, q)
