@@ -1123,6 +1123,46 @@ def test_a_class_defined_later_is_dispatched_to_by_a_free_function_kernel(q):
     np.testing.assert_array_equal(np.asarray(out), [0, 1, 2, 3, 4, 5, 6, 20])
 
 
+# -- device_globals in overriders ---------------------------------------------------------------
+
+calls = syclexp.device_global(sycl.int32)
+
+
+class SetCounted:
+    pass
+
+
+@sycl.struct
+class Counted:
+    @syclexp.indirectly_callable()
+    def f(self):
+        sycl.atomic_ref(calls).fetch_add(1)
+        return 1
+
+    @syclexp.indirectly_callable_in(SetCounted)
+    def g(self):  # in a declared set, never called: compiled for its aspects, not emitted
+        sycl.atomic_ref(calls).fetch_add(100)
+        return 2
+
+
+def test_overriders_use_device_globals(q):
+    store = _usm(q, 4, syclexp.storage_for(Counted))
+    out = _usm(q, 4, sycl.int32)
+    for i in range(4):
+        Counted.construct_at(store + i)
+    q.copy(np.zeros(1, np.int32), calls).wait()
+
+    def kernel(i):
+        out[i] = Counted.at(store + i).f()
+
+    q.parallel_for(sycl.range(4), kernel,
+                   properties=[syclexp.assume_indirect_calls_to(None, SetCounted)]).wait()
+    got = np.zeros(1, np.int32)
+    q.copy(calls, got).wait()
+    np.testing.assert_array_equal(np.asarray(out), [1, 1, 1, 1])
+    assert got[0] == 4
+
+
 # -- the disk cache: tags and dispatch agree between processes ---------------------------------
 
 SCRIPT = textwrap.dedent("""
