@@ -74,6 +74,26 @@ class sub_group_size(_KernelProperty):
         return f"intel_reqd_sub_group_size({self.size})"
 
 
+class device_has(_KernelProperty):
+    """`device_has(aspect, ...)`: the optional features the kernel may use. It fails to
+    build (`errc.build`) if its code, or a method of a set of virtual functions it
+    declares, uses another; a device lacking a listed one cannot run it
+    (`errc.kernel_not_supported`)."""
+
+    __slots__ = ("aspects",)
+
+    def __init__(self, *aspects: Any) -> None:
+        from .runtime.aspects import aspect
+
+        for a in aspects:
+            if not isinstance(a, aspect):
+                raise invalid(f"device_has takes sycl.aspect values, got {a!r}")
+        self.aspects = tuple(dict.fromkeys(aspects))
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(a.value for a in self.aspects)
+
+
 def properties(*props: Any) -> list[Any]:
     """`syclexp.properties(p1, p2, ...)`: a property list (a plain list)."""
     return list(props)
@@ -96,5 +116,5 @@ class launch_config:
         return self.properties
 
 
-__all__ = ["launch_config", "properties", "sub_group_size", "work_group_size",
+__all__ = ["device_has", "launch_config", "properties", "sub_group_size", "work_group_size",
            "work_group_size_hint"]

@@ -22,12 +22,14 @@ from typing import Any
 import numpy as np
 
 from .compiler import device as dev
+from .compiler import virtual
 from .compiler.device_global import device_global
 from .compiler.host_bodies import host_names
 from .compiler.kernel import CompiledKernel, _names, kernel_name, load_or_compile
 from .compiler.module import KernelSpec, frozen, path_getter, path_name
 from .compiler.typesys import layout
 from .exceptions import errc, exception
+from .kernel_properties import device_has
 from .runtime import device_globals
 from .runtime import handler as _handler
 from .runtime.aspects import aspect
@@ -36,6 +38,7 @@ from .runtime.context import scheduler_for
 from .runtime.usm import Allocation, alloc
 from .runtime.usm import ptr as usm_ptr
 from .types import dtype_key
+from .virtual_functions import check_sets, indirect_sets
 
 # work-group shapes for range kernels: 256 work-items where the device allows (measured
 # on an H100: 1.5x the bandwidth of 128), 128 otherwise (every Vulkan device takes 128)
@@ -397,6 +400,16 @@ def _scratch(properties: Any) -> int:
     return 0
 
 
+def _device_has(properties: Any, info: Any) -> tuple[str, ...] | None:
+    """The aspect names a device_has property lists (at launch, or a free function
+    kernel's own), or None."""
+    own = info.properties if info is not None else ()
+    for p in (*(properties or ()), *own):
+        if isinstance(p, device_has):
+            return p.names()
+    return None
+
+
 def _groups(ck: CompiledKernel, launch: Any, device: Any) -> tuple[int, int, int]:
     kind, dims = ck.spec.kind, ck.spec.dims
     if kind == "single_task":
@@ -445,7 +458,7 @@ def _limits(device: Any) -> tuple[int, int, int]:
 def _check(p: Prepared, device: Any) -> None:
     ck = p.ck
     vk = device.vulkan
-    used = [a for a in ck.aspects if a in ("fp64", "fp16", "atomic64")] + \
+    used = [a for a in ck.aspects if a in aspect.__members__] + \
         [_CAPABILITY_ASPECTS[c] for c in ck.capabilities if c in _CAPABILITY_ASPECTS]
     for a in used:
         if not device.has(getattr(aspect, a)):
@@ -482,13 +495,18 @@ def _variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
     param_types = info.param_types() if info is not None else None
     scratch = _scratch(properties)
     fold = dims > 1 and _too_many_groups(launch, local, device)
+    sets = indirect_sets(properties, info)
+    if sets is not None:
+        check_sets(sets)
+    has = _device_has(properties, info)
 
     def spec() -> KernelSpec:
         name = info.name if info is not None else kernel_name(pyfn)
         return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold,
-                          args_in_memory)
+                          args_in_memory, sets, virtual.digest(sets) if sets else "", has)
 
-    return (kind, dims, local, has_offset, scratch, param_types, fold, args_in_memory), spec
+    return (kind, dims, local, has_offset, scratch, param_types, fold, args_in_memory, sets,
+            virtual.version() if sets else 0, has), spec
 
 
 def _prepared(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
@@ -506,13 +524,14 @@ class _Plan:
     properties share: the variant keys, and the last command, which the next launch with
     the same arguments submits again."""
 
-    __slots__ = ("info", "kind", "last", "launch", "variants")
+    __slots__ = ("classes", "info", "kind", "last", "launch", "variants")
 
     def __init__(self, launch: Any, info: Any, kind: str, variants: tuple) -> None:
         self.launch = launch
         self.info = info
         self.kind = kind
         self.variants = variants  # (push-constant variant, argument-block variant)
+        self.classes = virtual.version()  # the polymorphic classes virtual calls know
         # (prepared kernel, push constants, command) of the last launch, replaced whole so
         # threads launching the same kernel never see a mix of two launches
         self.last: tuple[Prepared | None, bytes, KernelLaunch | None] = (None, b"", None)
@@ -524,7 +543,8 @@ _PLANS: dict[tuple, _Plan] = {}
 def _plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) -> _Plan:
     key = (pyfn.__code__, id(device))
     plan = _PLANS.get(key) if properties is None else None
-    if plan is not None and plan.launch is launch and plan.info is info:
+    if plan is not None and plan.launch is launch and plan.info is info and \
+            plan.classes == virtual.version():
         return plan
     shape = _shape(launch, device)
     if info is not None:

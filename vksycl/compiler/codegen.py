@@ -267,6 +267,12 @@ class Codegen:
                 if s.orelse:
                     sel.else_()
                     self.scoped(s.orelse)
+        elif isinstance(s, ir.Switch):
+            selector = self.ev(s.selector)
+            with b.switch(selector) as sw:
+                for literals, body in s.cases:
+                    with sw.case(*literals):
+                        self.scoped(body)
         elif isinstance(s, ir.Loop):
             self.loop(s)
         elif isinstance(s, ir.Break):

@@ -68,11 +68,23 @@ def struct(cls: type) -> type:
 
     The class gets `dtype` (the numpy structured dtype of its memory layout, for USM
     arrays of it; pointer fields hold device addresses) and keyword construction on the
-    host."""
-    from .typesys import struct_dtype
+    host. A struct may derive from one struct (its fields come first); a class with an
+    `indirectly_callable` method in its hierarchy is polymorphic: a hidden type tag
+    precedes the fields, and `at` / `construct_at` reach objects in memory."""
+    from . import virtual
+    from .typesys import U32, struct_dtype
 
-    fields = []
+    base = virtual.struct_base(cls)
+    fields: list[tuple[str, Type]] = list(base.__vksycl_struct__.fields) if base else []
+    if virtual.declares_virtual(cls) and not virtual.is_polymorphic(base or cls):
+        if base is not None:
+            raise invalid(f"struct {cls.__name__}: declares virtual methods but its base "
+                          f"{base.__name__} has none; declare them in the base")
+        fields = [(virtual.TAG_FIELD, U32)]
     for name, ann in inspect.get_annotations(cls, eval_str=True).items():
+        if any(n == name for n, _ in fields):
+            raise invalid(f"struct {cls.__name__}: field {name} is already a field of "
+                          f"{base.__name__ if base else 'the struct'}")
         t = type_of_annotation(ann)
         if t is None:
             raise invalid(f"struct {cls.__name__}: field {name} has no device type ({ann!r})")
@@ -81,8 +93,12 @@ def struct(cls: type) -> type:
     cls.__vksycl_struct__ = st
     cls.dtype = struct_dtype(st)
     _STRUCTS_BY_DTYPE[dtype_key(cls.dtype)] = st
-    names = [n for n, _ in fields]
-    defaults = {n: getattr(cls, n) for n in names if n in cls.__dict__}
+    if virtual.is_polymorphic(cls):
+        virtual.register(cls)
+        virtual.class_ops(cls)
+    names = [n for n, _ in fields if n != virtual.TAG_FIELD]
+    defaults = {n: d for n in (*names, virtual.TAG_FIELD)
+                if (d := field_default(cls, n)) is not None}
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         if len(args) > len(names):
@@ -93,7 +109,9 @@ def struct(cls: type) -> type:
         for n in names:
             if n not in values:
                 raise invalid(f"{cls.__name__}: field {n} is not set")
-            setattr(self, n, values[n])
+        for n in (*names, virtual.TAG_FIELD):
+            if n in values:
+                setattr(self, n, values[n])
 
     def __repr__(self: Any) -> str:
         return f"{cls.__name__}(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in names) + ")"
@@ -103,6 +121,15 @@ def struct(cls: type) -> type:
     if "__repr__" not in cls.__dict__:
         cls.__repr__ = __repr__
     return cls
+
+
+def field_default(cls: type, name: str) -> Any:
+    """A field's default: the class attribute of that name on the struct or its struct
+    bases (None when there is none)."""
+    for k in cls.__mro__:
+        if hasattr(k, "__vksycl_struct__") and name in k.__dict__:
+            return k.__dict__[name]
+    return None
 
 
 # -- atomics ------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..exceptions import errc, exception, invalid
 from . import device as dev
+from . import virtual
 
 
 class FreeFunctionKernel:
@@ -292,6 +293,9 @@ def _decorate(fn: Any, kind: str, dims: int) -> FreeFunctionKernel:
     check_definition(fn)
     if isinstance(fn, staticmethod):
         fn = fn.__func__
+    if hasattr(fn, virtual.MARK):
+        raise _ill_formed(fn, "is marked indirectly_callable; the property applies to "
+                          "virtual methods, not to kernels")
     k = FreeFunctionKernel(fn, kind, dims, properties=getattr(fn, "__vksycl_properties__", ()))
     check_property_dims(k)
     _REGISTRY.append(k)

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import device as dev
 from . import device_global_code as dgc
-from . import if_device, ir
+from . import if_device, ir, virtual
 from .device_global import device_global
 from .source import Source, error, function_source
 from .typesys import (
@@ -47,6 +47,8 @@ from .values import (
     FixedSlot,
     ItemV,
     MethodV,
+    ObjSlot,
+    ObjV,
     PtrSlot,
     PtrV,
     PyV,
@@ -236,6 +238,8 @@ class FunctionLowering:
             return AggV(slot.sty, [self.read_slot(s) for s in slot.fields])
         if isinstance(slot, TupSlot):
             return TupV([self.read_slot(s) for s in slot.items])
+        if isinstance(slot, ObjSlot):
+            return ObjV(slot.cls, self.read_slot(slot.ptr))
         return slot.value
 
     def new_slot(self, name: str, value: Any, node: ast.AST) -> Any:
@@ -264,6 +268,9 @@ class FunctionLowering:
         if isinstance(value, TupV):
             return TupSlot([self.new_slot(f"{name}.{i}", v, node)
                             for i, v in enumerate(value.items)])
+        if isinstance(value, ObjV):
+            ptr = self.new_slot(name, value.ptr, node)
+            return FixedSlot(value) if isinstance(ptr, FixedSlot) else ObjSlot(value.cls, ptr)
         raise self.err(node, f"cannot hold {kind_of(value)} in a variable")
 
     def assign_slot(self, name: str, slot: Any, value: Any, node: ast.AST) -> None:
@@ -297,6 +304,11 @@ class FunctionLowering:
                                f"{kind_of(value)}")
             for (f, _), s, v in zip(slot.sty.fields, slot.fields, value.fields, strict=True):
                 self.assign_slot(f"{name}.{f}", s, v, node)
+        elif isinstance(slot, ObjSlot):
+            if not isinstance(value, ObjV) or value.cls is not slot.cls:
+                raise self.err(node, f"'{name}' holds a {slot.cls.__name__} object, cannot "
+                               f"assign {kind_of(value)}")
+            self.assign_slot(name, slot.ptr, value.ptr, node)
         elif isinstance(slot, TupSlot):
             if not isinstance(value, TupV) or len(value.items) != len(slot.items):
                 raise self.err(node, f"'{name}' holds a tuple of {len(slot.items)}")
@@ -446,6 +458,8 @@ class FunctionLowering:
             return AggV(v.sty, [self.snapshot(f) for f in v.fields])
         if isinstance(v, TupV):
             return TupV([self.snapshot(f) for f in v.items])
+        if isinstance(v, ObjV):
+            return ObjV(v.cls, self.snapshot(v.ptr))
         return v
 
     def lvalue(self, target: ast.Subscript | ast.Attribute) -> Callable[[Any], Any]:
@@ -487,6 +501,9 @@ class FunctionLowering:
                 fslot = slot.fields[i]
                 return lambda v: self.read_slot(fslot) if v is None else \
                     self.assign_slot(f"{base_node.id}.{attr}", fslot, v, target)
+        obj = self.expr(base_node)
+        if isinstance(obj, ObjV):
+            return lambda v: virtual.store_field(self, obj, attr, v, target)
         raise self.err(target, "cannot assign to this attribute in device code")
 
     def stmt_If(self, s: ast.If) -> None:
@@ -652,6 +669,8 @@ class FunctionLowering:
             if isinstance(attr, pytypes.FunctionType):
                 return MethodV(base, e.attr)
             raise self.err(e, f"struct {base.sty.name} has no field '{e.attr}'")
+        if isinstance(base, ObjV):
+            return virtual.attribute(self, base, e.attr, e)
         if isinstance(base, ItemV | AtomicV):
             return MethodV(base, e.attr)
         if isinstance(base, PtrV) and e.attr in ("get", "set"):
@@ -1113,6 +1132,8 @@ def kind_of(v: Any) -> str:
         return f"a pointer to {v.elem!r}"
     if isinstance(v, AggV):
         return f"a {v.sty.name}"
+    if isinstance(v, ObjV):
+        return f"a {v.cls.__name__} object in memory"
     if isinstance(v, TupV):
         return "a tuple"
     if isinstance(v, ItemV):

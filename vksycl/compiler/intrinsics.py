@@ -13,7 +13,7 @@ import numpy as np
 
 from . import device as dev
 from . import device_global_code as dgc
-from . import fp64math, if_device, ir
+from . import fp64math, if_device, ir, virtual
 from .frontend import kind_of, mem_type
 from .typesys import (
     BOOL,
@@ -29,7 +29,7 @@ from .typesys import (
     promote,
     scalar_of,
 )
-from .values import AggV, AtomicV, ItemV, MethodV, PtrV, PyV, TupV
+from .values import AggV, AtomicV, ItemV, MethodV, ObjV, PtrV, PyV, TupV
 
 _ARITH = {ast.Add: ("OpIAdd", "OpFAdd"), ast.Sub: ("OpISub", "OpFSub"),
           ast.Mult: ("OpIMul", "OpFMul")}
@@ -255,6 +255,9 @@ class Intrinsics:
             return self.builtin(fl, obj.__name__, args, kwargs, node)
         if isinstance(obj, pytypes.FunctionType):
             return fl.call_function(obj, args, kwargs, node, fn_path=fn.path)
+        op = getattr(getattr(obj, "__func__", None), virtual.OP, None)
+        if op is not None and isinstance(obj.__self__, type):
+            return virtual.class_op(fl, op, obj.__self__, args, kwargs, node)
         if isinstance(obj, pytypes.MethodType) and isinstance(obj.__func__,
                                                               pytypes.FunctionType):
             owner = fn.path[:-1] if fn.path else None
@@ -275,6 +278,8 @@ class Intrinsics:
         return found
 
     def cast(self, fl: Any, obj: Any, target: Scalar, args: list[Any], node: ast.AST) -> Any:
+        if obj not in (int, float, bool):
+            self.m.use_type(target)  # even a folded constant of the type uses its aspect
         if len(args) != 1:
             if not args:
                 return ir.Const(target, False if target.is_bool else 0)
@@ -484,13 +489,13 @@ class Intrinsics:
 
     def construct(self, fl: Any, sty: Struct, args: list[Any], kwargs: dict[str, Any],
                   node: ast.AST) -> AggV:
-        names = [n for n, _ in sty.fields]
+        names = [n for n, _ in sty.fields if n != virtual.TAG_FIELD]
         values = dict(zip(names, args, strict=False))
         values.update(kwargs)
         fields = []
         for n, t in sty.fields:
             if n not in values:
-                default = sty.pyclass.__dict__.get(n)
+                default = dev.field_default(sty.pyclass, n)
                 if default is None:
                     raise fl.err(node, f"{sty.name}: field '{n}' is not set")
                 values[n] = PyV(default)
@@ -546,6 +551,8 @@ class Intrinsics:
         if isinstance(base, AggV):
             fn = getattr(base.sty.pyclass, m.name)
             return fl.call_function(fn, args, kwargs, node, base)
+        if isinstance(base, ObjV):
+            return virtual.method(fl, base, m.name, args, kwargs, node)
         if isinstance(base, dgc.GlobalV):
             return dgc.method(fl, base, m.name, args, kwargs, node)
         if isinstance(base, PtrV):

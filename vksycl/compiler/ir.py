@@ -292,6 +292,15 @@ class If(Stmt):
 
 
 @dataclass(eq=False)
+class Switch(Stmt):
+    """Runs the body whose integer literals include the selector's value; none runs when
+    no case matches (a virtual call's dispatch on a type tag)."""
+
+    selector: Value
+    cases: list[tuple[tuple[int, ...], list[Stmt]]]
+
+
+@dataclass(eq=False)
 class Loop(Stmt):
     """while True: pre; if not cond: break; body; (continue lands here) step"""
 

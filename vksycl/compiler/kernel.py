@@ -32,7 +32,8 @@ from .host_bodies import device_view
 from .module import ArgSlot, KernelModule, KernelSpec, captured_value, plain_object
 from .source import code_span, function_source, source_text
 
-COMPILER_VERSION = "vksycl-compiler-3"  # 2: pointers are device addresses; 3: device_global
+COMPILER_VERSION = "vksycl-compiler-4"  # 2: pointers are device addresses; 3: device_global;
+# 4: virtual calls
 
 
 def _compiler_digest() -> str:
@@ -273,7 +274,7 @@ def load_or_compile(pyfn: Any, spec: KernelSpec, memory_key: Any,
             try:
                 tmp.write_bytes(pickle.dumps(ck))
                 os.replace(tmp, path)
-            except OSError as ex:
+            except (OSError, pickle.PicklingError, AttributeError) as ex:  # local classes
                 log.debug("cannot write the kernel cache: %s", ex)
     dump = os.environ.get("VKSYCL_DUMP_SPIRV")
     if dump:

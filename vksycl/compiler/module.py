@@ -23,7 +23,7 @@ import numpy as np
 from ..exceptions import errc, exception
 from . import coarsen as coarsening
 from . import device as dev
-from . import ir
+from . import ir, virtual
 from .device_global import device_global
 from .device_global_code import GlobalV
 from .frontend import FunctionLowering, Restart, kind_of, mem_type, source_of
@@ -45,10 +45,12 @@ from .typesys import (
     promote,
     scalar_of,
 )
-from .values import AggV, FixedSlot, ItemV, PtrV, PyV, TupV
+from .values import AggV, FixedSlot, ItemV, ObjV, PtrV, PyV, TupV
 from .workitem import Groups, Queries
 
 MAX_RESTARTS = 32
+# the aspects of optional features the compiler sees a kernel use
+OPTIONAL_FEATURES = ("fp64", "fp16", "atomic64")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,12 @@ class KernelSpec:
     # the arguments in a block in device memory, for kernels whose arguments outgrow the
     # device's push constants: the push constants hold the block's address
     args_in_memory: bool = False
+    # the sets of virtual methods the kernel declares (assume_indirect_calls_to; None is
+    # the default set), and a digest of the polymorphic classes its calls dispatch over
+    indirect_sets: tuple | None = None
+    virtual_digest: str = ""
+    # the aspects a device_has property lists (names), or None without one
+    device_has: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -234,9 +242,15 @@ class KernelModule:
             if want:
                 kind = "nd_item" if spec.kind == "nd_range" else "item"
                 bound = [(params[0], FixedSlot(ItemV(kind, spec.dims)))]
+        virtual.check_kernel(self.pyfn)
         self.stack.append(self.pyfn)
         fn, fl = self.lower_function(self.pyfn, src, "kernel", bound, kernel=True)
+        if spec.indirect_sets is not None:
+            virtual.collect_set_aspects(fl, node)
+            self.aspects.add("ext_oneapi_virtual_functions")
         self.stack.pop()
+        if spec.device_has is not None:
+            self.check_device_has(src, node)
         for rnode, _, value in fl.returns:
             if value is not None:
                 raise fl.err(rnode, "a kernel cannot return a value")
@@ -554,6 +568,20 @@ class KernelModule:
     def use_storage(self, root: ir.Root, t: Type) -> None:
         self.use_type(t)
 
+    def check_device_has(self, src: Any, node: ast.AST) -> None:
+        """The optional features the kernel uses (its sets' methods included) must be
+        among those its device_has lists; the listed ones become its requirements."""
+        listed = self.spec.device_has or ()
+        extra = sorted(a for a in self.aspects if a in OPTIONAL_FEATURES and a not in listed)
+        if extra:
+            sets = self.spec.indirect_sets
+            via = "" if not sets else " (with the methods of the sets it declares: " + \
+                ", ".join(virtual.set_name(s) for s in sets) + ")"
+            raise exception(errc.build, f"{src.filename}:{node.lineno}: kernel {src.name} "
+                            f"uses {', '.join(extra)}{via}, which its device_has"
+                            f"({', '.join(listed)}) does not list")
+        self.aspects.update(listed)
+
     def use_atomic(self, t: Scalar, name: str, node: ast.AST) -> None:
         if t.bits == 64:
             self.aspects.add("atomic64")
@@ -634,6 +662,9 @@ class KernelModule:
             call_args += [v.root, v.offset]
             sig.append(("p", _shape_key(shape)))
             return PtrV(root, ir.ArgRead(poff))
+        if isinstance(v, ObjV):
+            sig.append(("o", v.cls))
+            return ObjV(v.cls, self.flatten(fl, name, v.ptr, sig, params, call_args, node))
         if isinstance(v, AggV):
             sig.append(("a", v.sty))
             return AggV(v.sty, [self.flatten(fl, f"{name}.{n}", f, sig, params, call_args, node)

@@ -38,6 +38,8 @@ def remove_dead_stores(fn: ir.Function) -> None:
                 continue
             if isinstance(s, ir.If):
                 s.then, s.orelse = clean(s.then), clean(s.orelse)
+            elif isinstance(s, ir.Switch):
+                s.cases = [(literals, clean(body)) for literals, body in s.cases]
             elif isinstance(s, ir.Loop):
                 s.pre, s.body, s.step = clean(s.pre), clean(s.body), clean(s.step)
             out.append(s)

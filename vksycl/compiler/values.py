@@ -47,6 +47,16 @@ class AggV:
 
 
 @dataclass(eq=False)
+class ObjV:
+    """An object in global memory seen as struct class `cls` (`Base.at(ptr)`, `self` in a
+    method called through one): fields are loads and stores at its address, and virtual
+    methods dispatch on the type tag stored there."""
+
+    cls: Any
+    ptr: PtrV
+
+
+@dataclass(eq=False)
 class TupV:
     items: list[Any]
 
@@ -91,6 +101,12 @@ class PtrSlot:
 class AggSlot:
     sty: Struct
     fields: list[Any]
+
+
+@dataclass(eq=False)
+class ObjSlot:
+    cls: Any
+    ptr: PtrSlot
 
 
 @dataclass(eq=False)

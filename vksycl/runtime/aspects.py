@@ -52,11 +52,10 @@ _TYPE_ASPECT = {
 }
 
 # What vksycl itself provides on every Vulkan device: USM through its own allocator, graphs
-# through pre-recorded command buffers, virtual functions through switch dispatch.
+# through pre-recorded command buffers.
 _ALWAYS = frozenset({
     aspect.usm_device_allocations, aspect.usm_host_allocations, aspect.usm_shared_allocations,
     aspect.ext_oneapi_graph, aspect.ext_oneapi_limited_graph,
-    aspect.ext_oneapi_virtual_functions,
 })
 
 
@@ -78,6 +77,9 @@ def vulkan_aspects(info: VulkanDeviceInfo) -> frozenset[aspect]:
         found.add(aspect.fp64)
     if f.get("shaderInt64"):
         found.add(aspect.int64)
+        # virtual calls reach objects through 64-bit device addresses and switch on the
+        # stored type tag (the compiler's dispatch; no function pointers needed)
+        found.add(aspect.ext_oneapi_virtual_functions)
         if f.get("shaderBufferInt64Atomics"):
             found.add(aspect.atomic64)
     if f.get("shaderInt16"):

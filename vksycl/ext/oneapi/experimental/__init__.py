@@ -1,8 +1,8 @@
 """`sycl::ext::oneapi::experimental` (`syclexp`): re-exports only.
 
 Free function kernels (seed 004), kernel properties, enqueue functions, work-group
-memory, kernel bundles of free function kernels, kernels from GLSL / SPIR-V source, and
-if_device / if_host (seed 002), device_global (seed 001).
+memory, kernel bundles of free function kernels, kernels from GLSL / SPIR-V source,
+if_device / if_host (seed 002), device_global (seed 001) and virtual functions (seed 000).
 """
 
 from ....compiler import (
@@ -42,6 +42,7 @@ from ....kernel_bundle import (
     is_compatible,
 )
 from ....kernel_properties import (
+    device_has,
     launch_config,
     properties,
     sub_group_size,
@@ -57,17 +58,26 @@ from ....source_kernels import (
     save_log,
     source_language,
 )
+from ....virtual_functions import (
+    assume_indirect_calls,
+    assume_indirect_calls_to,
+    indirectly_callable,
+    indirectly_callable_in,
+    storage_for,
+)
 
 __all__ = [
+    "assume_indirect_calls", "assume_indirect_calls_to",
     "build", "build_options", "create_kernel_bundle_from_source", "device_global",
-    "device_image_scope", "get_device_globals", "get_kernel_bundle", "get_kernel_id",
-    "get_kernel_info",
+    "device_has", "device_image_scope", "get_device_globals", "get_kernel_bundle",
+    "get_kernel_id", "get_kernel_info",
     "get_work_group_scratch_memory", "has_kernel_bundle", "host_access_none",
     "host_access_read", "host_access_read_write", "host_access_write", "if_device", "if_host",
-    "implement_in_csr", "init_mode_reprogram", "init_mode_reset", "is_compatible", "is_kernel",
+    "implement_in_csr", "indirectly_callable", "indirectly_callable_in",
+    "init_mode_reprogram", "init_mode_reset", "is_compatible", "is_kernel",
     "is_nd_range_kernel", "is_single_task_kernel", "is_source_kernel_bundle_supported",
     "kernel_args", "kernel_function", "kernel_function_s", "launch_config", "nd_launch",
     "nd_range_kernel", "properties", "save_log", "single_task", "single_task_kernel",
-    "source_language", "sub_group_size", "work_group_memory", "work_group_scratch_size",
-    "work_group_size", "work_group_size_hint",
+    "source_language", "storage_for", "sub_group_size", "work_group_memory",
+    "work_group_scratch_size", "work_group_size", "work_group_size_hint",
 ]
