@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Callable, Sequence
 
 from .allocator import Allocator
-from .commands import Command, GpuStep, HostTask, KernelLaunch, LowerContext
+from .commands import Command, GpuStep, KernelLaunch, LowerContext
 from .engine import Buffer, Engine, Submission
 from .event import event, host_now_ns
 
@@ -48,7 +48,7 @@ class Scheduler:
             ev._deps = tuple(weakref.ref(d) for d in deps)
         if type(command) is KernelLaunch and not profiling and not deps:
             self._launch(command, ev)  # the common eager launch, in short
-        elif not isinstance(command, HostTask) and all(d.ordered_on(self.engine)
+        elif not command.runs_on_host and all(d.ordered_on(self.engine)
                                                        for d in deps):
             self._run(command, deps, ev, _reraise)
         else:
@@ -104,6 +104,12 @@ class Scheduler:
         for step in command.lower(self.eager):
             if isinstance(step, GpuStep):
                 ran_host_last = False
+                if step.recording is not None:  # pre-recorded: submitted as it is
+                    if pending:
+                        submissions.append(self.engine.submit(pending, timed))
+                        pending = []
+                    submissions.append(self.engine.replay(step.recording))
+                    continue
                 pending += step.dispatches
                 if step.flush:
                     submissions.append(self.engine.submit(pending, timed))

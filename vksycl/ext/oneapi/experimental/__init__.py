@@ -2,7 +2,7 @@
 
 Free function kernels (seed 004), kernel properties, enqueue functions, work-group
 memory, kernel bundles of free function kernels, kernels from GLSL / SPIR-V source, and
-if_device / if_host (seed 002), device_global (seed 001).
+if_device / if_host (seed 002), device_global (seed 001), command graphs (seed 003).
 """
 
 from ....compiler import (
@@ -33,6 +33,16 @@ from ....free_function_kernels import (
     nd_launch,
     single_task,
 )
+from ....graph import (
+    command_graph,
+    dynamic_command_group,
+    dynamic_parameter,
+    graph_state,
+    node,
+    node_type,
+    property,
+    queue_state,
+)
 from ....if_device import if_device, if_host
 from ....kernel_bundle import (
     get_kernel_bundle,
@@ -59,15 +69,53 @@ from ....source_kernels import (
 )
 
 __all__ = [
-    "build", "build_options", "create_kernel_bundle_from_source", "device_global",
-    "device_image_scope", "get_device_globals", "get_kernel_bundle", "get_kernel_id",
+    "build",
+    "build_options",
+    "command_graph",
+    "create_kernel_bundle_from_source",
+    "device_global",
+    "device_image_scope",
+    "dynamic_command_group",
+    "dynamic_parameter",
+    "get_device_globals",
+    "get_kernel_bundle",
+    "get_kernel_id",
     "get_kernel_info",
-    "get_work_group_scratch_memory", "has_kernel_bundle", "host_access_none",
-    "host_access_read", "host_access_read_write", "host_access_write", "if_device", "if_host",
-    "implement_in_csr", "init_mode_reprogram", "init_mode_reset", "is_compatible", "is_kernel",
-    "is_nd_range_kernel", "is_single_task_kernel", "is_source_kernel_bundle_supported",
-    "kernel_args", "kernel_function", "kernel_function_s", "launch_config", "nd_launch",
-    "nd_range_kernel", "properties", "save_log", "single_task", "single_task_kernel",
-    "source_language", "sub_group_size", "work_group_memory", "work_group_scratch_size",
-    "work_group_size", "work_group_size_hint",
+    "get_work_group_scratch_memory",
+    "graph_state",
+    "has_kernel_bundle",
+    "host_access_none",
+    "host_access_read",
+    "host_access_read_write",
+    "host_access_write",
+    "if_device",
+    "if_host",
+    "implement_in_csr",
+    "init_mode_reprogram",
+    "init_mode_reset",
+    "is_compatible",
+    "is_kernel",
+    "is_nd_range_kernel",
+    "is_single_task_kernel",
+    "is_source_kernel_bundle_supported",
+    "kernel_args",
+    "kernel_function",
+    "kernel_function_s",
+    "launch_config",
+    "nd_launch",
+    "nd_range_kernel",
+    "node",
+    "node_type",
+    "properties",
+    "property",
+    "queue_state",
+    "save_log",
+    "single_task",
+    "single_task_kernel",
+    "source_language",
+    "sub_group_size",
+    "work_group_memory",
+    "work_group_scratch_size",
+    "work_group_size",
+    "work_group_size_hint",
 ]
