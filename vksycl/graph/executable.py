@@ -4,12 +4,13 @@ sequences, submitted as one command, and updated by recording again.
 `finalize` takes the nodes in a topological order (GPU work before host tasks wherever
 the edges allow, so that host tasks split the work as little as they can), lowers each
 node's command exactly as eager submission does (`Command.lower`), and records the GPU
-steps between two host steps (or a staging flush) into one sequence of their own. Each
-dispatch starts with a barrier on the work before it, so edges hold however the DAG is
-ordered. A submission is one `GraphRun` command through the scheduler: its pre-recorded
-segments are submitted as they are, host steps run between them. An update builds the
-updated kernel nodes' commands again (push constants, no compilation) and records again
-only the segments holding them; submissions already made keep the sequences they run."""
+steps between two host steps (or a staging flush) into one sequence of their own, level
+by level: a barrier starts each level, and the nodes of one level (no edges between
+them) may run at once. A submission is one `GraphRun` command through the scheduler:
+its pre-recorded segments are submitted as they are, host steps run between them. An
+update builds the updated kernel nodes' commands again (push constants, no compilation)
+and records again only the segments holding them; submissions already made keep the
+sequences they run."""
 
 from __future__ import annotations
 
@@ -125,7 +126,29 @@ class executable_command_graph:
         self._runs_on_host = any(isinstance(s, HostStep) for s in steps)
 
     def _record(self, parts: list[tuple[int, int, list[Dispatch]]]) -> GpuStep:
-        dispatches = [d for _, _, ds in parts for d in ds]
+        """One segment, breadth first: a GPU step's level is one more than the deepest
+        of its node's predecessors (and its node's earlier steps) in the segment. Only
+        the first dispatch of each level keeps its barrier, so the nodes of a level may
+        run at once; work of earlier segments is behind the first barrier."""
+        levels: list[int] = []
+        last: dict[int, int] = {}  # node -> level of its latest step here
+        for i, _, _ in parts:
+            level = last[i] + 1 if i in last else 0
+            for p in self._preds[i]:
+                if p in last:
+                    level = max(level, last[p] + 1)
+            levels.append(level)
+            last[i] = level
+        dispatches: list[Dispatch] = []
+        previous = -1
+        for e in sorted(range(len(parts)), key=lambda e: (levels[e], e)):
+            first, *rest = parts[e][2]
+            # the dispatches of one step after the first (pieces of a copy or fill
+            # that may share a word) keep their barriers
+            dispatches.append(first if levels[e] != previous else
+                              self._engine.without_barrier(first))
+            dispatches += rest
+            previous = levels[e]
         return GpuStep(dispatches, recording=self._engine.record(dispatches, self._profiling))
 
     # -- submission --------------------------------------------------------------------

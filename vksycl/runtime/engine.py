@@ -67,12 +67,18 @@ _OP = operator.attrgetter("op")
 
 
 class Dispatch:
-    """One recorded dispatch: a pipeline, its work-group count and its push constants."""
+    """One recorded dispatch: a pipeline, its work-group count and its push constants.
+    Recorded, it starts with a memory barrier on all earlier work, unless `barrier` is
+    False (a graph leaves it out where the DAG has no edge)."""
 
-    __slots__ = ("op",)
+    __slots__ = ("algo", "barrier", "groups", "op", "push")
 
-    def __init__(self, op: kp.OpAlgoDispatch) -> None:
-        self.op = op
+    def __init__(self, algo: kp.Algorithm, push: np.ndarray, groups: tuple[int, int, int],
+                 barrier: bool = True) -> None:
+        self.algo, self.push, self.groups, self.barrier = algo, push, groups, barrier
+        self.op = kp.OpAlgoDispatch(algo, push, list(groups))
+        if not barrier:
+            self.op.set_barrier(False)
 
 
 class Recording:
@@ -282,10 +288,18 @@ class Engine:
                 self._pipelines.move_to_end(key)
             push = (np.frombuffer(push_constants, dtype=np.uint32) if push_constants
                     else _NO_PUSH)
-            op = self._ops[op_key] = Dispatch(kp.OpAlgoDispatch(algo, push, list(groups)))
+            op = self._ops[op_key] = Dispatch(algo, push, groups)
             if len(self._ops) > _PIPELINE_CACHE_SIZE:
                 self._ops.pop(next(iter(self._ops)))
             return op
+
+    def without_barrier(self, d: Dispatch) -> Dispatch:
+        """The same dispatch with no barrier before it, for work independent of what was
+        recorded since the last barrier. Where the Kompute build cannot leave the barrier
+        out (one from before patch 0009), the dispatch itself."""
+        if not d.barrier or not CAN_SKIP_BARRIER:
+            return d
+        return Dispatch(d.algo, d.push, d.groups, barrier=False)
 
     def _build_pipeline(self, key: tuple, program: Program, bound: Sequence[Bound],
                         push_size: int) -> kp.Algorithm:
@@ -407,3 +421,4 @@ def _viewed(mapped: np.ndarray) -> bool:
 
 
 _NO_PUSH = np.zeros(0, dtype=np.uint32)
+CAN_SKIP_BARRIER = hasattr(kp.OpAlgoDispatch, "set_barrier")
