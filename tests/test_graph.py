@@ -108,6 +108,8 @@ def test_basic_usm_replays(q, mem, mode):
     build_diamond(mode, g, q, a, b, c)
     assert host_values(a, b, c)[0][0] == 1  # nothing ran while building
     exe = g.finalize()
+    assert isinstance(exe, syclexp.command_graph[syclexp.graph_state.executable])
+    assert syclexp.command_graph[syclexp.graph_state.modifiable] is syclexp.command_graph
     e = None
     for _ in range(ITERATIONS):
         e = q.submit(lambda h, e=e: (h.depends_on(e) if e else None, h.ext_oneapi_graph(exe)))
@@ -845,3 +847,40 @@ def test_diamond_levels_and_sub_graph_chains(q, mem):
     for got, ref in zip(host_values(a, b, c), want, strict=True):
         np.testing.assert_array_equal(got, ref)
     assert np.asarray(x)[0] == 3
+
+
+def test_devices_without_graph_support(tmp_path):
+    """Devices reporting neither graph aspect refuse graphs; with ext_oneapi_limited_graph
+    alone, graphs work but cannot be updatable (VKSYCL_HIDE_ASPECTS emulates both)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import vksycl as sycl\n"
+        "from vksycl.ext.oneapi import experimental as syclexp\n"
+        "q = sycl.queue()\n"
+        "try:\n"
+        "    g = syclexp.command_graph(q)\n"
+        "except sycl.exception as e:\n"
+        "    print('graph', e.code() == sycl.errc.invalid); raise SystemExit\n"
+        "g.finalize()\n"
+        "try:\n"
+        "    g.finalize([syclexp.property.graph.updatable()])\n"
+        "    print('updatable')\n"
+        "except sycl.exception as e:\n"
+        "    print('update', e.code() == sycl.errc.invalid)\n")
+    root = str(Path(__file__).parent.parent)
+
+    def run(hidden: str) -> str:
+        env = {**os.environ, "VKSYCL_HIDE_ASPECTS": hidden, "PYTHONPATH": root}
+        return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              env=env, timeout=120, check=True).stdout.strip()
+
+    assert run("ext_oneapi_graph,ext_oneapi_limited_graph") == "graph True"
+    assert run("ext_oneapi_graph") == "update True"
+    assert run("") == "updatable"
+    invalid(lambda: syclexp.command_graph(sycl.queue()).begin_recording(
+        sycl.queue(), [syclexp.property.graph.updatable()]))

@@ -19,10 +19,9 @@ from ..runtime.queue import queue
 from .builder import check_recordable, graph_handler
 from .dynamic import dynamic_command_group
 from .node import node
-from .properties import graph_state, has, property, property_list
+from .properties import GRAPH_PROPERTIES, graph_state, has, property, property_list
 from .recording import Recording, end_all
 
-_GRAPH_PROPERTIES = (property.graph.no_cycle_check, property.graph.assume_buffer_outlives_graph)
 _NODE_PROPERTIES = (property.node.depends_on, property.node.depends_on_all_leaves)
 
 class command_graph(Recording):
@@ -49,7 +48,7 @@ class command_graph(Recording):
         if not dev.has(aspect.ext_oneapi_graph) and \
                 not dev.has(aspect.ext_oneapi_limited_graph):
             raise exception(errc.invalid, "the device does not support command graphs")
-        self._properties = _props(property_list, _GRAPH_PROPERTIES, "command_graph")
+        self._properties = _props(property_list, GRAPH_PROPERTIES, "command_graph")
         self._context, self._device = ctx, dev
         self._queue = queue(ctx, dev)  # the handlers of explicitly added nodes use it
         self._lock = threading.RLock()
@@ -195,6 +194,10 @@ class command_graph(Recording):
         from .executable import FINALIZE_PROPERTIES, executable_command_graph
 
         props = _props(property_list, FINALIZE_PROPERTIES, "finalize")
+        if has(props, property.graph.updatable) and \
+                not self._device.has(aspect.ext_oneapi_graph):
+            raise exception(errc.invalid, "the device supports limited graphs only "
+                            "(aspect ext_oneapi_limited_graph): no executable graph update")
         with self._lock:
             return executable_command_graph(self, props)
 

@@ -73,6 +73,10 @@ class property:
     node = _node_properties
 
 
+# what command_graph and begin_recording take
+GRAPH_PROPERTIES = (property.graph.no_cycle_check, property.graph.assume_buffer_outlives_graph)
+
+
 def property_list(props: Any, allowed: tuple[type, ...], what: str) -> list[Any]:
     """A checked property list: one property alone or a list of them, each of a kind
     `what` takes."""

@@ -13,6 +13,8 @@ from ..runtime.commands import Command
 from ..runtime.handler import handler
 from .builder import check_recordable
 from .node import node, recorded_event
+from .properties import GRAPH_PROPERTIES
+from .properties import property_list as property_list_of
 
 if TYPE_CHECKING:
     from ..runtime.queue import queue
@@ -69,6 +71,7 @@ class Recording:
     def begin_recording(self, recordingQueue: Any,
                         property_list: Any = None) -> None:
         queues = _queues(recordingQueue)
+        property_list_of(property_list, GRAPH_PROPERTIES, "begin_recording")
         with self._lock:
             for q in queues:
                 if q.recording_graph is not None:
