@@ -372,3 +372,32 @@ def test_single_task_pointer_update(q, mem):
         q.ext_oneapi_graph(exe)
     q.wait()
     assert [int(np.asarray(o)[0]) for o in outs] == [100, 101, 102, 103]
+
+
+def test_updates_split_long_segments_around_the_updated_node(q, mem):
+    """A 20-node chain updated in its middle node: the segment is split once into the
+    nodes before, the node, and the nodes after; later updates record one dispatch."""
+    a = mem.zeros(N, np.int32)
+    k_add, k_mul = kernel(q, add_scalar), kernel(q, mul_scalar)
+    r = sycl.nd_range((N,), (WG,))
+    g = syclexp.command_graph(q)
+    factor = syclexp.dynamic_parameter(g, 1)
+    nodes = []
+    for j in range(20):
+        props = [dep(nodes[-1])] if nodes else []
+        if j == 10:
+            nodes.append(g.add(lambda h: (h.set_args(a, factor), h.parallel_for(r, k_mul)),
+                               props))
+        else:
+            nodes.append(g.add(lambda h: (h.set_args(a, 1), h.parallel_for(r, k_add)), props))
+    exe = g.finalize([updatable()])
+    assert len(exe._steps) == 1
+    want = 0
+    for v in range(2, 9):
+        factor.update(v)
+        exe.update(nodes[10])
+        q.ext_oneapi_graph(exe)
+        want = ((want + 10) * v + 9) % (1 << 32)
+        assert [len(s.dispatches) for s in exe._steps] == [10, 1, 9]
+    q.wait()
+    assert (values(a) == np.int64(want).astype(np.int32)).all()

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 FINALIZE_PROPERTIES = (property.graph.updatable, property.graph.enable_profiling)
 _STAGING_BYTES = 4 << 20
+# segments of at most this many GPU steps are recorded again whole when updated
+_WHOLE_SEGMENT = 8
+Part = list[tuple[int, int, list[Dispatch]]]
 _WHOLE_UPDATE_TYPES = (node_type.empty, node_type.ext_oneapi_barrier, node_type.kernel)
 
 
@@ -94,19 +97,12 @@ class executable_command_graph:
 
     def _build(self) -> None:
         """Segments of GPU steps, each recorded once, and the host steps between them."""
-        steps: list[Step] = []
-        # per recorded segment: (node, its k-th GPU step, the dispatches) in order
-        self._parts: dict[int, list[tuple[int, int, list[Dispatch]]]] = {}
-        self._segments_of: dict[int, set[int]] = {}
-        current: list[tuple[int, int, list[Dispatch]]] = []
+        plan: list[Part | HostStep] = []  # a segment's (node, k-th GPU step, dispatches)
+        current: Part = []
 
         def close() -> None:
             if current:
-                at = len(steps)
-                self._parts[at] = list(current)
-                for i, _, _ in current:
-                    self._segments_of.setdefault(i, set()).add(at)
-                steps.append(self._record(current))
+                plan.append(list(current))
                 current.clear()
 
         for i in self._order:
@@ -120,12 +116,14 @@ class executable_command_graph:
                         close()
                 else:
                     close()
-                    steps.append(step)
+                    plan.append(step)
         close()
-        self._steps = steps
-        self._runs_on_host = any(isinstance(s, HostStep) for s in steps)
+        self._plan = plan
+        self._members = [_members(p) for p in plan]
+        self._steps = [self._record(p) if isinstance(p, list) else p for p in plan]
+        self._runs_on_host = any(isinstance(p, HostStep) for p in plan)
 
-    def _record(self, parts: list[tuple[int, int, list[Dispatch]]]) -> GpuStep:
+    def _record(self, parts: Part) -> GpuStep:
         """One segment, breadth first: a GPU step's level is one more than the deepest
         of its node's predecessors (and its node's earlier steps) in the segment. Only
         the first dispatch of each level keeps its barrier, so the nodes of a level may
@@ -230,7 +228,11 @@ class executable_command_graph:
         return pairs
 
     def _apply(self, pairs: list[tuple[int, Command]]) -> None:
-        touched: set[int] = set()
+        """New commands for kernel nodes. A segment holding an updated node is recorded
+        again; a long one is first split around the updated nodes, so that updating them
+        again records only their own dispatches."""
+        changed: dict[int, list[list[Dispatch]]] = {}
+        reshaped = False
         for i, command in pairs:
             if command is self._commands[i]:
                 continue
@@ -239,22 +241,52 @@ class executable_command_graph:
             old = [s for s in self._lowered[i] if isinstance(s, GpuStep)]
             self._commands[i] = command
             self._lowered[i] = lowered
-            if len(gpu) != len(old) or not all(gpu) or \
-                    any(isinstance(s, HostStep) for s in lowered):
-                self._build()  # another shape of steps: lower the whole graph again
-                return
-            for at in self._segments_of.get(i, ()):
-                self._parts[at] = [(j, k, gpu[k] if j == i else ds)
-                                   for j, k, ds in self._parts[at]]
-                touched.add(at)
-        if touched:
-            steps = list(self._steps)  # submissions under way keep the old list
-            for at in touched:
-                steps[at] = self._record(self._parts[at])
-            self._steps = steps
+            reshaped = reshaped or len(gpu) != len(old) or not all(gpu) or \
+                any(isinstance(s, HostStep) for s in lowered)
+            changed[i] = gpu
+        if reshaped:  # another shape of steps: lower the whole graph again
+            self._build()
+            return
+        if not changed:
+            return
+        plan: list[Part | HostStep] = []
+        members: list[frozenset[int]] = []
+        steps: list[Step] = []  # a new list: submissions under way keep the old one
+        for item, nodes, step in zip(self._plan, self._members, self._steps, strict=True):
+            if nodes.isdisjoint(changed):
+                plan.append(item)
+                members.append(nodes)
+                steps.append(step)
+                continue
+            item = [(i, k, changed[i][k] if i in changed else ds) for i, k, ds in item]
+            for piece in _around(item, changed):
+                plan.append(piece)
+                members.append(_members(piece))
+                steps.append(self._record(piece))
+        self._plan, self._members, self._steps = plan, members, steps
 
     def __repr__(self) -> str:
         return f"syclexp.command_graph[executable]({len(self._nodes)} nodes)"
+
+
+def _members(item: Part | HostStep) -> frozenset[int]:
+    """The nodes a segment holds (none for a host step)."""
+    return frozenset(i for i, _, _ in item) if isinstance(item, list) else frozenset()
+
+
+def _around(part: Part, changed: dict[int, Any]) -> list[Part]:
+    """A segment's parts in runs of updated and other nodes, in order (a short segment
+    stays whole). Each run is recorded on its own; the topological order of the parts
+    keeps every edge pointing to a later run."""
+    if len(part) <= _WHOLE_SEGMENT:
+        return [part]
+    runs: list[Part] = []
+    for entry in part:
+        if runs and (entry[0] in changed) == (runs[-1][0][0] in changed):
+            runs[-1].append(entry)
+        else:
+            runs.append([entry])
+    return runs
 
 
 def _topological(preds: list[list[int]], host: list[bool]) -> list[int]:
