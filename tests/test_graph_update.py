@@ -401,3 +401,26 @@ def test_updates_split_long_segments_around_the_updated_node(q, mem):
         assert [len(s.dispatches) for s in exe._steps] == [10, 1, 9]
     q.wait()
     assert (values(a) == np.int64(want).astype(np.int32)).all()
+
+
+def test_update_after_a_deferred_submission(q, mem):
+    """A submission waiting for a host task's predecessor still runs the graph as it was
+    when submitted (7.5.2: updates do not affect previous submissions)."""
+    import threading
+
+    a = mem.zeros(N, np.int32)
+    gate = threading.Event()
+    g = syclexp.command_graph(q)
+    value = syclexp.dynamic_parameter(g, 1)
+    k = kernel(q, add_scalar)
+    h0 = g.add(lambda h: h.host_task(lambda: gate.wait(30)))
+    n = g.add(lambda h: (h.set_args(a, value), h.parallel_for(sycl.nd_range((N,), (WG,)), k)),
+              [dep(h0)])
+    exe = g.finalize([updatable()])
+    first = q.ext_oneapi_graph(exe)  # held at its host task
+    value.update(100)
+    exe.update(n)
+    second = q.ext_oneapi_graph(exe)
+    gate.set()
+    sycl.event.wait([first, second])
+    assert (values(a) == 101).all()

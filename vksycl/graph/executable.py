@@ -46,11 +46,12 @@ class GraphRun(Command):
 
     def __init__(self, graph: executable_command_graph) -> None:
         self.graph = graph
+        self.steps = graph._steps  # as submitted: later updates do not reach it
         self.runs_on_host = graph._runs_on_host
         self.profiled = graph._profiling
 
     def lower(self, ctx: LowerContext) -> list[Step]:
-        return self.graph._steps
+        return self.steps
 
 
 class executable_command_graph:
