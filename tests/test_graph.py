@@ -884,3 +884,48 @@ def test_devices_without_graph_support(tmp_path):
     assert run("") == "updatable"
     invalid(lambda: syclexp.command_graph(sycl.queue()).begin_recording(
         sycl.queue(), [syclexp.property.graph.updatable()]))
+
+
+def test_threads_record_from_their_own_queues(q, mem):
+    """7.7: queues recorded from several threads at once into one graph."""
+    a = mem.zeros(4, np.int32)
+    g = syclexp.command_graph(q)
+    queues = [sycl.queue(q.get_context(), q.get_device(),
+                         property_list=[sycl.property.queue.in_order()]) for _ in range(4)]
+    g.begin_recording(queues)
+
+    def record(k):
+        def bump():
+            a[k] = a[k] * 2 + 1
+        for _ in range(10):
+            queues[k].single_task(bump)
+
+    threads = [threading.Thread(target=record, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    g.end_recording()
+    assert len(g.get_nodes()) == 40 and len(g.get_root_nodes()) == 4
+    q.ext_oneapi_graph(g.finalize()).wait()
+    assert list(np.asarray(a)[:4]) == [2 ** 10 - 1] * 4
+
+
+def test_a_failing_command_group_adds_nothing(q, mem):
+    """7.8: an exception in a command group leaves the graph as it was."""
+    a = mem.zeros(1, np.int32)
+    g = syclexp.command_graph(q)
+    first = g.add()
+
+    def broken(h):
+        h.memset(a, 0, 4)
+        raise RuntimeError("user error")
+
+    with pytest.raises(RuntimeError):
+        g.add(broken, [syclexp.property.node.depends_on(first)])
+    invalid(lambda: g.add(lambda h: h.memset(a, 0, 1 << 20)))  # out of bounds
+    assert g.get_nodes() == [first] and first.get_successors() == []
+    with g.recording(q), pytest.raises(sycl.exception):
+        q.memset(a, 0, 1 << 20)
+    assert g.get_nodes() == [first]
+    q.ext_oneapi_graph(g.finalize()).wait()
