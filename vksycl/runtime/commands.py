@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .engine import Bound, Buffer, Dispatch, Engine
+    from .engine import Bound, Buffer, Dispatch, Engine, Recording
 
 
 @dataclass
@@ -23,6 +23,9 @@ class GpuStep:
 
     dispatches: list[Dispatch]
     flush: bool = False
+    # the same dispatches recorded once into sequences of their own (a graph's segment):
+    # submitted as they are, never recorded again
+    recording: Recording | None = None
 
 
 @dataclass
@@ -51,6 +54,8 @@ class Command:
 
     command_type = "command"
     needs_staging = False
+    runs_on_host = False  # some step must run on the host: the scheduler defers it
+    profiled = True  # whether a profiling queue may time it
 
     def lower(self, ctx: LowerContext) -> list[Step]:
         return []
@@ -95,6 +100,7 @@ class HostTask(Command):
     fn: Callable[..., Any]
     args: tuple = field(default=())
     command_type = "host_task"
+    runs_on_host = True
 
     def lower(self, ctx: LowerContext) -> list[Step]:
         return [HostStep(lambda: self.fn(*self.args))]
@@ -102,6 +108,7 @@ class HostTask(Command):
 
 @dataclass
 class Barrier(Command):
-    """No work: an empty command group, `ext_oneapi_submit_barrier`, prefetch, mem_advise."""
+    """No work: an empty command group ("barrier"), `ext_oneapi_submit_barrier`
+    ("ext_oneapi_barrier"), prefetch, mem_advise."""
 
     command_type: str = "barrier"

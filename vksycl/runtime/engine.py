@@ -32,6 +32,9 @@ logging.getLogger("kp").setLevel(logging.ERROR)
 
 _WORD = 4
 _MAX_IN_FLIGHT = 64
+# sequences one recording may have in flight: replays back to back need not wait on the
+# host for the previous one (the device queue orders them)
+_RECORDING_COPIES = 3
 _PIPELINE_CACHE_SIZE = 1024
 
 
@@ -64,24 +67,76 @@ _OP = operator.attrgetter("op")
 
 
 class Dispatch:
-    """One recorded dispatch: a pipeline, its work-group count and its push constants."""
+    """One recorded dispatch: a pipeline, its work-group count and its push constants.
+    Recorded, it starts with a memory barrier on all earlier work, unless `barrier` is
+    False (a graph leaves it out where the DAG has no edge)."""
 
-    __slots__ = ("op",)
+    __slots__ = ("algo", "barrier", "groups", "op", "push")
 
-    def __init__(self, op: kp.OpAlgoDispatch) -> None:
-        self.op = op
+    def __init__(self, algo: kp.Algorithm, push: np.ndarray, groups: tuple[int, int, int],
+                 barrier: bool = True) -> None:
+        self.algo, self.push, self.groups, self.barrier = algo, push, groups, barrier
+        self.op = kp.OpAlgoDispatch(algo, push, list(groups))
+        if not barrier:
+            self.op.set_barrier(False)
+
+
+class Recording:
+    """Dispatches recorded once into sequences of their own (a command graph's segment)
+    and submitted again at each replay. A replay takes a sequence no submission is
+    running; with none idle it records another (up to `_RECORDING_COPIES`), else waits
+    for the oldest. Timed recordings are recorded again at each replay: their timestamp
+    queries are reset while recording."""
+
+    __slots__ = ("_busy", "_count", "_idle", "_lock", "ops", "timed")
+
+    def __init__(self, dispatches: Iterable[Dispatch], timed: bool) -> None:
+        self.ops = tuple(map(_OP, dispatches))
+        self.timed = timed
+        self._idle: collections.deque[kp.Sequence] = collections.deque()
+        self._busy: collections.deque[Submission] = collections.deque()
+        self._count = 0
+        self._lock = threading.Lock()  # threads replaying one graph
+
+    def _take(self, engine: Engine) -> kp.Sequence:
+        with self._lock:
+            return self._take_locked(engine)
+
+    def _take_locked(self, engine: Engine) -> kp.Sequence:
+        while self._busy and self._busy[0].finished:
+            self._busy.popleft()
+        if not self._idle:
+            if self._count < _RECORDING_COPIES:
+                self._count += 1
+                seq = (engine._manager.sequence(0, len(self.ops) + 1) if self.timed
+                       else engine._manager.sequence())
+                self._record(seq)
+                return seq
+            self._busy.popleft().wait()  # its sequence comes back idle
+        seq = self._idle.pop()
+        if self.timed:
+            seq.clear()
+            self._record(seq)
+        return seq
+
+    def _record(self, seq: kp.Sequence) -> None:
+        for op in self.ops:
+            seq.record(op)
 
 
 class Submission:
-    """Work handed to the device queue; `wait` returns its sequence to the pool once."""
+    """Work handed to the device queue; `wait` returns its sequence once, to the pool or
+    to the recording it belongs to."""
 
-    __slots__ = ("_engine", "_lock", "_sequence", "_timed", "_timestamps")
+    __slots__ = ("_engine", "_lock", "_owner", "_sequence", "_timed", "_timestamps")
 
-    def __init__(self, engine: Engine, sequence: kp.Sequence, timed: bool) -> None:
+    def __init__(self, engine: Engine, sequence: kp.Sequence, timed: bool,
+                 owner: Recording | None = None) -> None:
         self._engine = engine
         self._sequence: kp.Sequence | None = sequence
         self._timestamps: list[int] | None = None
         self._timed = timed
+        self._owner = owner
         self._lock = threading.Lock()
 
     def wait(self) -> None:
@@ -121,7 +176,10 @@ class Submission:
             period = self._engine.timestamp_period
             self._timestamps = [int(t * period) for t in seq.get_timestamps()]
         self._sequence = None
-        self._engine._recycle(seq, self._timed)
+        if self._owner is None:
+            self._engine._recycle(seq, self._timed)
+        else:
+            self._owner._idle.append(seq)
 
     def timestamps_ns(self) -> list[int]:
         """Device timestamps in nanoseconds: the start, then one after each dispatch."""
@@ -230,10 +288,17 @@ class Engine:
                 self._pipelines.move_to_end(key)
             push = (np.frombuffer(push_constants, dtype=np.uint32) if push_constants
                     else _NO_PUSH)
-            op = self._ops[op_key] = Dispatch(kp.OpAlgoDispatch(algo, push, list(groups)))
+            op = self._ops[op_key] = Dispatch(algo, push, groups)
             if len(self._ops) > _PIPELINE_CACHE_SIZE:
                 self._ops.pop(next(iter(self._ops)))
             return op
+
+    def without_barrier(self, d: Dispatch) -> Dispatch:
+        """The same dispatch with no barrier before it, for work independent of what was
+        recorded since the last barrier."""
+        if not d.barrier:
+            return d
+        return Dispatch(d.algo, d.push, d.groups, barrier=False)
 
     def _build_pipeline(self, key: tuple, program: Program, bound: Sequence[Bound],
                         push_size: int) -> kp.Algorithm:
@@ -276,6 +341,22 @@ class Engine:
         with self._submit_lock:
             seq.eval_async()
         sub = Submission(self, seq, timed)
+        self._in_flight.append(sub)
+        return sub
+
+    def record(self, dispatches: Iterable[Dispatch], timed: bool = False) -> Recording:
+        """Dispatches to be recorded once and submitted by `replay` many times."""
+        return Recording(dispatches, timed)
+
+    def replay(self, recording: Recording) -> Submission:
+        """Submits a recording as it was recorded."""
+        if len(self._in_flight) >= _MAX_IN_FLIGHT:
+            self._pop_in_flight(wait=True)
+        seq = recording._take(self)
+        with self._submit_lock:
+            seq.eval_async()
+        sub = Submission(self, seq, recording.timed, recording)
+        recording._busy.append(sub)
         self._in_flight.append(sub)
         return sub
 

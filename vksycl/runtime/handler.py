@@ -56,6 +56,9 @@ class handler:
         self._deps: list[event] = []
         self.command: Command | None = None
         self._kernel_args: dict[int, Any] = {}
+        # (kernel, launch, properties) of the kernel enqueued: a graph builds the command
+        # again from it when a node's range or arguments are updated
+        self.launch_recipe: tuple | None = None
 
     # -- dependencies ----------------------------------------------------------------
     def depends_on(self, events: event | Iterable[event]) -> None:
@@ -86,12 +89,16 @@ class handler:
         if type(index) is not int or index < 0:
             raise exception(errc.invalid, f"set_arg takes a non-negative argument index, got "
                             f"{index!r}")
+        if hasattr(value, "_vksycl_dynamic_parameter"):
+            raise exception(errc.invalid, "a dynamic_parameter is an argument of command "
+                            "groups added to its graph with command_graph.add, not of "
+                            "command groups submitted to a queue")
         self._kernel_args[index] = value
 
     def set_args(self, *values: Any) -> None:
         """Sets arguments 0, 1, ... of the `sycl.kernel` object this command group enqueues."""
         for i, v in enumerate(values):
-            self._kernel_args[i] = v
+            self.set_arg(i, v)
 
     def single_task(self, kernel: Callable, properties: Any = None) -> None:
         self._set(self._launch(kernel, None, properties))
@@ -108,6 +115,7 @@ class handler:
         self._set(self._launch(kernel, launch, properties))
 
     def _launch(self, kernel: Callable, launch: Any, properties: Any) -> Command:
+        self.launch_recipe = (kernel, launch, properties)
         # a `sycl.kernel` object builds its command from the arguments set by index
         q = self._queue
         command = getattr(kernel, "_vksycl_command", None)
@@ -183,7 +191,9 @@ class handler:
 
     def memset(self, ptr: Any, value: int, num_bytes: int) -> None:
         d = memops.resolve(ptr, _size(num_bytes, "memset"), self._queue, "memset", writable=True)
-        self._set(memops.Fill(d, bytes([int(value) & 0xFF])))
+        fill = memops.Fill(d, bytes([int(value) & 0xFF]))
+        fill.command_type = "memset"
+        self._set(fill)
 
     def fill(self, ptr: Any, pattern: Any, count: int) -> None:
         raw = _pattern_bytes(ptr, pattern)
@@ -201,7 +211,16 @@ class handler:
 
     def ext_oneapi_barrier(self, events: Iterable[event] = ()) -> None:
         self.depends_on(list(events))
-        self._set(Barrier())
+        self._set(Barrier("ext_oneapi_barrier"))
+
+    def ext_oneapi_graph(self, graph: Any) -> None:
+        """Runs an executable command_graph (sycl_ext_oneapi_graph); in a command group
+        recorded into another graph, adds it as a sub-graph node."""
+        command = getattr(graph, "_vksycl_graph_command", None)
+        if command is None:
+            raise exception(errc.invalid, "ext_oneapi_graph takes an executable "
+                            f"command_graph, got {type(graph).__name__}")
+        self._set(command(self))
 
 
 def check_set_args(values: dict[int, Any], names: list[str], what: str) -> None:

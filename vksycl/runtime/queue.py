@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -17,6 +18,14 @@ from .handler import handler
 
 _log = logging.getLogger("vksycl.queue")
 _PRUNE_AT = 64  # outstanding events kept before completed ones are dropped
+
+
+class queue_state(enum.Enum):
+    """`syclexp.queue_state`: whether a queue runs its commands or records them into a
+    command_graph."""
+
+    executing = 0
+    recording = 1
 
 
 class queue:
@@ -100,8 +109,13 @@ class queue:
     def _enqueue(self, h: handler) -> event:
         """Hands the handler's command to the recording graph, or runs it."""
         command = h.command if h.command is not None else _empty()
+        if self.recording_graph is None and h._deps:
+            for d in h._deps:  # an event recorded into a graph: record into it too
+                begin = getattr(d, "_vksycl_record_transitively", None)
+                if begin is not None:
+                    begin(self)
         if self.recording_graph is not None:
-            return self.recording_graph._record_from_queue(self, command, h.dependencies)
+            return self.recording_graph._record_from_queue(self, command, h)
         ev = self.execute(command, h.dependencies)
         for hook in h.enqueued:
             hook(ev)
@@ -111,7 +125,8 @@ class queue:
         with self._lock:
             if self._in_order and self._last is not None:
                 deps = [*deps, self._last]
-            ev = self._scheduler.execute(command, deps, self._profiling, self._report)
+            ev = self._scheduler.execute(command, deps, self._profiling and command.profiled,
+                                         self._report)
             self._last = ev
             if len(self._outstanding) >= _PRUNE_AT:
                 self._outstanding = [e for e in self._outstanding if not e.is_complete()]
@@ -176,10 +191,29 @@ class queue:
     def ext_oneapi_submit_barrier(self, events: Iterable[event] = ()) -> event:
         return self._shortcut(lambda h: h.ext_oneapi_barrier(events), None)
 
+    # -- command graphs (sycl_ext_oneapi_graph) ----------------------------------------
+    def ext_oneapi_graph(self, graph: Any, depends_on: Any = None) -> event:
+        """Runs an executable command_graph after `depends_on` (an event or a list)."""
+        return self._shortcut(lambda h: h.ext_oneapi_graph(graph), depends_on)
+
+    def ext_oneapi_get_state(self) -> queue_state:
+        return queue_state.executing if self.recording_graph is None else \
+            queue_state.recording
+
+    def ext_oneapi_get_graph(self) -> Any:
+        """The modifiable command_graph this queue records into."""
+        recorder = self.recording_graph
+        graph = None if recorder is None else recorder.graph()
+        if graph is None:
+            raise exception(errc.invalid, "the queue is not recording to a command_graph")
+        return graph
+
     # -- synchronisation -------------------------------------------------------------
     def wait(self) -> None:
         """Waits for every command submitted so far, then forgets them (a thread waiting
         at the same time still finds them)."""
+        if self.recording_graph is not None:
+            raise exception(errc.invalid, "wait on a queue recording to a command_graph")
         with self._lock:
             pending = self._outstanding[:]
         for e in pending:

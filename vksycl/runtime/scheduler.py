@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Callable, Sequence
 
 from .allocator import Allocator
-from .commands import Command, GpuStep, HostTask, KernelLaunch, LowerContext
+from .commands import Command, GpuStep, KernelLaunch, LowerContext
 from .engine import Buffer, Engine, Submission
 from .event import event, host_now_ns
 
@@ -48,7 +48,7 @@ class Scheduler:
         ev = event(self.engine, profiling)
         if deps:
             ev._deps = tuple(weakref.ref(d) for d in deps)
-        if not isinstance(command, HostTask) and all(d.ordered_on(self.engine) for d in deps):
+        if not command.runs_on_host and all(d.ordered_on(self.engine) for d in deps):
             if type(command) is KernelLaunch and not profiling:
                 self._launch(command, ev)  # the common eager launch, in short
             else:
@@ -106,6 +106,12 @@ class Scheduler:
         for step in command.lower(self.eager):
             if isinstance(step, GpuStep):
                 ran_host_last = False
+                if step.recording is not None:  # pre-recorded: submitted as it is
+                    if pending:
+                        submissions.append(self.engine.submit(pending, timed))
+                        pending = []
+                    submissions.append(self.engine.replay(step.recording))
+                    continue
                 pending += step.dispatches
                 if step.flush:
                     submissions.append(self.engine.submit(pending, timed))

@@ -2,7 +2,8 @@
 
 Free function kernels (seed 004), kernel properties, enqueue functions, work-group
 memory, kernel bundles of free function kernels, kernels from GLSL / SPIR-V source,
-if_device / if_host (seed 002), device_global (seed 001) and virtual functions (seed 000).
+if_device / if_host (seed 002), device_global (seed 001), virtual functions (seed 000) and
+command graphs (seed 003).
 """
 
 from ....compiler import (
@@ -32,6 +33,16 @@ from ....free_function_kernels import (
     kernel_function_s,
     nd_launch,
     single_task,
+)
+from ....graph import (
+    command_graph,
+    dynamic_command_group,
+    dynamic_parameter,
+    graph_state,
+    node,
+    node_type,
+    property,
+    queue_state,
 )
 from ....if_device import if_device, if_host
 from ....kernel_bundle import (
@@ -67,17 +78,59 @@ from ....virtual_functions import (
 )
 
 __all__ = [
-    "assume_indirect_calls", "assume_indirect_calls_to",
-    "build", "build_options", "create_kernel_bundle_from_source", "device_global",
-    "device_has", "device_image_scope", "get_device_globals", "get_kernel_bundle",
-    "get_kernel_id", "get_kernel_info",
-    "get_work_group_scratch_memory", "has_kernel_bundle", "host_access_none",
-    "host_access_read", "host_access_read_write", "host_access_write", "if_device", "if_host",
-    "implement_in_csr", "indirectly_callable", "indirectly_callable_in",
-    "init_mode_reprogram", "init_mode_reset", "is_compatible", "is_kernel",
-    "is_nd_range_kernel", "is_single_task_kernel", "is_source_kernel_bundle_supported",
-    "kernel_args", "kernel_function", "kernel_function_s", "launch_config", "nd_launch",
-    "nd_range_kernel", "properties", "save_log", "single_task", "single_task_kernel",
-    "source_language", "storage_for", "sub_group_size", "work_group_memory",
-    "work_group_scratch_size", "work_group_size", "work_group_size_hint",
+    "assume_indirect_calls",
+    "assume_indirect_calls_to",
+    "build",
+    "build_options",
+    "command_graph",
+    "create_kernel_bundle_from_source",
+    "device_global",
+    "device_has",
+    "device_image_scope",
+    "dynamic_command_group",
+    "dynamic_parameter",
+    "get_device_globals",
+    "get_kernel_bundle",
+    "get_kernel_id",
+    "get_kernel_info",
+    "get_work_group_scratch_memory",
+    "graph_state",
+    "has_kernel_bundle",
+    "host_access_none",
+    "host_access_read",
+    "host_access_read_write",
+    "host_access_write",
+    "if_device",
+    "if_host",
+    "implement_in_csr",
+    "indirectly_callable",
+    "indirectly_callable_in",
+    "init_mode_reprogram",
+    "init_mode_reset",
+    "is_compatible",
+    "is_kernel",
+    "is_nd_range_kernel",
+    "is_single_task_kernel",
+    "is_source_kernel_bundle_supported",
+    "kernel_args",
+    "kernel_function",
+    "kernel_function_s",
+    "launch_config",
+    "nd_launch",
+    "nd_range_kernel",
+    "node",
+    "node_type",
+    "properties",
+    "property",
+    "queue_state",
+    "save_log",
+    "single_task",
+    "single_task_kernel",
+    "source_language",
+    "storage_for",
+    "sub_group_size",
+    "work_group_memory",
+    "work_group_scratch_size",
+    "work_group_size",
+    "work_group_size_hint",
 ]

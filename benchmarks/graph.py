@@ -1,0 +1,263 @@
+"""Command graphs against eager vksycl and torch's CUDA graphs, in one run:
+
+(a) a chain of 100 tiny dependent kernels: replay + wait per node, and the speedup over
+    submitting the same 100 launches eagerly to an in-order queue;
+(b) 8 independent kernels, each sized to fill 1/8 of the GPU (`--items` work-items of
+    `--work` dependent multiply-adds): one graph replay against the same 8 launches on an
+    in-order queue (ratio graph / queue);
+(c) the update of one scalar dynamic parameter (in the chain's first node) plus a replay
+    + wait of the 100-node graph;
+(d) finalize of the 100-node graph.
+
+torch's figures (where torch and CUDA are available): (a) a captured chain of 100
+`x.add_(1)` on one element; (b) 8 `x.sin_()` of `--items` elements on 8 streams forked
+inside the capture, against the same 8 on one stream; (c) `fill_` of the scalar tensor
+the graph reads plus a replay; (d) the capture and instantiation of (a). Every figure is
+a median; results are checked on the host.
+
+    python3 benchmarks/graph.py [--small] [--n 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from timing import median_us
+
+import vksycl as sycl
+from vksycl.ext.oneapi import experimental as syclexp
+from vksycl.ext.oneapi import this_work_item
+
+NODES = 100
+BRANCHES = 8
+
+
+@syclexp.nd_range_kernel(1)
+def bump(ptr: sycl.ptr[sycl.int32], value: sycl.int32):
+    i = this_work_item.get_nd_item(1).get_global_linear_id()
+    ptr[i] = ptr[i] + value
+
+
+@syclexp.nd_range_kernel(1)
+def spin(ptr: sycl.ptr[sycl.float32], work: sycl.int32):
+    i = this_work_item.get_nd_item(1).get_global_linear_id()
+    v = ptr[i]
+    for _ in range(work):
+        v = v * sycl.float32(0.999) + sycl.float32(0.001)
+    ptr[i] = v
+
+
+def chain(q: sycl.queue, ptr: sycl.ptr, wg: int) -> tuple:
+    """The 100-node chain; the first node's increment is a dynamic parameter."""
+    k = syclexp.get_kernel_bundle(q.get_context(), bump, sycl.bundle_state.executable
+                                  ).ext_oneapi_get_kernel(bump)
+    g = syclexp.command_graph(q)
+    step = syclexp.dynamic_parameter(g, 1)
+    r = sycl.nd_range((wg,), (wg,))
+    first = g.add(lambda h: (h.set_args(ptr, step), h.parallel_for(r, k)))
+    last = first
+    for _ in range(NODES - 1):
+        last = g.add(lambda h: (h.set_args(ptr, 1), h.parallel_for(r, k)),
+                     [syclexp.property.node.depends_on(last)])
+    return g, step, first
+
+
+def bench_chain(q: sycl.queue, n: int, wg: int) -> dict[str, float]:
+    ptr = sycl.malloc_device(wg, sycl.int32, q)
+    q.fill(ptr, np.int32(0), wg).wait()
+    g, step, first = chain(q, ptr, wg)
+    exe = g.finalize([syclexp.property.graph.updatable()])
+    runs = 0
+
+    def replay() -> None:
+        nonlocal runs
+        q.ext_oneapi_graph(exe).wait()
+        runs += 1
+
+    replay_us = median_us(replay, n)
+    eager_q = sycl.queue(q.get_context(), q.get_device(),
+                         property_list=[sycl.property.queue.in_order()])
+    kf = syclexp.kernel_function(bump)
+    r = sycl.nd_range((wg,), (wg,))
+
+    def eager() -> None:
+        nonlocal runs
+        for _ in range(NODES):
+            syclexp.nd_launch(eager_q, r, kf, ptr, 1)
+        eager_q.wait()
+        runs += 1
+
+    eager_us = median_us(eager, max(n // 10, 5))
+    updates = 0
+
+    def update() -> None:
+        nonlocal updates, runs
+        updates += 1
+        step.update(1 + updates % 2)
+        exe.update(first)
+        q.ext_oneapi_graph(exe).wait()
+        runs += 1
+
+    update_us = median_us(update, n)
+    # each update's replay adds 1 + updates % 2 in the first node
+    total = runs * NODES + sum(k % 2 for k in range(1, updates + 1))
+    got = np.zeros(wg, np.int32)
+    q.memcpy(got, ptr, wg * 4).wait()
+    finalize_us = median_us(lambda: g.finalize([syclexp.property.graph.updatable()]),
+                            max(n // 10, 5))
+    sycl.free(ptr, q)
+    return {"replay": replay_us, "eager": eager_us, "update": update_us,
+            "finalize": finalize_us, "ok": bool((got == total).all())}
+
+
+def bench_branches(q: sycl.queue, n: int, items: int, work: int, wg: int) -> dict:
+    k = syclexp.get_kernel_bundle(q.get_context(), spin, sycl.bundle_state.executable
+                                  ).ext_oneapi_get_kernel(spin)
+    ptrs = [sycl.malloc_device(items, sycl.float32, q) for _ in range(BRANCHES)]
+    for p in ptrs:
+        q.fill(p, np.float32(1.0), items)
+    q.wait()
+    r = sycl.nd_range((items,), (wg,))
+    g = syclexp.command_graph(q)
+    for p in ptrs:
+        g.add(lambda h, p=p: (h.set_args(p, work), h.parallel_for(r, k)))
+    exe = g.finalize()
+    graph_us = median_us(lambda: q.ext_oneapi_graph(exe).wait(), n)
+    oq = sycl.queue(q.get_context(), q.get_device(),
+                    property_list=[sycl.property.queue.in_order()])
+
+    def in_order() -> None:
+        for p in ptrs:
+            oq.submit(lambda h, p=p: (h.set_args(p, work), h.parallel_for(r, k)))
+        oq.wait()
+
+    queue_us = median_us(in_order, n)
+    got = np.zeros(4, np.float32)
+    q.memcpy(got, ptrs[0], 16).wait()
+    ok = bool(np.all((got > 0) & (got <= 1.0)))
+    for p in ptrs:
+        sycl.free(p, q)
+    return {"graph": graph_us, "queue": queue_us, "ok": ok}
+
+
+def torch_figures(n: int, items: int) -> dict[str, float]:
+    import torch
+
+    x = torch.zeros(1, dtype=torch.int32, device="cuda")
+    inc = torch.ones(1, dtype=torch.int32, device="cuda")
+    torch.cuda.synchronize()
+
+    def capture() -> torch.cuda.CUDAGraph:
+        cg = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(cg):
+            for _ in range(NODES):
+                x.add_(inc)
+        return cg
+
+    capture_us = median_us(capture, max(n // 10, 5))
+    cg = capture()
+
+    def replay() -> None:
+        cg.replay()
+        torch.cuda.synchronize()
+
+    replay_us = median_us(replay, n)
+
+    def eager() -> None:
+        for _ in range(NODES):
+            x.add_(inc)
+        torch.cuda.synchronize()
+
+    eager_us = median_us(eager, max(n // 10, 5))
+
+    def update() -> None:
+        inc.fill_(1)
+        replay()
+
+    update_us = median_us(update, n)
+    xs = [torch.ones(items, device="cuda") for _ in range(BRANCHES)]
+    streams = [torch.cuda.Stream() for _ in range(BRANCHES)]
+    forked, serial = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # warm-up outside the capture
+        for t in xs:
+            t.sin_()
+    torch.cuda.synchronize()
+    with torch.cuda.graph(forked):
+        main = torch.cuda.current_stream()
+        for s, t in zip(streams, xs, strict=True):
+            s.wait_stream(main)
+            with torch.cuda.stream(s):
+                t.sin_()
+        for s in streams:
+            main.wait_stream(s)
+    with torch.cuda.graph(serial):
+        for t in xs:
+            t.sin_()
+
+    def run(cg: torch.cuda.CUDAGraph) -> None:
+        cg.replay()
+        torch.cuda.synchronize()
+
+    return {"replay": replay_us, "eager": eager_us, "update": update_us,
+            "finalize": capture_us, "forked": median_us(lambda: run(forked), n),
+            "serial": median_us(lambda: run(serial), n)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--small", action="store_true", help="sizes a CPU device runs quickly")
+    ap.add_argument("--n", type=int, default=200, help="timed calls per figure")
+    ap.add_argument("--items", type=int, default=None,
+                    help="work-items of each independent kernel (default: GPU-sized)")
+    ap.add_argument("--work", type=int, default=None, help="loop iterations per work-item")
+    args = ap.parse_args()
+    q = sycl.queue()
+    dev = q.get_device()
+    print(f"device: {dev.get_info(sycl.info.device.name)}")
+    wg = 32
+    items = args.items or (1024 if args.small else 32768)
+    work = args.work or (20 if args.small else 4000)
+    n = min(args.n, 30) if args.small else args.n
+
+    c = bench_chain(q, n, wg)
+    b = bench_branches(q, n, items, work, 64)
+    try:
+        import torch
+        cuda = torch.cuda.is_available()
+    except ImportError:
+        cuda = False
+    t = torch_figures(n, items) if cuda else None
+
+    per_node = c["replay"] / NODES
+    line = (f"(a) chain of {NODES} kernels: replay {per_node:.2f} us/node, eager "
+            f"{c['eager'] / NODES:.2f} us/node, speedup {c['eager'] / c['replay']:.1f}x "
+            f"(target <= 1.5 us/node, >= 10x)")
+    if t:
+        line += (f"; torch CUDA graph {t['replay'] / NODES:.2f} us/node, eager "
+                 f"{t['eager'] / NODES:.2f} us/node")
+    print(line + f" [{'checked' if c['ok'] else 'WRONG'}]")
+    line = (f"(b) {BRANCHES} independent kernels of {items} work-items x {work}: graph "
+            f"{b['graph']:.0f} us, in-order queue {b['queue']:.0f} us, ratio "
+            f"{b['graph'] / b['queue']:.2f} (target <= 0.35)")
+    if t:
+        line += (f"; torch 8 streams {t['forked']:.0f} us, one stream {t['serial']:.0f} us, "
+                 f"ratio {t['forked'] / t['serial']:.2f}")
+    print(line + f" [{'checked' if b['ok'] else 'WRONG'}]")
+    line = (f"(c) update one scalar dynamic parameter + replay of {NODES} nodes: "
+            f"{c['update']:.0f} us (target <= 100)")
+    if t:
+        line += f"; torch fill_ + replay {t['update']:.0f} us"
+    print(line)
+    line = f"(d) finalize of {NODES} nodes: {c['finalize'] / 1000:.2f} ms (target <= 20)"
+    if t:
+        line += f"; torch capture + instantiate {t['finalize'] / 1000:.2f} ms"
+    print(line)
+
+
+if __name__ == "__main__":
+    t0 = time.perf_counter()
+    main()
+    print(f"total {time.perf_counter() - t0:.0f} s")

@@ -1,0 +1,426 @@
+"""Executable graph update (sycl_ext_oneapi_graph 7.4, 7.5.2): dynamic parameters
+(scalars and USM pointers), ranges, dynamic command groups and whole-graph update, after
+DPC++'s sycl/test-e2e/Graph/Update tests. An update records again; it never compiles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vksycl as sycl
+from vksycl import launch
+from vksycl.ext.oneapi import experimental as syclexp
+from vksycl.ext.oneapi import this_work_item
+from vksycl.runtime.context import scheduler_for
+
+N = 256
+WG = 32
+dep = syclexp.property.node.depends_on
+updatable = syclexp.property.graph.updatable
+
+
+@syclexp.nd_range_kernel(1)
+def add_scalar(ptr: sycl.ptr[sycl.int32], value: sycl.int32):
+    i = this_work_item.get_nd_item(1).get_global_linear_id()
+    ptr[i] = ptr[i] + value
+
+
+@syclexp.nd_range_kernel(1)
+def mul_scalar(ptr: sycl.ptr[sycl.int32], value: sycl.int32):
+    i = this_work_item.get_nd_item(1).get_global_linear_id()
+    ptr[i] = ptr[i] * value
+
+
+@syclexp.single_task_kernel
+def store(ptr: sycl.ptr[sycl.int32], value: sycl.int32):
+    ptr[0] = value
+
+
+def kernel(q, f):
+    b = syclexp.get_kernel_bundle(q.get_context(), f, sycl.bundle_state.executable)
+    return b.ext_oneapi_get_kernel(f)
+
+
+def invalid(call) -> str:
+    with pytest.raises(sycl.exception) as ei:
+        call()
+    assert ei.value.code() == sycl.errc.invalid, ei.value
+    return str(ei.value)
+
+
+def values(p, n=N):
+    return np.asarray(p)[:n].copy()
+
+
+def test_scalar_dynamic_parameter(q, mem):
+    a = mem.zeros(N, np.int32)
+    g = syclexp.command_graph(q)
+    value = syclexp.dynamic_parameter(g, 3)
+    k = kernel(q, add_scalar)
+    n = g.add(lambda h: (h.set_arg(0, a), h.set_arg(1, value),
+                         h.parallel_for(sycl.nd_range((N,), (WG,)), k)))
+    exe = g.finalize([updatable()])
+    frozen = g.finalize([updatable()])  # never updated: keeps 3
+    q.ext_oneapi_graph(exe).wait()
+    assert (values(a) == 3).all()
+    value.update(10)
+    q.ext_oneapi_graph(exe).wait()  # not updated yet: still 3
+    assert (values(a) == 6).all()
+    exe.update(n)
+    q.ext_oneapi_graph(exe).wait()
+    assert (values(a) == 16).all()
+    q.ext_oneapi_graph(frozen).wait()
+    assert (values(a) == 19).all()
+    q.ext_oneapi_graph(g.finalize()).wait()  # a new executable graph: the current value
+    assert (values(a) == 29).all()
+
+
+def test_pointer_dynamic_parameter_shared_by_nodes(q, mem):
+    """One dynamic parameter registered with two nodes (a pointer both use): one update
+    keeps them consistent (7.5.2, Parameter Updates)."""
+    a, b = mem.zeros(N, np.int32), mem.zeros(N, np.int32)
+    g = syclexp.command_graph(q)
+    target = syclexp.dynamic_parameter(g, a)
+    add, mul = kernel(q, add_scalar), kernel(q, mul_scalar)
+    r = sycl.nd_range((N,), (WG,))
+    n1 = g.add(lambda h: (h.set_args(target, 5), h.parallel_for(r, add)))
+    n2 = g.add(lambda h: (h.set_args(target, 3), h.parallel_for(r, mul)), [dep(n1)])
+    exe = g.finalize([updatable()])
+    q.ext_oneapi_graph(exe).wait()
+    assert (values(a) == 15).all() and (values(b) == 0).all()
+    target.update(b)
+    exe.update([n1, n2])
+    for _ in range(2):
+        q.ext_oneapi_graph(exe)
+    q.wait()
+    assert (values(a) == 15).all() and (values(b) == 60).all()  # (0+5)*3, then (15+5)*3
+
+
+def test_update_between_replays_in_flight(q, mem):
+    """Submissions made before an update keep the old value; the update does not wait
+    for them to run (7.5.2)."""
+    a = mem.zeros(N, np.int32)
+    g = syclexp.command_graph(q)
+    value = syclexp.dynamic_parameter(g, 1)
+    k = kernel(q, add_scalar)
+    n = g.add(lambda h: (h.set_args(a, value), h.parallel_for(sycl.nd_range((N,), (WG,)), k)))
+    exe = g.finalize([updatable()])
+    total = 0
+    for step in range(1, 21):
+        for _ in range(10):
+            q.ext_oneapi_graph(exe)
+            total += step
+        value.update(step + 1)
+        exe.update(n)
+    q.wait()
+    assert (values(a) == total).all()
+
+
+def test_update_never_compiles(q, mem, monkeypatch):
+    a = mem.zeros(N, np.int32)
+    g = syclexp.command_graph(q)
+    value = syclexp.dynamic_parameter(g, 1)
+    ptr = syclexp.dynamic_parameter(g, a)
+    k = kernel(q, add_scalar)
+    n = g.add(lambda h: (h.set_args(ptr, value), h.parallel_for(sycl.nd_range((N,), (WG,)), k)))
+    exe = g.finalize([updatable()])
+    q.ext_oneapi_graph(exe).wait()
+    engine = scheduler_for(q.get_device()).engine
+    pipelines = len(engine._pipelines)
+
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("an update compiled a kernel")
+
+    monkeypatch.setattr(launch, "load_or_compile", no_compiling)
+    b = mem.zeros(N, np.int32)
+    for v in range(2, 12):
+        value.update(v)
+        ptr.update(b if v % 2 else a)
+        exe.update(n)
+        q.ext_oneapi_graph(exe)
+    q.wait()
+    assert len(engine._pipelines) == pipelines
+    assert (values(a) == 1 + 2 + 4 + 6 + 8 + 10).all()
+    assert (values(b) == 3 + 5 + 7 + 9 + 11).all()
+
+
+def test_update_range_and_nd_range(q, mem):
+    a = mem.zeros(N, np.int32)
+
+    def inc(i):
+        a[i] = a[i] + 1
+
+    g = syclexp.command_graph(q)
+    n = g.add(lambda h: h.parallel_for(sycl.range(N), inc))
+    k = kernel(q, add_scalar)
+    m = g.add(lambda h: (h.set_args(a, 10), h.parallel_for(sycl.nd_range((N,), (WG,)), k)),
+              [dep(n)])
+    exe = g.finalize([updatable()])
+    n.update_range(sycl.range(N // 2))
+    m.update_nd_range(sycl.nd_range((N // 4,), (WG,)))
+    exe.update([n, m])
+    q.ext_oneapi_graph(exe).wait()
+    want = np.zeros(N, np.int32)
+    want[: N // 2] += 1
+    want[: N // 4] += 10
+    np.testing.assert_array_equal(values(a), want)
+    invalid(lambda: n.update_range(sycl.range(4, 4)))       # other dimensions
+    invalid(lambda: n.update_nd_range(sycl.range(4)))       # not an nd_range
+    invalid(lambda: m.update_range(sycl.nd_range((4,), (4,))))
+    empty = g.add()
+    invalid(lambda: empty.update_range(sycl.range(4)))      # not a kernel node
+    single = g.add(lambda h: h.single_task(lambda: None))
+    invalid(lambda: single.update_range(sycl.range(4)))
+
+
+def test_dynamic_command_group(q, mem):
+    a = mem.zeros(N, np.int32)
+    g = syclexp.command_graph(q)
+    value = syclexp.dynamic_parameter(g, 2)
+    add, mul = kernel(q, add_scalar), kernel(q, mul_scalar)
+    r = sycl.nd_range((N,), (WG,))
+
+    def twice(i):
+        a[i] = a[i] + a[i]
+
+    dcg = syclexp.dynamic_command_group(g, [
+        lambda h: (h.set_args(a, value), h.parallel_for(r, add)),
+        lambda h: (h.set_args(a, value), h.parallel_for(r, mul)),
+        lambda h: h.parallel_for(sycl.range(N // 2), twice),
+    ])
+    assert dcg.get_active_index() == 0
+    n = g.add(dcg)
+    assert n.get_type() is syclexp.node_type.kernel
+    exe = g.finalize([updatable()])
+    q.ext_oneapi_graph(exe).wait()
+    assert (values(a) == 2).all()
+    dcg.set_active_index(1)
+    dcg.set_active_index(1)  # the active one again: nothing
+    value.update(5)  # reaches the inactive command groups too
+    exe.update(n)
+    q.ext_oneapi_graph(exe).wait()
+    assert (values(a) == 10).all()
+    dcg.set_active_index(2)
+    exe.update(n)
+    q.ext_oneapi_graph(exe).wait()
+    assert (values(a)[: N // 2] == 20).all() and (values(a)[N // 2:] == 10).all()
+    n.update_range(sycl.range(N))  # the active command group's range
+    dcg.set_active_index(0)
+    exe.update(n)
+    q.ext_oneapi_graph(exe).wait()
+    assert (values(a)[: N // 2] == 25).all()
+    dcg.set_active_index(2)  # keeps the range it was updated to
+    exe.update(n)
+    q.ext_oneapi_graph(exe).wait()
+    assert (values(a)[: N // 2] == 50).all() and (values(a)[N // 2:] == 30).all()
+    invalid(lambda: dcg.set_active_index(3))
+    invalid(lambda: dcg.set_active_index(-1))
+
+
+def test_dynamic_command_group_errors(q, mem):
+    a = mem.zeros(N, np.int32)
+    g, other = syclexp.command_graph(q), syclexp.command_graph(q)
+    invalid(lambda: syclexp.dynamic_command_group(g, []))
+    invalid(lambda: syclexp.dynamic_command_group(g, [lambda h: h.memset(a, 0, 4)]))
+    invalid(lambda: syclexp.dynamic_command_group(g, [lambda h: None]))
+    dcg = syclexp.dynamic_command_group(other, [lambda h: h.single_task(lambda: None)])
+    invalid(lambda: g.add(dcg))
+    with g.recording(q):
+        e1 = q.single_task(lambda: None)
+        e2 = q.single_task(lambda: None)
+    mixed = syclexp.dynamic_command_group(g, [
+        lambda h: (h.depends_on(e1), h.single_task(lambda: None)),
+        lambda h: (h.depends_on(e2), h.single_task(lambda: None))])
+    invalid(lambda: g.add(mixed))
+    same = syclexp.dynamic_command_group(g, [
+        lambda h: (h.depends_on(e1), h.single_task(lambda: None)),
+        lambda h: (h.depends_on(e1), h.single_task(lambda: None))])
+    assert g.add(same).get_predecessors() == [syclexp.node.get_node_from_event(e1)]
+
+
+def test_dynamic_parameter_errors(q, mem):
+    a = mem.zeros(N, np.int32)
+    g, other = syclexp.command_graph(q), syclexp.command_graph(q)
+    dp = syclexp.dynamic_parameter(g, 1)
+    k = kernel(q, add_scalar)
+    r = sycl.nd_range((N,), (WG,))
+    invalid(lambda: syclexp.dynamic_parameter(q, 1))
+    # in a normal submission, and in a recorded one
+    invalid(lambda: q.submit(lambda h: (h.set_args(a, dp), h.parallel_for(r, k))))
+    with g.recording(q):
+        invalid(lambda: q.submit(lambda h: (h.set_args(a, dp), h.parallel_for(r, k))))
+    # the node's graph is not the parameter's
+    invalid(lambda: other.add(lambda h: (h.set_args(a, dp), h.parallel_for(r, k))))
+    # a command group that is no kernel
+    invalid(lambda: g.add(lambda h: (h.set_arg(0, dp), h.memset(a, 0, 4))))
+    assert g.get_nodes() == [] and other.get_nodes() == []
+
+
+def test_update_errors(q, mem):
+    a = mem.zeros(N, np.int32)
+    g = syclexp.command_graph(q)
+    k = kernel(q, add_scalar)
+    n = g.add(lambda h: (h.set_args(a, 1), h.parallel_for(sycl.nd_range((N,), (WG,)), k)))
+    m = g.add(lambda h: h.memset(a, 0, 4))
+    fixed = g.finalize()
+    assert "updatable" in invalid(lambda: fixed.update(n))
+    invalid(lambda: fixed.update(g))
+    exe = g.finalize([updatable()])
+    invalid(lambda: exe.update(m))  # not a kernel node
+    later = g.add(lambda h: h.single_task(lambda: None))
+    assert "not part" in invalid(lambda: exe.update(later))
+    other = syclexp.command_graph(q)
+    foreign = other.add(lambda h: h.single_task(lambda: None))
+    invalid(lambda: exe.update([n, foreign]))
+    invalid(lambda: exe.update("n"))
+    exe.update(n)  # nothing changed: not an error
+
+
+def make_pipeline(q, g, ptr, add, scale):
+    """Two kernel nodes behind an empty node: what whole-graph update pairs up."""
+    k_add, k_mul = kernel(q, add_scalar), kernel(q, mul_scalar)
+    r = sycl.nd_range((N,), (WG,))
+    n1 = g.add(lambda h: (h.set_args(ptr, add), h.parallel_for(r, k_add)))
+    e = g.add([dep(n1)])
+    g.add(lambda h: (h.set_args(ptr, scale), h.parallel_for(r, k_mul)), [dep(e)])
+
+
+def test_whole_graph_update(q, mem):
+    a, b = mem.zeros(N, np.int32), mem.zeros(N, np.int32)
+    g1, g2 = syclexp.command_graph(q), syclexp.command_graph(q)
+    make_pipeline(q, g1, a, 1, 2)
+    make_pipeline(q, g2, b, 3, 4)
+    exe = g1.finalize([updatable()])
+    q.ext_oneapi_graph(exe).wait()
+    exe.update(g2)
+    for _ in range(2):
+        q.ext_oneapi_graph(exe)
+    q.wait()
+    assert (values(a) == 2).all() and (values(b) == (3 * 4 + 3) * 4).all()
+
+
+def test_whole_graph_update_with_dynamic_parameters(q, mem):
+    """Earlier updates of a source graph's dynamic parameters come along (7.5.2)."""
+    a = mem.zeros(N, np.int32)
+    g1, g2 = syclexp.command_graph(q), syclexp.command_graph(q)
+    make_pipeline(q, g1, a, 1, 1)
+    v = syclexp.dynamic_parameter(g2, 1)
+    make_pipeline(q, g2, a, v, 3)
+    v.update(7)
+    exe = g1.finalize([updatable()])
+    exe.update(g2)
+    q.ext_oneapi_graph(exe).wait()
+    assert (values(a) == 21).all()
+
+
+def test_whole_graph_update_errors(q, mem):
+    a = mem.zeros(N, np.int32)
+    g1 = syclexp.command_graph(q)
+    make_pipeline(q, g1, a, 1, 2)
+    exe = g1.finalize([updatable()])
+    fewer = syclexp.command_graph(q)
+    fewer.add()
+    assert "topologically" in invalid(lambda: exe.update(fewer))
+    rewired = syclexp.command_graph(q)
+    make_pipeline(q, rewired, a, 1, 2)
+    rewired.make_edge(rewired.get_nodes()[0], rewired.get_nodes()[2])
+    invalid(lambda: exe.update(rewired))
+    with_host = syclexp.command_graph(q)
+    make_pipeline(q, with_host, a, 1, 2)
+    with_host.add(lambda h: h.host_task(lambda: None))
+    assert "host_task" in invalid(lambda: exe.update(with_host))
+    other_kernels = syclexp.command_graph(q)
+    k_mul, k_add = kernel(q, mul_scalar), kernel(q, add_scalar)
+    r = sycl.nd_range((N,), (WG,))
+    n1 = other_kernels.add(lambda h: (h.set_args(a, 1), h.parallel_for(r, k_mul)))
+    e = other_kernels.add([dep(n1)])
+    other_kernels.add(lambda h: (h.set_args(a, 1), h.parallel_for(r, k_add)), [dep(e)])
+    invalid(lambda: exe.update(other_kernels))
+    elsewhere = syclexp.command_graph(sycl.context(q.get_device()), q.get_device())
+    invalid(lambda: exe.update(elsewhere))
+
+
+def test_recorded_graph_range_update(q, mem):
+    a = mem.zeros(N, np.int32)
+
+    def inc(i):
+        a[i] = a[i] + 1
+
+    g = syclexp.command_graph(q)
+    with g.recording(q):
+        e = q.parallel_for(sycl.range(N), inc)
+    exe = g.finalize([updatable()])
+    node = syclexp.node.get_node_from_event(e)
+    node.update_range(sycl.range(8))
+    exe.update(node)
+    q.ext_oneapi_graph(exe).wait()
+    assert values(a)[:8].tolist() == [1] * 8 and (values(a)[8:] == 0).all()
+
+
+def test_single_task_pointer_update(q, mem):
+    outs = [mem.zeros(1, np.int32) for _ in range(4)]
+    g = syclexp.command_graph(q)
+    where = syclexp.dynamic_parameter(g, outs[0])
+    what = syclexp.dynamic_parameter(g, 0)
+    k = kernel(q, store)
+    n = g.add(lambda h: (h.set_arg(0, where), h.set_arg(1, what), h.single_task(k)))
+    exe = g.finalize([updatable()])
+    for i, out in enumerate(outs):
+        where.update(out)
+        what.update(100 + i)
+        exe.update(n)
+        q.ext_oneapi_graph(exe)
+    q.wait()
+    assert [int(np.asarray(o)[0]) for o in outs] == [100, 101, 102, 103]
+
+
+def test_updates_split_long_segments_around_the_updated_node(q, mem):
+    """A 20-node chain updated in its middle node: the segment is split once into the
+    nodes before, the node, and the nodes after; later updates record one dispatch."""
+    a = mem.zeros(N, np.int32)
+    k_add, k_mul = kernel(q, add_scalar), kernel(q, mul_scalar)
+    r = sycl.nd_range((N,), (WG,))
+    g = syclexp.command_graph(q)
+    factor = syclexp.dynamic_parameter(g, 1)
+    nodes = []
+    for j in range(20):
+        props = [dep(nodes[-1])] if nodes else []
+        if j == 10:
+            nodes.append(g.add(lambda h: (h.set_args(a, factor), h.parallel_for(r, k_mul)),
+                               props))
+        else:
+            nodes.append(g.add(lambda h: (h.set_args(a, 1), h.parallel_for(r, k_add)), props))
+    exe = g.finalize([updatable()])
+    assert len(exe._steps) == 1
+    want = 0
+    for v in range(2, 9):
+        factor.update(v)
+        exe.update(nodes[10])
+        q.ext_oneapi_graph(exe)
+        want = ((want + 10) * v + 9) % (1 << 32)
+        assert [len(s.dispatches) for s in exe._steps] == [10, 1, 9]
+    q.wait()
+    assert (values(a) == np.int64(want).astype(np.int32)).all()
+
+
+def test_update_after_a_deferred_submission(q, mem):
+    """A submission waiting for a host task's predecessor still runs the graph as it was
+    when submitted (7.5.2: updates do not affect previous submissions)."""
+    import threading
+
+    a = mem.zeros(N, np.int32)
+    gate = threading.Event()
+    g = syclexp.command_graph(q)
+    value = syclexp.dynamic_parameter(g, 1)
+    k = kernel(q, add_scalar)
+    h0 = g.add(lambda h: h.host_task(lambda: gate.wait(30)))
+    n = g.add(lambda h: (h.set_args(a, value), h.parallel_for(sycl.nd_range((N,), (WG,)), k)),
+              [dep(h0)])
+    exe = g.finalize([updatable()])
+    first = q.ext_oneapi_graph(exe)  # held at its host task
+    value.update(100)
+    exe.update(n)
+    second = q.ext_oneapi_graph(exe)
+    gate.set()
+    sycl.event.wait([first, second])
+    assert (values(a) == 101).all()

@@ -1,0 +1,87 @@
+"""The handler of command groups added through the explicit API, and how a kernel
+node's command is built again when its arguments or range change.
+
+A kernel command is rebuilt through the very launch path that built it (the handler's
+`_launch`): the compiled kernel and its pipeline come from their caches, so an update
+only packs new push constants, never compiles."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..exceptions import errc, exception
+from ..runtime.commands import Command
+from ..runtime.event import event
+from ..runtime.handler import handler
+
+if TYPE_CHECKING:
+    from ..runtime.queue import queue
+    from .dynamic import dynamic_parameter
+    from .graph import command_graph
+
+
+def rebuild(h: handler, launch: Any = None) -> Command:
+    """The command of `h`'s kernel with its current arguments, over `launch` (by default
+    the range it was enqueued with)."""
+    kernel, old, properties = h.launch_recipe
+    return handler._launch(h, kernel, old if launch is None else launch, properties)
+
+
+class graph_handler(handler):
+    """A handler for `command_graph.add`: kernel arguments may be dynamic parameters of
+    the graph (registered with the node once it exists), and what only the record & replay
+    API or no graph at all may hold is refused."""
+
+    def __init__(self, q: queue, graph: command_graph) -> None:
+        super().__init__(q)
+        self._graph = graph
+        self.dynamic: list[tuple[int, dynamic_parameter]] = []
+
+    def set_arg(self, index: int, value: Any) -> None:
+        if hasattr(value, "_vksycl_dynamic_parameter"):
+            if value._graph is not self._graph:
+                raise exception(errc.invalid, "the dynamic_parameter belongs to another "
+                                "command_graph")
+            self.dynamic.append((index, value))
+            value = value._value
+        handler.set_arg(self, index, value)
+
+    def ext_oneapi_barrier(self, events: Iterable[event] = ()) -> None:
+        raise exception(errc.invalid, "barriers can be recorded from a queue only; with "
+                        "command_graph.add use an empty node with "
+                        "property.node.depends_on_all_leaves()")
+
+    def memcpy(self, dest: Any, src: Any, num_bytes: int | None = None,
+               offset: int = 0) -> None:
+        _no_device_global(dest, src)
+        super().memcpy(dest, src, num_bytes, offset)
+
+    def copy(self, src: Any, dest: Any, count: int | None = None, start_index: int = 0
+             ) -> None:
+        _no_device_global(dest, src)
+        super().copy(src, dest, count, start_index)
+
+
+def _no_device_global(*sides: Any) -> None:
+    """Copies to and from device_globals cannot be graph nodes (7.12.4)."""
+    for x in sides:
+        meta = getattr(x, "__vksycl_device_global__", None)
+        if meta is not None:
+            raise exception(errc.invalid, f"copies to and from device_global "
+                            f"{meta['unique_id']} cannot be added to a command_graph")
+
+
+def check_recordable(h: handler) -> None:
+    """What no graph node may use (7.12): work-group scratch memory."""
+    from ..compiler import work_group_scratch_size
+
+    recipe = h.launch_recipe
+    props = recipe[2] if recipe is not None else None
+    if props is None:
+        return
+    if not isinstance(props, Iterable):
+        props = [props]
+    if any(isinstance(p, work_group_scratch_size) for p in props):
+        raise exception(errc.invalid, "kernels with the work_group_scratch_size property "
+                        "cannot be graph nodes")

@@ -1,0 +1,67 @@
+"""`command_graph.print_graph`: the graph in Graphviz's DOT language."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..exceptions import errc, exception
+from ..runtime.commands import Command, HostTask, KernelLaunch
+from .properties import node_type
+
+
+def write_dot(nodes: list[Any], path: Any, verbose: bool) -> None:
+    """Writes the nodes, their types, ids and kernel names (with `verbose`, arguments,
+    addresses and sizes too) and their edges to `path`, which must end in ".dot"."""
+    path = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if path is None or not path.endswith(".dot"):
+        raise exception(errc.invalid, "print_graph writes DOT only: the path must end in "
+                        "\".dot\"")
+    ids = {id(n): i for i, n in enumerate(nodes)}
+    lines = ["digraph command_graph {", '  node [shape=box, fontname="monospace"];']
+    for i, n in enumerate(nodes):
+        label = "\\n".join([f"ID = {i}", f"TYPE = {n._type.name}",
+                            *_details(n._command(), n._type, verbose)])
+        lines.append(f'  n{i} [label="{label}"];')
+    for n in nodes:
+        for s in n._succs:
+            lines.append(f"  n{ids[id(n)]} -> n{ids[id(s)]};")
+    lines.append("}")
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+    except OSError as err:
+        raise exception(errc.invalid, f"print_graph could not write {path}: {err}") from None
+
+
+def _details(command: Command, kind: node_type, verbose: bool) -> list[str]:
+    out: list[str] = []
+    if isinstance(command, KernelLaunch):
+        out.append(f"NAME = {_quote(command.name)}")
+        if verbose:
+            out.append(f"WORK-GROUPS = {command.groups}")
+            out.append(f"ARGUMENTS = 0x{command.push_constants.hex()}")
+    elif isinstance(command, HostTask):
+        out.append(f"NAME = {_quote(getattr(command.fn, '__qualname__', 'host_task'))}")
+    elif verbose and kind in (node_type.memcpy, node_type.memset, node_type.memfill):
+        src, dst = getattr(command, "src", None), command.dst
+        if src is not None:
+            out.append(f"SRC = {_where(src)}")
+        out.append(f"DST = {_where(dst)}")
+        out.append(f"BYTES = {dst.nbytes}")
+        pattern = getattr(command, "pattern", None)
+        if pattern is not None:
+            out.append(f"PATTERN = 0x{pattern.hex()}")
+    elif verbose and kind is node_type.subgraph:
+        out.append(f"NODES = {len(command.graph._nodes)}")
+    return out
+
+
+def _where(span: Any) -> str:
+    if span.allocation is None:
+        return "host array"
+    return f"0x{span.address:x}"
+
+
+def _quote(s: str) -> str:
+    return s.replace("\\", "\\\\").replace('"', '\\"')

@@ -1,0 +1,313 @@
+"""`command_graph[graph_state.executable]`: the DAG lowered once into pre-recorded
+sequences, submitted as one command, and updated by recording again.
+
+`finalize` takes the nodes in a topological order (GPU work before host tasks wherever
+the edges allow, so that host tasks split the work as little as they can), lowers each
+node's command exactly as eager submission does (`Command.lower`), and records the GPU
+steps between two host steps (or a staging flush) into one sequence of their own, level
+by level: a barrier starts each level, and the nodes of one level (no edges between
+them) may run at once. A submission is one `GraphRun` command through the scheduler:
+its pre-recorded segments are submitted as they are, host steps run between them. An
+update builds the updated kernel nodes' commands again (push constants, no compilation)
+and records again only the segments holding them; submissions already made keep the
+sequences they run."""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ..exceptions import errc, exception
+from ..runtime.commands import Command, GpuStep, HostStep, LowerContext, Step
+from ..runtime.context import scheduler_for
+from ..runtime.engine import Buffer, Dispatch
+from ..runtime.event import event
+from .builder import graph_handler
+from .node import node
+from .properties import has, node_type, property
+
+if TYPE_CHECKING:
+    from .graph import command_graph
+
+FINALIZE_PROPERTIES = (property.graph.updatable, property.graph.enable_profiling)
+_STAGING_BYTES = 4 << 20
+# segments of at most this many GPU steps are recorded again whole when updated
+_WHOLE_SEGMENT = 8
+Part = list[tuple[int, int, list[Dispatch]]]
+_WHOLE_UPDATE_TYPES = (node_type.empty, node_type.ext_oneapi_barrier, node_type.kernel)
+
+
+class GraphRun(Command):
+    """One submission of an executable graph; recorded into another graph, a sub-graph
+    node (whose nodes the parent's finalize takes in)."""
+
+    command_type = "subgraph"
+
+    def __init__(self, graph: executable_command_graph) -> None:
+        self.graph = graph
+        self.steps = graph._steps  # as submitted: later updates do not reach it
+        self.runs_on_host = graph._runs_on_host
+        self.profiled = graph._profiling
+
+    def lower(self, ctx: LowerContext) -> list[Step]:
+        return self.steps
+
+
+class executable_command_graph:
+    """A finalized graph: its topology is fixed; kernel nodes may be updated when it was
+    finalized with `property.graph.updatable()`."""
+
+    def __init__(self, source: command_graph, props: list[Any]) -> None:
+        self._context, self._device = source._context, source._device
+        self._updatable = has(props, property.graph.updatable)
+        self._profiling = has(props, property.graph.enable_profiling)
+        nodes = list(source._nodes)
+        self._nodes = nodes
+        self._index = {id(n): i for i, n in enumerate(nodes)}
+        self._preds = [[self._index[id(p)] for p in n._preds] for n in nodes]
+        self._commands = [n._command() for n in nodes]
+        self._order = _topological(self._preds, [n._type is node_type.host_task
+                                                 for n in nodes])
+        self._engine = scheduler_for(self._device).engine
+        self._staging: list[Buffer] = []
+        self._ctx = LowerContext(self._engine, self._staging_buffer)
+        self._lowered = [self._lower(c) for c in self._commands]
+        self._lock = threading.RLock()
+        self._last: event | None = None  # the last submission, for graphs with host steps
+        self._build()
+
+    def get_context(self) -> Any:
+        return self._context
+
+    def get_device(self) -> Any:
+        return self._device
+
+    # -- lowering ----------------------------------------------------------------------
+    def _staging_buffer(self, i: int) -> Buffer:
+        while len(self._staging) <= i:
+            self._staging.append(self._engine.buffer(_STAGING_BYTES, host_visible=True))
+        return self._staging[i]
+
+    def _lower(self, command: Command) -> list[Step]:
+        if isinstance(command, GraphRun):  # a sub-graph: its nodes, in its order
+            child = command.graph
+            with child._lock:
+                return [s for i in child._order for s in child._lowered[i]]
+        return command.lower(self._ctx)
+
+    def _build(self) -> None:
+        """Segments of GPU steps, each recorded once, and the host steps between them."""
+        plan: list[Part | HostStep] = []  # a segment's (node, k-th GPU step, dispatches)
+        current: Part = []
+
+        def close() -> None:
+            if current:
+                plan.append(list(current))
+                current.clear()
+
+        for i in self._order:
+            k = 0
+            for step in self._lowered[i]:
+                if isinstance(step, GpuStep):
+                    if step.dispatches:
+                        current.append((i, k, step.dispatches))
+                    k += 1
+                    if step.flush:
+                        close()
+                else:
+                    close()
+                    plan.append(step)
+        close()
+        self._plan = plan
+        self._members = [_members(p) for p in plan]
+        self._steps = [self._record(p) if isinstance(p, list) else p for p in plan]
+        self._runs_on_host = any(isinstance(p, HostStep) for p in plan)
+
+    def _record(self, parts: Part) -> GpuStep:
+        """One segment, breadth first: a GPU step's level is one more than the deepest
+        of its node's predecessors (and its node's earlier steps) in the segment. Only
+        the first dispatch of each level keeps its barrier, so the nodes of a level may
+        run at once; work of earlier segments is behind the first barrier."""
+        levels: list[int] = []
+        last: dict[int, int] = {}  # node -> level of its latest step here
+        for i, _, _ in parts:
+            level = last[i] + 1 if i in last else 0
+            for p in self._preds[i]:
+                if p in last:
+                    level = max(level, last[p] + 1)
+            levels.append(level)
+            last[i] = level
+        dispatches: list[Dispatch] = []
+        previous = -1
+        for e in sorted(range(len(parts)), key=lambda e: (levels[e], e)):
+            first, *rest = parts[e][2]
+            # the dispatches of one step after the first (pieces of a copy or fill
+            # that may share a word) keep their barriers
+            dispatches.append(first if levels[e] != previous else
+                              self._engine.without_barrier(first))
+            dispatches += rest
+            previous = levels[e]
+        return GpuStep(dispatches, recording=self._engine.record(dispatches, self._profiling))
+
+    # -- submission --------------------------------------------------------------------
+    def _vksycl_graph_command(self, h: Any) -> GraphRun:
+        """The command of `handler.ext_oneapi_graph(self)`. Submissions of a graph with
+        host steps wait for the one before (GPU work is ordered by the device queue)."""
+        q = h._queue
+        if q.get_device() != self._device or q.get_context() != self._context:
+            raise exception(errc.invalid, "the executable graph was made for another device "
+                            "or context than the queue's")
+        with self._lock:
+            run = GraphRun(self)
+            if run.runs_on_host and q.recording_graph is None and \
+                    not isinstance(h, graph_handler):
+                if self._last is not None:
+                    h.depends_on(self._last)
+                h.enqueued = [self._submitted]
+            return run
+
+    def _submitted(self, ev: event) -> None:
+        self._last = ev
+
+    # -- update ------------------------------------------------------------------------
+    def update(self, target: Any) -> None:
+        """`update(node)`, `update([nodes])`, or `update(graph)` from a topologically
+        identical modifiable graph: kernel nodes take their current arguments, range and
+        active command group."""
+        from .graph import command_graph
+
+        if not self._updatable:
+            raise exception(errc.invalid, "the executable graph was finalized without "
+                            "property.graph.updatable()")
+        if isinstance(target, command_graph):
+            with target._lock:
+                pairs = self._whole(target)
+        else:
+            nodes = [target] if isinstance(target, node) else target
+            if not isinstance(nodes, list | tuple):
+                raise exception(errc.invalid, "update takes a node, a list of nodes or a "
+                                f"modifiable command_graph, got {type(target).__name__}")
+            pairs = [(self._own(n), n._command()) for n in nodes]
+        with self._lock:
+            self._apply(pairs)
+
+    def _own(self, n: Any) -> int:
+        i = self._index.get(id(n)) if isinstance(n, node) else None
+        if i is None or self._nodes[i] is not n:
+            raise exception(errc.invalid, "update: the node is not part of this graph")
+        if n._type is not node_type.kernel:
+            raise exception(errc.invalid, f"update: only kernel nodes can be updated; this "
+                            f"node is {n._type.name}")
+        return i
+
+    def _whole(self, source: command_graph) -> list[tuple[int, Command]]:
+        if source._device != self._device or source._context != self._context:
+            raise exception(errc.invalid, "update: the graphs have different devices or "
+                            "contexts")
+        nodes = source._nodes
+        for n in nodes:
+            if n._type not in _WHOLE_UPDATE_TYPES:
+                raise exception(errc.invalid, f"update from a graph with a {n._type.name} "
+                                "node: only kernel, empty and barrier nodes can be updated")
+        index = {id(n): i for i, n in enumerate(nodes)}
+        same = len(nodes) == len(self._nodes) and all(
+            n._type is self._nodes[i]._type and
+            [index[id(p)] for p in n._preds] == self._preds[i]
+            for i, n in enumerate(nodes))
+        if not same:
+            raise exception(errc.invalid, "update: the graph is not topologically identical "
+                            "to the one this graph was finalized from")
+        pairs = []
+        for i, n in enumerate(nodes):
+            if n._type is node_type.kernel:
+                command = n._command()
+                if command.name != self._commands[i].name:
+                    raise exception(errc.invalid, f"update: node {i} runs kernel "
+                                    f"{command.name}, not {self._commands[i].name}")
+                pairs.append((i, command))
+        return pairs
+
+    def _apply(self, pairs: list[tuple[int, Command]]) -> None:
+        """New commands for kernel nodes. A segment holding an updated node is recorded
+        again; a long one is first split around the updated nodes, so that updating them
+        again records only their own dispatches."""
+        changed: dict[int, list[list[Dispatch]]] = {}
+        reshaped = False
+        for i, command in pairs:
+            if command is self._commands[i]:
+                continue
+            lowered = self._lower(command)
+            gpu = [s.dispatches for s in lowered if isinstance(s, GpuStep)]
+            old = [s for s in self._lowered[i] if isinstance(s, GpuStep)]
+            self._commands[i] = command
+            self._lowered[i] = lowered
+            reshaped = reshaped or len(gpu) != len(old) or not all(gpu) or \
+                any(isinstance(s, HostStep) for s in lowered)
+            changed[i] = gpu
+        if reshaped:  # another shape of steps: lower the whole graph again
+            self._build()
+            return
+        if not changed:
+            return
+        plan: list[Part | HostStep] = []
+        members: list[frozenset[int]] = []
+        steps: list[Step] = []  # a new list: submissions under way keep the old one
+        for item, nodes, step in zip(self._plan, self._members, self._steps, strict=True):
+            if nodes.isdisjoint(changed):
+                plan.append(item)
+                members.append(nodes)
+                steps.append(step)
+                continue
+            item = [(i, k, changed[i][k] if i in changed else ds) for i, k, ds in item]
+            for piece in _around(item, changed):
+                plan.append(piece)
+                members.append(_members(piece))
+                steps.append(self._record(piece))
+        self._plan, self._members, self._steps = plan, members, steps
+
+    def __repr__(self) -> str:
+        return f"syclexp.command_graph[executable]({len(self._nodes)} nodes)"
+
+
+def _members(item: Part | HostStep) -> frozenset[int]:
+    """The nodes a segment holds (none for a host step)."""
+    return frozenset(i for i, _, _ in item) if isinstance(item, list) else frozenset()
+
+
+def _around(part: Part, changed: dict[int, Any]) -> list[Part]:
+    """A segment's parts in runs of updated and other nodes, in order (a short segment
+    stays whole). Each run is recorded on its own; the topological order of the parts
+    keeps every edge pointing to a later run."""
+    if len(part) <= _WHOLE_SEGMENT:
+        return [part]
+    runs: list[Part] = []
+    for entry in part:
+        if runs and (entry[0] in changed) == (runs[-1][0][0] in changed):
+            runs[-1].append(entry)
+        else:
+            runs.append([entry])
+    return runs
+
+
+def _topological(preds: list[list[int]], host: list[bool]) -> list[int]:
+    """Kahn's order, earliest added first, host tasks only when no GPU node is ready."""
+    n = len(preds)
+    waiting = [len(set(p)) for p in preds]
+    succs: list[list[int]] = [[] for _ in range(n)]
+    for i, ps in enumerate(preds):
+        for p in set(ps):
+            succs[p].append(i)
+    ready: list[tuple[bool, int]] = [(host[i], i) for i in range(n) if not waiting[i]]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, i = heapq.heappop(ready)
+        order.append(i)
+        for s in succs[i]:
+            waiting[s] -= 1
+            if not waiting[s]:
+                heapq.heappush(ready, (host[s], s))
+    if len(order) != n:
+        raise exception(errc.invalid, "finalize: the graph has a cycle")
+    return order

@@ -1,0 +1,98 @@
+"""The graph extension's enumerations and properties (`syclexp.node_type`,
+`syclexp.graph_state`, `syclexp.property.graph.*`, `syclexp.property.node.*`)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from typing import Any
+
+from ..exceptions import errc, exception
+from ..properties import Property, find
+
+
+class node_type(enum.Enum):
+    empty = 0
+    subgraph = 1
+    kernel = 2
+    memcpy = 3
+    memset = 4
+    memfill = 5
+    prefetch = 6
+    memadvise = 7
+    ext_oneapi_barrier = 8
+    host_task = 9
+
+
+class graph_state(enum.Enum):
+    modifiable = 0
+    executable = 1
+
+
+# a command's `command_type` and the node type it makes
+NODE_TYPES = {
+    "kernel": node_type.kernel, "memcpy": node_type.memcpy, "memset": node_type.memset,
+    "fill": node_type.memfill, "prefetch": node_type.prefetch,
+    "mem_advise": node_type.memadvise, "ext_oneapi_barrier": node_type.ext_oneapi_barrier,
+    "barrier": node_type.empty, "host_task": node_type.host_task,
+    "subgraph": node_type.subgraph,
+}
+
+
+class _graph_properties:
+    class no_cycle_check(Property):
+        __slots__ = ()
+
+    class assume_buffer_outlives_graph(Property):
+        __slots__ = ()
+
+    class updatable(Property):
+        __slots__ = ()
+
+    class enable_profiling(Property):
+        __slots__ = ()
+
+
+class _node_properties:
+    class depends_on(Property):
+        """Edges from each of `nodes` to the node being added."""
+
+        __slots__ = ("nodes",)
+
+        def __init__(self, *nodes: Any) -> None:
+            if len(nodes) == 1 and isinstance(nodes[0], list | tuple):
+                nodes = tuple(nodes[0])
+            self.nodes = tuple(nodes)
+
+    class depends_on_all_leaves(Property):
+        __slots__ = ()
+
+
+class property:
+    graph = _graph_properties
+    node = _node_properties
+
+
+# what command_graph and begin_recording take
+GRAPH_PROPERTIES = (property.graph.no_cycle_check, property.graph.assume_buffer_outlives_graph)
+
+
+def property_list(props: Any, allowed: tuple[type, ...], what: str) -> list[Any]:
+    """A checked property list: one property alone or a list of them, each of a kind
+    `what` takes."""
+    if props is None:
+        return []
+    if isinstance(props, Property):
+        props = [props]
+    if not isinstance(props, Iterable) or isinstance(props, str | bytes):
+        raise exception(errc.invalid, f"{what} takes a list of properties, got "
+                        f"{type(props).__name__}")
+    out = list(props)
+    for p in out:
+        if not isinstance(p, allowed):
+            raise exception(errc.invalid, f"{p!r} is not a property of {what}")
+    return out
+
+
+def has(props: list[Any], kind: type) -> bool:
+    return find(props, kind) is not None

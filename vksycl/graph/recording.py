@@ -1,0 +1,145 @@
+"""Record & replay: queue states, and commands submitted to recording queues becoming
+nodes with the edges their dependencies, in-order queues and barriers imply (7.2.2,
+7.6, 7.12.6)."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..exceptions import errc, exception
+from ..runtime.commands import Command
+from ..runtime.handler import handler
+from .builder import check_recordable
+from .node import node, recorded_event
+from .properties import GRAPH_PROPERTIES
+from .properties import property_list as property_list_of
+
+if TYPE_CHECKING:
+    from ..runtime.queue import queue
+
+
+class Recorder:
+    """What a recording queue holds (`queue.recording_graph`): its graph, weakly, so a
+    graph nobody holds goes and ends the recording (7.8)."""
+
+    __slots__ = ("graph",)
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = weakref.ref(graph)
+
+    def _record_from_queue(self, q: queue, command: Command, h: handler) -> recorded_event:
+        graph = self.graph()
+        if graph is None:  # collected while a submission was under way
+            raise exception(errc.invalid, "the queue's command_graph no longer exists")
+        return graph._record(q, command, h)
+
+
+class _QueueRecord:
+    """Per recorded queue: its nodes, the last one (in-order edges), its last barrier."""
+
+    __slots__ = ("barrier", "last", "nodes")
+
+    def __init__(self) -> None:
+        self.nodes: list[node] = []
+        self.last: node | None = None
+        self.barrier: node | None = None
+
+
+def end_all(recorders: dict[queue, Recorder]) -> None:
+    for q, r in list(recorders.items()):
+        if q.recording_graph is r:
+            q.recording_graph = None
+    recorders.clear()
+
+
+class Recording:
+    """The recording half of `command_graph`."""
+
+    # command_graph's
+    _lock: Any
+    _context: Any
+    _device: Any
+    _event_nodes: Callable[[list[Any]], list[node]]
+    _add_node: Callable[..., node]
+
+    def __init__(self) -> None:
+        self._recorders: dict[queue, Recorder] = {}
+        self._queue_records: dict[queue, _QueueRecord] = {}
+
+    def begin_recording(self, recordingQueue: Any,
+                        property_list: Any = None) -> None:
+        queues = _queues(recordingQueue)
+        property_list_of(property_list, GRAPH_PROPERTIES, "begin_recording")
+        with self._lock:
+            for q in queues:
+                if q.recording_graph is not None:
+                    raise exception(errc.invalid, "begin_recording: the queue is already "
+                                    "recording to a command_graph")
+                if q.get_device() != self._device or q.get_context() != self._context:
+                    raise exception(errc.invalid, "begin_recording: the queue's device or "
+                                    "context is not the graph's")
+            for q in queues:
+                self._start(q)
+
+    def _start(self, q: queue) -> None:
+        r = Recorder(self)
+        self._recorders[q] = r
+        self._queue_records.setdefault(q, _QueueRecord())
+        q.recording_graph = r
+
+    def _begin_transitively(self, q: queue) -> None:
+        with self._lock:
+            if q.recording_graph is None:
+                if q.get_device() != self._device or q.get_context() != self._context:
+                    raise exception(errc.invalid, "a queue of another device or context "
+                                    "cannot record into this command_graph")
+                self._start(q)
+
+    def end_recording(self, recordingQueue: Any = None) -> None:
+        with self._lock:
+            if recordingQueue is None:
+                end_all(self._recorders)
+                return
+            queues = _queues(recordingQueue)
+            for q in queues:
+                r = q.recording_graph
+                if r is not None and self._recorders.get(q) is not r:
+                    raise exception(errc.invalid, "end_recording: the queue records to "
+                                    "another command_graph")
+            for q in queues:
+                if self._recorders.pop(q, None) is not None:
+                    q.recording_graph = None
+
+    def _record(self, q: queue, command: Command, h: handler) -> recorded_event:
+        with self._lock:
+            if self._recorders.get(q) is not q.recording_graph:
+                raise exception(errc.invalid, "the queue stopped recording")
+            check_recordable(h)
+            deps = self._event_nodes(h._deps)
+            rec = self._queue_records[q]
+            barrier = command.command_type == "ext_oneapi_barrier"
+            if barrier and not h._deps:  # the leaves recorded from this queue (7.12.6)
+                deps += [n for n in rec.nodes if not n._succs]
+            if rec.barrier is not None:
+                deps.append(rec.barrier)
+            if q.is_in_order() and rec.last is not None:
+                deps.append(rec.last)
+            n = self._add_node(command, h, deps)
+            rec.nodes.append(n)
+            rec.last = n
+            if barrier:
+                rec.barrier = n
+            return recorded_event(n)
+
+
+def _queues(x: Any) -> list[queue]:
+    from ..runtime.queue import queue as queue_cls
+
+    queues = list(x) if isinstance(x, list | tuple) else [x]
+    for q in queues:
+        if not isinstance(q, queue_cls):
+            raise exception(errc.invalid, f"expected a queue or a list of queues, got "
+                            f"{type(q).__name__}")
+    return queues
