@@ -789,8 +789,7 @@ def barriers(exe):
 
 def test_independent_nodes_share_a_barrier(q, mem):
     """Eight independent kernels then a join: one barrier before the eight, one before the
-    join (where the Kompute build can leave barriers out); results hold over replays."""
-    from vksycl.runtime.engine import CAN_SKIP_BARRIER
+    join; results hold over replays."""
 
     parts = [mem.zeros(N, np.int32) for _ in range(8)]
     total = mem.zeros(N, np.int32)
@@ -811,7 +810,7 @@ def test_independent_nodes_share_a_barrier(q, mem):
     g.add(lambda h: h.parallel_for(sycl.range(N), sum2),
           [syclexp.property.node.depends_on(*nodes)])
     exe = g.finalize()
-    want = [True] + [not CAN_SKIP_BARRIER] * 7 + [True]
+    want = [True] + [False] * 7 + [True]
     assert barriers(exe) == want
     for _ in range(20):
         q.ext_oneapi_graph(exe)
@@ -822,13 +821,11 @@ def test_independent_nodes_share_a_barrier(q, mem):
 
 
 def test_diamond_levels_and_sub_graph_chains(q, mem):
-    from vksycl.runtime.engine import CAN_SKIP_BARRIER
-
     a, b, c = abc(mem)
     g = syclexp.command_graph(q)
     add_diamond(g, a, b, c)
     exe = g.finalize()
-    assert barriers(exe) == [True, True, not CAN_SKIP_BARRIER, True]
+    assert barriers(exe) == [True, True, False, True]
     parent = syclexp.command_graph(q)
     x = mem.zeros(1, np.int32)
 
@@ -839,7 +836,7 @@ def test_diamond_levels_and_sub_graph_chains(q, mem):
     parent.add(lambda h: h.single_task(other))
     pexe = parent.finalize()
     # the sub-graph's own nodes keep their order: its steps are levels of their own
-    assert barriers(pexe) == [True, not CAN_SKIP_BARRIER, True, True, True]
+    assert barriers(pexe) == [True, False, True, True, True]
     want = reference(3, *host_values(a, b, c))
     for _ in range(3):
         q.ext_oneapi_graph(pexe)
