@@ -926,3 +926,39 @@ def test_a_failing_command_group_adds_nothing(q, mem):
         q.memset(a, 0, 1 << 20)
     assert g.get_nodes() == [first]
     q.ext_oneapi_graph(g.finalize()).wait()
+
+
+REPLAYED = syclexp.device_global(sycl.int32)
+
+
+def test_kernels_using_a_device_global_replay_and_copies_to_one_are_refused(q, mem):
+    """Kernels in a graph reach device_globals as eager ones do; copies to and from a
+    device_global cannot be nodes (7.12.4), recorded or added, and nothing is added."""
+    out = mem.zeros(1, np.int32)
+    q.copy(np.zeros(1, np.int32), REPLAYED, 1).wait()
+
+    def bump():
+        REPLAYED.set(REPLAYED.get() + 1)
+        out[0] = REPLAYED.get()
+
+    g = syclexp.command_graph(q)
+    with g.recording(q):
+        q.single_task(bump)
+    exe = g.finalize()
+    for _ in range(7):
+        q.ext_oneapi_graph(exe)
+    q.wait()
+    assert out[0] == 7
+    got = np.zeros(1, np.int32)
+    q.copy(REPLAYED, got, 1).wait()
+    assert got[0] == 7
+
+    src = np.array([42], np.int32)
+    g2 = syclexp.command_graph(q)
+    with g2.recording(q):
+        assert "device_global" in invalid(lambda: q.copy(src, REPLAYED, 1))
+        assert "device_global" in invalid(lambda: q.memcpy(got, REPLAYED))
+    assert "device_global" in invalid(lambda: g2.add(lambda h: h.copy(src, REPLAYED, 1)))
+    assert g2.get_nodes() == []
+    q.copy(REPLAYED, got, 1).wait()
+    assert got[0] == 7
