@@ -424,3 +424,46 @@ def test_update_after_a_deferred_submission(q, mem):
     gate.set()
     sycl.event.wait([first, second])
     assert (values(a) == 101).all()
+
+
+def test_updates_reuse_command_buffers(q, mem, monkeypatch):
+    """An update records the changed segment into sequences the replaced recording gave
+    back, not into new command buffers; results stay right over updates in flight."""
+    a = mem.zeros(N, np.int32)
+    g = syclexp.command_graph(q)
+    value = syclexp.dynamic_parameter(g, 1)
+    k = kernel(q, add_scalar)
+    n = g.add(lambda h: (h.set_args(a, value), h.parallel_for(sycl.nd_range((N,), (WG,)), k)))
+    exe = g.finalize([updatable()])
+    engine = scheduler_for(q.get_device()).engine
+    total = 0
+
+    def updates(values_) -> None:
+        nonlocal total
+        for v in values_:  # four submissions in flight at most
+            value.update(v)
+            exe.update(n)
+            q.ext_oneapi_graph(exe)
+            total += v
+            if v % 4 == 0:
+                q.wait()
+        q.wait()
+
+    updates(range(1, 9))  # warm: the pool holds as many sequences as are in flight
+    made = []
+
+    class Counting:  # the engine's Kompute manager, counting the sequences it makes
+        def __init__(self, manager):
+            self._manager = manager
+
+        def sequence(self, *args):
+            made.append(args)
+            return self._manager.sequence(*args)
+
+        def __getattr__(self, name):
+            return getattr(self._manager, name)
+
+    monkeypatch.setattr(engine, "_manager", Counting(engine._manager))
+    updates(range(9, 49))
+    assert made == []
+    assert (values(a) == total).all()

@@ -246,6 +246,9 @@ class executable_command_graph:
                 any(isinstance(s, HostStep) for s in lowered)
             changed[i] = gpu
         if reshaped:  # another shape of steps: lower the whole graph again
+            for step in self._steps:
+                if isinstance(step, GpuStep) and step.recording is not None:
+                    self._engine.retire(step.recording)
             self._build()
             return
         if not changed:
@@ -259,6 +262,8 @@ class executable_command_graph:
                 members.append(nodes)
                 steps.append(step)
                 continue
+            if isinstance(step, GpuStep) and step.recording is not None:
+                self._engine.retire(step.recording)
             item = [(i, k, changed[i][k] if i in changed else ds) for i, k, ds in item]
             for piece in _around(item, changed):
                 plan.append(piece)

@@ -88,15 +88,18 @@ class Recording:
     for the oldest. Timed recordings are recorded again at each replay: their timestamp
     queries are reset while recording."""
 
-    __slots__ = ("_busy", "_count", "_idle", "_lock", "ops", "timed")
+    __slots__ = ("_busy", "_count", "_idle", "_lock", "ops", "retired", "timed")
 
     def __init__(self, dispatches: Iterable[Dispatch], timed: bool) -> None:
         self.ops = tuple(map(_OP, dispatches))
         self.timed = timed
+        self.retired = False  # replaced by an update: its sequences go back to the pool
         self._idle: collections.deque[kp.Sequence] = collections.deque()
         self._busy: collections.deque[Submission] = collections.deque()
         self._count = 0
-        self._lock = threading.Lock()  # threads replaying one graph
+        # threads replaying one graph; reentrant, as a wait inside `_take_locked` gives
+        # a sequence back through `_returned`
+        self._lock = threading.RLock()
 
     def _take(self, engine: Engine) -> kp.Sequence:
         with self._lock:
@@ -109,7 +112,7 @@ class Recording:
             if self._count < _RECORDING_COPIES:
                 self._count += 1
                 seq = (engine._manager.sequence(0, len(self.ops) + 1) if self.timed
-                       else engine._manager.sequence())
+                       else engine._spare_sequence())
                 self._record(seq)
                 return seq
             self._busy.popleft().wait()  # its sequence comes back idle
@@ -122,6 +125,17 @@ class Recording:
     def _record(self, seq: kp.Sequence) -> None:
         for op in self.ops:
             seq.record(op)
+
+    def _returned(self, seq: kp.Sequence, engine: Engine) -> None:
+        """A sequence whose submission finished: kept for the next replay, or, once the
+        recording is retired, given to the engine's pool (a replay after that, by a
+        submission made before the update, records a sequence again)."""
+        with self._lock:
+            if not self.retired:
+                self._idle.append(seq)
+                return
+            self._count -= 1
+        engine._adopt(seq, self)
 
 
 class Submission:
@@ -179,7 +193,7 @@ class Submission:
         if self._owner is None:
             self._engine._recycle(seq, self._timed)
         else:
-            self._owner._idle.append(seq)
+            self._owner._returned(seq, self._engine)
 
     def timestamps_ns(self) -> list[int]:
         """Device timestamps in nanoseconds: the start, then one after each dispatch."""
@@ -347,6 +361,34 @@ class Engine:
     def record(self, dispatches: Iterable[Dispatch], timed: bool = False) -> Recording:
         """Dispatches to be recorded once and submitted by `replay` many times."""
         return Recording(dispatches, timed)
+
+    def retire(self, recording: Recording) -> None:
+        """A recording an update replaced: its sequences return to the pool (now if
+        idle, else when their submissions finish), so updates do not create and destroy
+        command buffers."""
+        with recording._lock:
+            recording.retired = True
+            idle, recording._idle = recording._idle, collections.deque()
+            recording._count -= len(idle)
+        for seq in idle:
+            self._adopt(seq, recording)
+
+    def _adopt(self, seq: kp.Sequence, recording: Recording) -> None:
+        """Takes a retired recording's sequence into the pool, remembering what it holds
+        recorded (timed ones are dropped: their timestamp count is the recording's)."""
+        if not recording.timed:
+            self._recorded[id(seq)] = recording.ops
+            self._recycle(seq, False)
+
+    def _spare_sequence(self) -> kp.Sequence:
+        """An idle pooled sequence, cleared, for a recording; a new one if none."""
+        try:
+            seq = self._pool[False].pop()
+        except IndexError:
+            return self._manager.sequence()
+        self._recorded.pop(id(seq), None)
+        seq.clear()
+        return seq
 
     def replay(self, recording: Recording) -> Submission:
         """Submits a recording as it was recorded."""
