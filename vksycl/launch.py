@@ -30,6 +30,7 @@ from .compiler.module import KernelSpec, frozen, path_getter, path_name
 from .compiler.typesys import layout
 from .exceptions import errc, exception
 from .kernel_properties import device_has
+from .ranges import check_work_items
 from .runtime import device_globals
 from .runtime import handler as _handler
 from .runtime.aspects import aspect
@@ -546,6 +547,8 @@ def _plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) -> _P
     if plan is not None and plan.launch is launch and plan.info is info and \
             plan.classes == virtual.version():
         return plan
+    if launch is not None:  # a plan is kept per launch object, so this runs once for it
+        check_work_items(launch)
     shape = _shape(launch, device)
     if info is not None:
         info.check_launch(shape[0], shape[1])

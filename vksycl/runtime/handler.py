@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import info
 from ..exceptions import errc, exception
-from ..ranges import check_work_items, nd_range
+from ..ranges import nd_range
 from ..ranges import range as sycl_range  # not the builtin
 from . import device_globals, memops
 from .commands import Barrier, Command, HostTask
@@ -123,8 +123,6 @@ class handler:
             return command(q._device, launch, self._kernel_args, properties, q._context)
         if properties is not None:
             properties = _kernel_properties(properties, launch, q._device)
-        if launch is not None:
-            check_work_items(launch)
         return _kernel_front_end(q._device, kernel, launch, properties, context=q._context)
 
     def host_task(self, fn: Callable[..., Any]) -> None:

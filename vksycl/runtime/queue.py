@@ -17,7 +17,7 @@ from .event import consume, event
 from .handler import handler
 
 _log = logging.getLogger("vksycl.queue")
-_PRUNE_AT = 64  # outstanding events kept before completed ones are dropped
+_PRUNE_AT = 64  # outstanding events kept before completed ones are first dropped
 
 
 class queue_state(enum.Enum):
@@ -65,6 +65,9 @@ class queue:
         self._lock = threading.RLock()  # errors of eager work are reported while held
         self._last: event | None = None
         self._outstanding: list[event] = []
+        # pruning scans every outstanding event: it waits until their number doubled since
+        # the last scan, so a long run of launches in flight costs no scan per launch
+        self._prune_at = _PRUNE_AT
         self._errors: list[BaseException] = []
         self.recording_graph: Any = None  # set while a command_graph records this queue
 
@@ -128,8 +131,9 @@ class queue:
             ev = self._scheduler.execute(command, deps, self._profiling and command.profiled,
                                          self._report)
             self._last = ev
-            if len(self._outstanding) >= _PRUNE_AT:
+            if len(self._outstanding) >= self._prune_at:
                 self._outstanding = [e for e in self._outstanding if not e.is_complete()]
+                self._prune_at = max(_PRUNE_AT, 2 * len(self._outstanding))
             self._outstanding.append(ev)
         return ev
 
@@ -224,6 +228,7 @@ class queue:
                 del self._outstanding[:n]
             else:  # pruned meanwhile
                 self._outstanding = [e for e in self._outstanding if not e.is_complete()]
+            self._prune_at = max(_PRUNE_AT, 2 * len(self._outstanding))
 
     def throw_asynchronous(self) -> None:
         with self._lock:

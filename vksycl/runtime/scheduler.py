@@ -48,7 +48,8 @@ class Scheduler:
         ev = event(self.engine, profiling)
         if deps:
             ev._deps = tuple(weakref.ref(d) for d in deps)
-        if not command.runs_on_host and all(d.ordered_on(self.engine) for d in deps):
+        if not command.runs_on_host and (not deps or all(d.ordered_on(self.engine)
+                                                         for d in deps)):
             if type(command) is KernelLaunch and not profiling:
                 self._launch(command, ev)  # the common eager launch, in short
             else:
