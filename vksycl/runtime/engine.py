@@ -158,15 +158,20 @@ class Submission:
             seq = self._sequence
             if seq is None:
                 return
-            spin = self._engine.spin_wait_s
-            if spin:
-                # A blocking fence wait wakes up tens of microseconds after the GPU is done;
-                # polling briefly first keeps short commands' latency low.
-                deadline = time.perf_counter() + spin
+            engine = self._engine
+            spin = engine.spin_wait_s
+            started = time.perf_counter()
+            if spin and engine.last_wait_s <= 2 * spin:
+                # A blocking fence wait wakes up tens of microseconds after the device is
+                # done; polling briefly first keeps short commands' latency low. Polling
+                # takes a core from the work on a CPU device, so after a wait longer than
+                # the spin could cover, the next wait blocks at once.
+                deadline = started + spin
                 while seq.is_running() and time.perf_counter() < deadline:
                     seq.eval_await(0)
             if seq.is_running():
                 seq.eval_await()
+            engine.last_wait_s = time.perf_counter() - started
             self._finish(seq)
 
     @property
@@ -209,6 +214,7 @@ class Engine:
         self.index = index
         self.timestamp_period = timestamp_period
         self.spin_wait_s = spin_wait_s  # how long a wait polls before it blocks
+        self.last_wait_s = 0.0  # how long the last wait for a submission took
         self._max_timestamps = max(max_timestamps, 2)
         self._manager = kp.Manager(index)
         self._submit_lock = threading.Lock()
