@@ -204,3 +204,20 @@ def test_queue_context_info_and_wait_lists(ordered_q):
         q.get_info(info.event.command_execution_status)
     assert err.value.code() == sycl.errc.invalid
     sycl.free(a, q)
+
+
+def test_memcpy_and_copy_take_events_after_the_size_as_in_sycl(q):
+    """SYCL's `q.memcpy(dest, src, n, event)` / `q.copy(src, dest, n, events)`: the events
+    in the place device_global copies use for an offset."""
+    src = sycl.malloc_device(1 << 16, sycl.float32, q)
+    mid = sycl.malloc_device(1 << 16, sycl.float32, q)
+    out = sycl.malloc_shared(1 << 16, sycl.float32, q)
+    filled = q.fill(src, np.float32(2.5), 1 << 16)
+    copied = q.memcpy(mid, src, 4 << 16, filled)
+    q.copy(mid, out, 1 << 16, [copied]).wait()
+    assert np.all(np.asarray(out) == 2.5)
+    with pytest.raises(sycl.exception) as err:
+        q.memcpy(mid, src, 16, 4)
+    assert err.value.code() == sycl.errc.invalid
+    for p in (src, mid, out):
+        sycl.free(p, q)

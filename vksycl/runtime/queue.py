@@ -171,12 +171,14 @@ class queue:
                depends_on: Any = None) -> event:
         """`memcpy(dest, src, num_bytes)`; to or from a device_global, `num_bytes`
         defaults to its size and `offset` counts bytes into it (handler.memcpy)."""
+        offset, depends_on = _events_last(offset, depends_on)
         return self._shortcut(lambda h: h.memcpy(dest, src, num_bytes, offset), depends_on)
 
     def copy(self, src: Any, dest: Any, count: int | None = None, start_index: int = 0,
              depends_on: Any = None) -> event:
         """`copy(src, dest, count)`; to or from a device_global, `count` defaults to all
         its elements and `start_index` counts elements into it (handler.copy)."""
+        start_index, depends_on = _events_last(start_index, depends_on)
         return self._shortcut(lambda h: h.copy(src, dest, count, start_index), depends_on)
 
     def memset(self, ptr: Any, value: int, num_bytes: int, depends_on: Any = None) -> event:
@@ -257,10 +259,22 @@ def _events_first(kernel: Any, depends_on: Any) -> tuple[Any, Any]:
     if depends_on is None or not (callable(depends_on) or
                                   hasattr(depends_on, "_vksycl_command")):
         return kernel, depends_on
-    if isinstance(kernel, event) or (isinstance(kernel, list | tuple) and
-                                     all(isinstance(e, event) for e in kernel)):
+    if _are_events(kernel):
         return depends_on, kernel
     return kernel, depends_on
+
+
+def _are_events(v: Any) -> bool:
+    return isinstance(v, event) or (isinstance(v, list | tuple) and
+                                    all(isinstance(e, event) for e in v))
+
+
+def _events_last(where: Any, depends_on: Any) -> tuple[Any, Any]:
+    """(offset, dependencies) where SYCL's `memcpy(dest, src, n, events)` /
+    `copy(src, dest, n, events)` put the events in the offset's place."""
+    if depends_on is None and _are_events(where):
+        return 0, where
+    return where, depends_on
 
 
 def _empty() -> Command:
