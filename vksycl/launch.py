@@ -510,16 +510,6 @@ def _variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
             virtual.version() if sets else 0, has), spec
 
 
-def _prepared(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
-              properties: Any) -> Prepared:
-    """The prepared kernel a launch runs: its arguments in push constants where they fit
-    the device's, else the variant reading them from an argument block."""
-    p = _prepare(pyfn, *_variant(pyfn, info, shape, launch, device, properties))
-    if p.ck.push_size > device.vulkan.max_push_constants_size:
-        p = _prepare(pyfn, *_variant(pyfn, info, shape, launch, device, properties, True))
-    return p
-
-
 class _Plan:
     """What launches of one kernel with one launch object (ranges are immutable) and no
     properties share: the variant keys, and the last command, which the next launch with
@@ -560,6 +550,15 @@ def _plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) -> _P
     return plan
 
 
+def _prepared(pyfn: Any, plan: _Plan, device: Any) -> Prepared:
+    """The prepared kernel a launch runs: its arguments in push constants where they fit
+    the device's, else the variant reading them from an argument block."""
+    p = _prepare(pyfn, *plan.variants[0])
+    if p.ck.push_size > device.vulkan.max_push_constants_size:
+        p = _prepare(pyfn, *plan.variants[1])
+    return p
+
+
 def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple | None,
             context: Any = None, image: Any = None) -> KernelLaunch:
     pyfn, info = _kernel_function(kernel)
@@ -572,10 +571,8 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
             raise exception(errc.invalid, f"kernel {info.name} takes {len(param_types)} "
                             f"arguments, got {len(args)}")
     plan = _plan(pyfn, info, launch, device, properties)
-    p = _prepare(pyfn, *plan.variants[0])
+    p = _prepared(pyfn, plan, device)
     vk = device.vulkan
-    if p.ck.push_size > vk.max_push_constants_size:
-        p = _prepare(pyfn, *plan.variants[1])
     if id(vk) not in p.checked:
         _check(p, device)
     push = p.arguments(pyfn, args or (), launch, context, device, image)
@@ -619,7 +616,7 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
 def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None) -> CompiledKernel:
     """The compiled kernel a launch would use (for `spirv()`, `spirv_asm()`, reflection)."""
     pyfn, info = _kernel_function(kernel)
-    return _prepared(pyfn, info, _shape(launch, device), launch, device, properties).ck
+    return _prepared(pyfn, _plan(pyfn, info, launch, device, properties), device).ck
 
 
 def unsupported(device: Any, ck: CompiledKernel) -> exception | None:

@@ -247,8 +247,7 @@ class executable_command_graph:
             changed[i] = gpu
         if reshaped:  # another shape of steps: lower the whole graph again
             for step in self._steps:
-                if isinstance(step, GpuStep) and step.recording is not None:
-                    self._engine.retire(step.recording)
+                self._retire(step)
             self._build()
             return
         if not changed:
@@ -262,14 +261,18 @@ class executable_command_graph:
                 members.append(nodes)
                 steps.append(step)
                 continue
-            if isinstance(step, GpuStep) and step.recording is not None:
-                self._engine.retire(step.recording)
+            self._retire(step)
             item = [(i, k, changed[i][k] if i in changed else ds) for i, k, ds in item]
             for piece in _around(item, changed):
                 plan.append(piece)
                 members.append(_members(piece))
                 steps.append(self._record(piece))
         self._plan, self._members, self._steps = plan, members, steps
+
+    def _retire(self, step: Step) -> None:
+        """A segment an update replaced gives its command buffers back to the engine."""
+        if isinstance(step, GpuStep) and step.recording is not None:
+            step.recording.retire(self._engine)
 
     def __repr__(self) -> str:
         return f"syclexp.command_graph[executable]({len(self._nodes)} nodes)"

@@ -126,6 +126,17 @@ class Recording:
         for op in self.ops:
             seq.record(op)
 
+    def retire(self, engine: Engine) -> None:
+        """Replaced by an update: the sequences return to the engine's pool (now if
+        idle, else when their submissions finish), so updates do not create and destroy
+        command buffers."""
+        with self._lock:
+            self.retired = True
+            idle, self._idle = self._idle, collections.deque()
+            self._count -= len(idle)
+        for seq in idle:
+            engine._adopt(seq, self)
+
     def _returned(self, seq: kp.Sequence, engine: Engine) -> None:
         """A sequence whose submission finished: kept for the next replay, or, once the
         recording is retired, given to the engine's pool (a replay after that, by a
@@ -358,26 +369,11 @@ class Engine:
                 seq.record(op)
             # timestamp queries are reset while recording: timed sequences always record
             self._recorded[id(seq)] = None if timed else ops
-        with self._submit_lock:
-            seq.eval_async()
-        sub = Submission(self, seq, timed)
-        self._in_flight.append(sub)
-        return sub
+        return self._start(seq, timed)
 
     def record(self, dispatches: Iterable[Dispatch], timed: bool = False) -> Recording:
         """Dispatches to be recorded once and submitted by `replay` many times."""
         return Recording(dispatches, timed)
-
-    def retire(self, recording: Recording) -> None:
-        """A recording an update replaced: its sequences return to the pool (now if
-        idle, else when their submissions finish), so updates do not create and destroy
-        command buffers."""
-        with recording._lock:
-            recording.retired = True
-            idle, recording._idle = recording._idle, collections.deque()
-            recording._count -= len(idle)
-        for seq in idle:
-            self._adopt(seq, recording)
 
     def _adopt(self, seq: kp.Sequence, recording: Recording) -> None:
         """Takes a retired recording's sequence into the pool, remembering what it holds
@@ -398,21 +394,29 @@ class Engine:
 
     def replay(self, recording: Recording) -> Submission:
         """Submits a recording as it was recorded."""
-        if len(self._in_flight) >= _MAX_IN_FLIGHT:
-            self._pop_in_flight(wait=True)
-        seq = recording._take(self)
+        self._make_room()
+        sub = self._start(recording._take(self), recording.timed, recording)
+        recording._busy.append(sub)
+        return sub
+
+    def _start(self, seq: kp.Sequence, timed: bool, owner: Recording | None = None
+               ) -> Submission:
+        """Hands a recorded sequence to the device: the one place work is submitted."""
         with self._submit_lock:
             seq.eval_async()
-        sub = Submission(self, seq, recording.timed, recording)
-        recording._busy.append(sub)
+        sub = Submission(self, seq, timed, owner)
         self._in_flight.append(sub)
         return sub
+
+    def _make_room(self) -> None:
+        """Bounds the submissions in flight: past the limit, waits for the oldest."""
+        if len(self._in_flight) >= _MAX_IN_FLIGHT:
+            self._pop_in_flight(wait=True)
 
     def _take_sequence(self, timed: bool, n_ops: int) -> kp.Sequence:
         # Pools and the in-flight list are deques: their appends and pops are atomic, so
         # threads running deferred commands share them without a lock.
-        if len(self._in_flight) >= _MAX_IN_FLIGHT:
-            self._pop_in_flight(wait=True)
+        self._make_room()
         pool = self._pool[timed]
         if not pool:
             self._reclaim()
