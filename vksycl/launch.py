@@ -542,12 +542,17 @@ def _plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) -> _P
     shape = _shape(launch, device)
     if info is not None:
         info.check_launch(shape[0], shape[1])
-    plan = _Plan(launch, info, shape[0], (
-        _variant(pyfn, info, shape, launch, device, properties),
-        _variant(pyfn, info, shape, launch, device, properties, True)))
+    plan = _new_plan(pyfn, info, launch, device, properties, shape)
     if properties is None:
         _PLANS[key] = plan
     return plan
+
+
+def _new_plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any,
+              shape: tuple) -> _Plan:
+    return _Plan(launch, info, shape[0], (
+        _variant(pyfn, info, shape, launch, device, properties),
+        _variant(pyfn, info, shape, launch, device, properties, True)))
 
 
 def _prepared(pyfn: Any, plan: _Plan, device: Any) -> Prepared:
@@ -616,7 +621,8 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
 def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None) -> CompiledKernel:
     """The compiled kernel a launch would use (for `spirv()`, `spirv_asm()`, reflection)."""
     pyfn, info = _kernel_function(kernel)
-    return _prepared(pyfn, _plan(pyfn, info, launch, device, properties), device).ck
+    plan = _new_plan(pyfn, info, launch, device, properties, _shape(launch, device))
+    return _prepared(pyfn, plan, device).ck
 
 
 def unsupported(device: Any, ck: CompiledKernel) -> exception | None:
