@@ -17,3 +17,16 @@ def cache_dir(*parts: str) -> Path:
     path = base.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def batch_window_s() -> float:
+    """How long an open batch of eager commands takes more commands before the next
+    submission sends it: `VKSYCL_BATCH_WINDOW_US` microseconds (default 100; 0 submits
+    every command at once, as an unbatched runtime would)."""
+    raw = os.environ.get("VKSYCL_BATCH_WINDOW_US", "100")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"VKSYCL_BATCH_WINDOW_US must be a number of microseconds, "
+                         f"got {raw!r}") from None
+    return max(value, 0.0) * 1e-6

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..exceptions import exception
-from .engine import Buffer, Engine, Submission
+from .engine import Buffer, Engine
+from .submission import Submission
 
 MIN_ALIGN = 256  # every chunk starts at a multiple of this (SYCL's largest scalar or vector)
 BLOCK_BYTES = 32 << 20

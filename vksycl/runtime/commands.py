@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .engine import Bound, Buffer, Dispatch, Engine, Recording
+    from .engine import Bound, Buffer, Dispatch, Engine
+    from .submission import Recording
 
 
 @dataclass

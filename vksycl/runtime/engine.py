@@ -22,6 +22,7 @@ import numpy as np
 from spirv_gen.binary import rename_entry_point
 
 from ..exceptions import errc, exception
+from .submission import ErrorReport, Part, Recording, Submission
 
 _log = logging.getLogger("vksycl.engine")
 
@@ -32,10 +33,12 @@ logging.getLogger("kp").setLevel(logging.ERROR)
 
 _WORD = 4
 _MAX_IN_FLIGHT = 64
-# sequences one recording may have in flight: replays back to back need not wait on the
-# host for the previous one (the device queue orders them)
-_RECORDING_COPIES = 3
 _PIPELINE_CACHE_SIZE = 1024
+# dispatches an open batch takes before it is submitted anyway
+_BATCH_OPS = 512
+# timestamps a timed sequence has room for (one after each dispatch): a profiling queue's
+# commands batch too
+_BATCH_TIMESTAMPS = 129
 
 
 @dataclass(eq=False)
@@ -81,154 +84,30 @@ class Dispatch:
             self.op.set_barrier(False)
 
 
-class Recording:
-    """Dispatches recorded once into sequences of their own (a command graph's segment)
-    and submitted again at each replay. A replay takes a sequence no submission is
-    running; with none idle it records another (up to `_RECORDING_COPIES`), else waits
-    for the oldest. Timed recordings are recorded again at each replay: their timestamp
-    queries are reset while recording."""
-
-    __slots__ = ("_busy", "_count", "_idle", "_lock", "ops", "retired", "timed")
-
-    def __init__(self, dispatches: Iterable[Dispatch], timed: bool) -> None:
-        self.ops = tuple(map(_OP, dispatches))
-        self.timed = timed
-        self.retired = False  # replaced by an update: its sequences go back to the pool
-        self._idle: collections.deque[kp.Sequence] = collections.deque()
-        self._busy: collections.deque[Submission] = collections.deque()
-        self._count = 0
-        # threads replaying one graph; reentrant, as a wait inside `_take_locked` gives
-        # a sequence back through `_returned`
-        self._lock = threading.RLock()
-
-    def _take(self, engine: Engine) -> kp.Sequence:
-        with self._lock:
-            return self._take_locked(engine)
-
-    def _take_locked(self, engine: Engine) -> kp.Sequence:
-        while self._busy and self._busy[0].finished:
-            self._busy.popleft()
-        if not self._idle:
-            if self._count < _RECORDING_COPIES:
-                self._count += 1
-                seq = (engine._manager.sequence(0, len(self.ops) + 1) if self.timed
-                       else engine._spare_sequence())
-                self._record(seq)
-                return seq
-            self._busy.popleft().wait()  # its sequence comes back idle
-        seq = self._idle.pop()
-        if self.timed:
-            seq.clear()
-            self._record(seq)
-        return seq
-
-    def _record(self, seq: kp.Sequence) -> None:
-        for op in self.ops:
-            seq.record(op)
-
-    def retire(self, engine: Engine) -> None:
-        """Replaced by an update: the sequences return to the engine's pool (now if
-        idle, else when their submissions finish), so updates do not create and destroy
-        command buffers."""
-        with self._lock:
-            self.retired = True
-            idle, self._idle = self._idle, collections.deque()
-            self._count -= len(idle)
-        for seq in idle:
-            engine._adopt(seq, self)
-
-    def _returned(self, seq: kp.Sequence, engine: Engine) -> None:
-        """A sequence whose submission finished: kept for the next replay, or, once the
-        recording is retired, given to the engine's pool (a replay after that, by a
-        submission made before the update, records a sequence again)."""
-        with self._lock:
-            if not self.retired:
-                self._idle.append(seq)
-                return
-            self._count -= 1
-        engine._adopt(seq, self)
-
-
-class Submission:
-    """Work handed to the device queue; `wait` returns its sequence once, to the pool or
-    to the recording it belongs to."""
-
-    __slots__ = ("_engine", "_lock", "_owner", "_sequence", "_timed", "_timestamps")
-
-    def __init__(self, engine: Engine, sequence: kp.Sequence, timed: bool,
-                 owner: Recording | None = None) -> None:
-        self._engine = engine
-        self._sequence: kp.Sequence | None = sequence
-        self._timestamps: list[int] | None = None
-        self._timed = timed
-        self._owner = owner
-        self._lock = threading.Lock()
-
-    def wait(self) -> None:
-        with self._lock:
-            seq = self._sequence
-            if seq is None:
-                return
-            engine = self._engine
-            spin = engine.spin_wait_s
-            started = time.perf_counter()
-            if spin and engine.last_wait_s <= 2 * spin:
-                # A blocking fence wait wakes up tens of microseconds after the device is
-                # done; polling briefly first keeps short commands' latency low. Polling
-                # takes a core from the work on a CPU device, so after a wait longer than
-                # the spin could cover, the next wait blocks at once.
-                deadline = started + spin
-                while seq.is_running() and time.perf_counter() < deadline:
-                    seq.eval_await(0)
-            if seq.is_running():
-                seq.eval_await()
-            engine.last_wait_s = time.perf_counter() - started
-            self._finish(seq)
-
-    @property
-    def finished(self) -> bool:
-        """Known to be complete (waited for, or found done), without asking Vulkan."""
-        return self._sequence is None
-
-    def done(self) -> bool:
-        with self._lock:
-            seq = self._sequence
-            if seq is None:
-                return True
-            seq.eval_await(0)
-            if seq.is_running():
-                return False
-            self._finish(seq)
-            return True
-
-    def _finish(self, seq: kp.Sequence) -> None:
-        if self._timed:
-            period = self._engine.timestamp_period
-            self._timestamps = [int(t * period) for t in seq.get_timestamps()]
-        self._sequence = None
-        if self._owner is None:
-            self._engine._recycle(seq, self._timed)
-        else:
-            self._owner._returned(seq, self._engine)
-
-    def timestamps_ns(self) -> list[int]:
-        """Device timestamps in nanoseconds: the start, then one after each dispatch."""
-        self.wait()
-        return self._timestamps or []
-
 
 class Engine:
     """One Vulkan device driven through one `kp.Manager`."""
 
     def __init__(self, index: int, timestamp_period: float = 1.0, spin_wait_s: float = 0.0,
-                 max_timestamps: int = 0):
+                 batch_window_s: float = 0.0):
         self.index = index
         self.timestamp_period = timestamp_period
         self.spin_wait_s = spin_wait_s  # how long a wait polls before it blocks
         self.last_wait_s = 0.0  # how long the last wait for a submission took
-        self._max_timestamps = max(max_timestamps, 2)
+        # how long an open batch takes commands before the next submission sends it; 0
+        # submits every command at once
+        self.batch_window_s = batch_window_s
+        self._max_timestamps = _BATCH_TIMESTAMPS
         self._manager = kp.Manager(index)
-        self._submit_lock = threading.Lock()
+        # the batch, the in-flight list and the Vulkan queue (submissions from any thread)
+        self._lock = threading.RLock()
+        self._wakeup = threading.Condition(self._lock)  # a batch opened: the watcher runs
+        self._watcher: threading.Thread | None = None
+        self._batch: Submission | None = None  # open: commands join it until it is flushed
+        self._failed: list[Submission] = []  # batches whose submission failed, to report
+        self._last_submit_at = float("-inf")
+        self._clock_offset: int | None = None  # host ns minus device ns
+        self.submissions = 0  # vkQueueSubmit calls so far
         self._pool: dict[bool, collections.deque[kp.Sequence]] = {
             False: collections.deque(), True: collections.deque()}
         self._cache_lock = threading.Lock()
@@ -355,11 +234,58 @@ class Engine:
         return self._placeholder
 
     # -- submission ----------------------------------------------------------------------
-    def submit(self, dispatches: Iterable[Dispatch], timed: bool = False) -> Submission:
-        """Records the dispatches into a pooled sequence and submits it. A sequence that
-        last recorded the very same ops (a launch repeated in a loop) is submitted again
-        as it is: recording costs more than the submission itself."""
+    # Eager commands go out at once while the device is idle. While it is busy, or while
+    # the host submits faster than a window apart (a burst), they join an open batch, one
+    # sequence recorded command after command, which is submitted when the device would
+    # otherwise go idle (seen by the watcher thread, or by a submission once a window has
+    # passed since the batch opened or last found the device busy), when anything waits
+    # for one of its commands, before work that must follow it (a graph replay, a
+    # synchronize), or once it holds `_BATCH_OPS` dispatches.
+    def submit(self, dispatches: Iterable[Dispatch], timed: bool = False,
+               report: ErrorReport | None = None) -> Submission | Part:
+        """Records the dispatches and hands them to the device, now or in a batch.
+        `report` receives the error should the batch they join fail to submit."""
         ops = tuple(map(_OP, dispatches))
+        now = time.perf_counter()
+        with self._lock:
+            burst = now - self._last_submit_at < self.batch_window_s
+            self._last_submit_at = now
+            batch = self._batch
+            if batch is not None and (batch._timed is not timed or
+                                      batch.n_ops + len(ops) > self._batch_room(timed)):
+                self._flush_locked(batch)
+                batch = None
+            if batch is not None:
+                part = self._join(batch, ops, report)
+                if batch.n_ops >= self._batch_room(timed):
+                    self._flush_locked(batch)
+                elif now - batch.checked_at >= self.batch_window_s:
+                    if not self._in_flight or self._in_flight[-1].done():
+                        self._flush_locked(batch)  # the device is idle
+                    else:
+                        batch.checked_at = now  # busy: look again a window later
+            elif self._busy(burst):
+                part = self._open(ops, timed, report, now)
+            else:
+                part = self._submit_now(ops, timed)
+            failed = bool(self._failed)
+        if failed:
+            self._report_failures()
+        return part
+
+    def _busy(self, burst: bool) -> bool:
+        """Whether a new command should wait in a batch: batching is on and the latest
+        submission is not known to be done (during a burst of submissions it is taken to
+        be running without asking the device)."""
+        if not self.batch_window_s or not self._in_flight:
+            return False
+        last = self._in_flight[-1]
+        return not last.finished and (burst or not last.done())
+
+    def _submit_now(self, ops: tuple, timed: bool) -> Submission:
+        """One submission of its own. A sequence that last recorded the very same ops (a
+        launch repeated in a loop) is submitted again as it is: recording costs more than
+        the submission itself."""
         seq = self._take_sequence(timed, len(ops))
         recorded = self._recorded.get(id(seq))
         if timed or recorded is None or len(recorded) != len(ops) or \
@@ -371,19 +297,96 @@ class Engine:
             self._recorded[id(seq)] = None if timed else ops
         return self._start(seq, timed)
 
+    def _open(self, ops: tuple, timed: bool, report: ErrorReport | None, now: float) -> Part:
+        """A new batch holding these ops; the watcher submits it once the device idles."""
+        seq = self._take_sequence(timed, len(ops))
+        self._recorded[id(seq)] = None
+        seq.clear()
+        batch = self._batch = Submission(self, seq, timed, submitted=False)
+        batch.checked_at = now
+        part = self._join(batch, ops, report)
+        if self._watcher is None:
+            self._watcher = threading.Thread(target=self._watch, daemon=True,
+                                             name=f"vksycl-batches-{self.index}")
+            self._watcher.start()
+        self._wakeup.notify()
+        return part
+
+    def _join(self, batch: Submission, ops: tuple, report: ErrorReport | None) -> Part:
+        seq = batch._sequence
+        for op in ops:
+            seq.record(op)
+        part = Part(batch, batch.n_ops, len(ops), report)
+        batch.n_ops += len(ops)
+        if report is not None and report not in batch.reports:
+            batch.reports[report] = None
+        return part
+
+    def _batch_room(self, timed: bool) -> int:
+        """Dispatches one batch holds: a timed one has a timestamp after each."""
+        return self._max_timestamps - 1 if timed else _BATCH_OPS
+
+    def flush(self, batch: Submission | None = None) -> None:
+        """Submits the open batch (if it is `batch`, when one is named)."""
+        with self._lock:
+            open_batch = self._batch
+            if open_batch is not None and (batch is None or batch is open_batch):
+                self._flush_locked(open_batch)
+            failed = self._failed
+        if failed:
+            self._report_failures()
+
+    def _flush_locked(self, batch: Submission) -> None:
+        self._batch = None
+        self._make_room()
+        try:
+            batch._sequence.eval_async()
+        except Exception as err:  # the device was lost, or out of memory
+            batch.fail(f"a batch of {batch.n_ops} dispatches could not be submitted: {err}")
+            self._failed.append(batch)
+            return
+        batch.submitted = True
+        self.submissions += 1
+        self._in_flight.append(batch)
+
+    def _report_failures(self) -> None:
+        """Tells the queues of a failed batch's commands, outside the engine's lock (a
+        queue reports while holding its own)."""
+        with self._lock:
+            failed, self._failed = self._failed, []
+        for batch in failed:
+            for report, err in batch.reports.items():
+                report(err)
+
+    def _watch(self) -> None:
+        """Submits an open batch once the work before it is done: the device would idle
+        otherwise. Waiting blocks in Vulkan with the interpreter's lock released."""
+        while True:
+            with self._lock:
+                while self._batch is None:
+                    self._wakeup.wait()
+                batch = self._batch
+                last = self._in_flight[-1] if self._in_flight else None
+            if last is not None:
+                last.wait(spin=False)
+            self.flush(batch)
+
     def record(self, dispatches: Iterable[Dispatch], timed: bool = False) -> Recording:
         """Dispatches to be recorded once and submitted by `replay` many times."""
         return Recording(dispatches, timed)
 
-    def _adopt(self, seq: kp.Sequence, recording: Recording) -> None:
+    def adopt(self, seq: kp.Sequence, recording: Recording) -> None:
         """Takes a retired recording's sequence into the pool, remembering what it holds
         recorded (timed ones are dropped: their timestamp count is the recording's)."""
         if not recording.timed:
             self._recorded[id(seq)] = recording.ops
-            self._recycle(seq, False)
+            self.recycle(seq, False)
 
-    def _spare_sequence(self) -> kp.Sequence:
-        """An idle pooled sequence, cleared, for a recording; a new one if none."""
+    def spare_sequence(self, timestamps: int | None = None) -> kp.Sequence:
+        """A sequence for a recording: with room for `timestamps` dispatches' timestamps,
+        a new one; else an idle pooled one, cleared (a new one if none)."""
+        if timestamps is not None:
+            return self._manager.sequence(0, timestamps + 1)
         try:
             seq = self._pool[False].pop()
         except IndexError:
@@ -393,17 +396,24 @@ class Engine:
         return seq
 
     def replay(self, recording: Recording) -> Submission:
-        """Submits a recording as it was recorded."""
-        self._make_room()
-        sub = self._start(recording._take(self), recording.timed, recording)
-        recording._busy.append(sub)
+        """Submits a recording as it was recorded, after every command before it."""
+        with self._lock:
+            if self._batch is not None:
+                self._flush_locked(self._batch)
+            self._make_room()
+            sub = self._start(recording.take(self), recording.timed, recording)
+            recording.started(sub)
+            failed = self._failed
+        if failed:
+            self._report_failures()
         return sub
 
     def _start(self, seq: kp.Sequence, timed: bool, owner: Recording | None = None
                ) -> Submission:
-        """Hands a recorded sequence to the device: the one place work is submitted."""
-        with self._submit_lock:
-            seq.eval_async()
+        """Hands a recorded sequence to the device (the engine's lock held): the one
+        place work is submitted, eagerly or by a graph, besides a batch's flush."""
+        seq.eval_async()
+        self.submissions += 1
         sub = Submission(self, seq, timed, owner)
         self._in_flight.append(sub)
         return sub
@@ -414,8 +424,6 @@ class Engine:
             self._pop_in_flight(wait=True)
 
     def _take_sequence(self, timed: bool, n_ops: int) -> kp.Sequence:
-        # Pools and the in-flight list are deques: their appends and pops are atomic, so
-        # threads running deferred commands share them without a lock.
         self._make_room()
         pool = self._pool[timed]
         if not pool:
@@ -448,18 +456,33 @@ class Engine:
         if wait:
             sub.wait()
 
-    def _recycle(self, seq: kp.Sequence, timed: bool) -> None:
+    def recycle(self, seq: kp.Sequence, timed: bool) -> None:
+        # Pools are deques: their appends and pops are atomic, so a submission finishing
+        # in another thread gives its sequence back without the engine's lock.
         self._pool[timed].append(seq)
 
+    def calibrate(self, offset_ns: int) -> int:
+        """The host clock minus the device's, as well as known: a timed submission seen
+        done at host time H with its last timestamp D says the offset is at most H - D;
+        the least such bound seen is the estimate."""
+        if self._clock_offset is None or offset_ns < self._clock_offset:
+            self._clock_offset = offset_ns
+        return self._clock_offset
+
     def last_submission(self) -> Submission | None:
-        """The latest submission still tracked (completing it completes every earlier
-        one: each dispatch starts with a barrier on all work before it in the queue)."""
+        """The latest work handed to the engine, an open batch included (completing it
+        completes every earlier one: each dispatch starts with a barrier on all work
+        before it in the queue)."""
+        batch = self._batch
+        if batch is not None:
+            return batch
         try:
             return self._in_flight[-1]
         except IndexError:
             return None
 
     def synchronize(self) -> None:
+        self.flush()
         while self._in_flight:
             self._pop_in_flight(wait=True)
 

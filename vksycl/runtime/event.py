@@ -14,7 +14,8 @@ from ..exceptions import errc, exception
 from ..info import event_command_status
 
 if TYPE_CHECKING:
-    from .engine import Engine, Submission
+    from .engine import Engine
+    from .submission import Part, Submission
 
 
 class _one_or_list:
@@ -74,7 +75,7 @@ class event:
         # every step handed to the device or run; a default-constructed event is complete
         self._issued = engine is None
         self._issued_signal: threading.Event | None = None  # only for deferred commands
-        self._submission: Submission | None = None
+        self._submission: Submission | Part | None = None
         self._error: BaseException | None = None
         self._profiling = profiling
         # submit, start, end (ns), or a function computing them once the work is done
@@ -107,8 +108,11 @@ class event:
 
     def _wait_and_throw(self) -> None:
         self._wait()
-        if self._error is not None and consume(self._error):
-            raise self._error
+        err = self._error
+        if err is None and self._submission is not None:
+            err = self._submission.error  # its batch could not be submitted
+        if err is not None and consume(err):
+            raise err
 
     def is_complete(self) -> bool:
         return self._issued and (self._submission is None or self._submission.done())
@@ -124,8 +128,12 @@ class event:
         if param is info.event.command_execution_status:
             if self.is_complete():
                 return event_command_status.complete
-            return (event_command_status.running if self._issued
-                    else event_command_status.submitted)
+            sub = self._submission
+            if not self._issued or (sub is not None and not sub.submitted):
+                if sub is not None:  # waiting in a batch: asking sends the batch
+                    sub.flush()
+                return event_command_status.submitted
+            return event_command_status.running
         raise exception(errc.invalid, f"unknown event info descriptor {param!r}")
 
     def get_profiling_info(self, param: Any) -> int:

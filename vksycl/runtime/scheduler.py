@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 
 from .allocator import Allocator
 from .commands import Command, GpuStep, KernelLaunch, LowerContext
-from .engine import Buffer, Engine, Submission
+from .engine import Buffer, Engine
 from .event import event, host_now_ns
+from .submission import Part, Submission
 
 _log = logging.getLogger("vksycl.scheduler")
 
@@ -35,7 +36,6 @@ class Scheduler:
         self.staging_bytes = STAGING_BYTES
         self._staging: list[Buffer] = []
         self._staging_lock = threading.RLock()
-        self._clock_offset: int | None = None  # host ns minus device ns
         self.eager = LowerContext(engine, self._shared_staging)
 
     def _shared_staging(self, i: int) -> Buffer:
@@ -51,7 +51,7 @@ class Scheduler:
         if not command.runs_on_host and (not deps or all(d.ordered_on(self.engine)
                                                          for d in deps)):
             if type(command) is KernelLaunch and not profiling:
-                self._launch(command, ev)  # the common eager launch, in short
+                self._launch(command, ev, on_error)  # the common eager launch, in short
             else:
                 self._run(command, deps, ev, _reraise)
         else:
@@ -60,11 +60,14 @@ class Scheduler:
                              daemon=True).start()
         return ev
 
-    def _launch(self, command: KernelLaunch, ev: event) -> None:
+    def _launch(self, command: KernelLaunch, ev: event,
+                on_error: Callable[[BaseException], None]) -> None:
         """What `_run` does for one kernel launch without profiling whose dependencies are
-        already ordered before it: one dispatch, one submission, errors to the caller."""
+        already ordered before it: one dispatch, submitted or batched, errors to the
+        caller (those of a batch it joined, to the queue)."""
         try:
-            ev._submission = self.engine.submit((command.dispatch(self.engine),))
+            ev._submission = self.engine.submit((command.dispatch(self.engine),), False,
+                                                on_error)
         except BaseException as err:
             ev._error = err
             raise
@@ -82,15 +85,15 @@ class Scheduler:
              on_error: Callable[[BaseException], None]) -> None:
         submitted_at = host_now_ns()
         host_times: list[int] = []
-        submissions: list[Submission] = []
+        submissions: list[Submission | Part] = []
         try:
             if command.needs_staging:
                 with self._staging_lock:
-                    self._run_steps(command, deps, ev, submissions, host_times)
+                    self._run_steps(command, deps, ev, submissions, host_times, on_error)
                     if ev._submission is not None:  # staging is free once it is done
                         ev._submission.wait()
             else:
-                self._run_steps(command, deps, ev, submissions, host_times)
+                self._run_steps(command, deps, ev, submissions, host_times, on_error)
         except BaseException as err:  # the caller's, or the queue's async handler
             ev._error = err
             on_error(err)
@@ -99,7 +102,7 @@ class Scheduler:
                 ev._times = lambda: self._profile(submitted_at, submissions, host_times)
             ev._mark_issued()
 
-    def _run_steps(self, command, deps, ev, submissions, host_times) -> None:
+    def _run_steps(self, command, deps, ev, submissions, host_times, on_error) -> None:
         pending = []
         deps_done = False
         timed = ev._profiling
@@ -109,13 +112,13 @@ class Scheduler:
                 ran_host_last = False
                 if step.recording is not None:  # pre-recorded: submitted as it is
                     if pending:
-                        submissions.append(self.engine.submit(pending, timed))
+                        submissions.append(self.engine.submit(pending, timed, on_error))
                         pending = []
                     submissions.append(self.engine.replay(step.recording))
                     continue
                 pending += step.dispatches
                 if step.flush:
-                    submissions.append(self.engine.submit(pending, timed))
+                    submissions.append(self.engine.submit(pending, timed, on_error))
                     pending = []
                 continue
             if not deps_done:
@@ -123,7 +126,7 @@ class Scheduler:
                     d.wait()
                 deps_done = True
             if pending:
-                submissions.append(self.engine.submit(pending, timed))
+                submissions.append(self.engine.submit(pending, timed, on_error))
                 pending = []
             for s in submissions[: len(submissions) - step.lag]:
                 s.wait()
@@ -132,27 +135,23 @@ class Scheduler:
             host_times.append(host_now_ns())
             ran_host_last = True
         if pending:
-            submissions.append(self.engine.submit(pending, timed))
+            submissions.append(self.engine.submit(pending, timed, on_error))
         if submissions and not ran_host_last:
             # Each dispatch starts with a barrier on everything before it in the queue, so
             # the last submission completes after every earlier one.
             ev._submission = submissions[-1]
 
-    def _profile(self, submitted_at: int, submissions: list[Submission],
+    def _profile(self, submitted_at: int, submissions: list[Submission | Part],
                  host_times: list[int]) -> list[int]:
-        """(submit, start, end) in the host clock; device timestamps are moved into it by
-        an offset calibrated from the submissions themselves, and kept in order."""
+        """(submit, start, end) in the host clock; the engine moves device timestamps into
+        it with one offset per submission, so the commands of one batch keep their
+        order."""
         starts, ends = list(host_times[::2]), list(host_times[1::2])
         for sub in submissions:
-            sub.wait()
-            waited = host_now_ns()
             ts = sub.timestamps_ns()
             if len(ts) >= 2:
-                offset = waited - ts[-1]
-                if self._clock_offset is None or offset < self._clock_offset:
-                    self._clock_offset = offset
-                starts.append(ts[0] + self._clock_offset)
-                ends.append(ts[-1] + self._clock_offset)
+                starts.append(ts[0])
+                ends.append(ts[-1])
         start = max(submitted_at, min(starts, default=submitted_at))
         end = max(start + 1, max(ends, default=start + 1))
         return [submitted_at, start, end]

@@ -1,0 +1,356 @@
+"""Eager commands submitted while the device is busy share one submission (a batch).
+Order, dependencies, host tasks, events, profiling and errors are what they are without
+batching; these tests hold the device busy with a long kernel so that what follows is
+batched, and check every result."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import vksycl as sycl
+from vksycl import info
+
+status = info.event.command_execution_status
+S = info.event_command_status
+# the busy kernel's work-items and their loop (lavapipe ends any one invocation's loops
+# after 65535 iterations in all): tens of milliseconds on lavapipe, far longer than the
+# host takes to submit what each test puts behind it
+BUSY = 4096
+LOOP = 60000
+N = 256
+
+
+def submissions(q: sycl.queue) -> int:
+    """vkQueueSubmit calls so far on the queue's device."""
+    return q._scheduler.engine.submissions
+
+
+def xorshift(iterations: int) -> int:
+    x = 2463534242
+    for _ in range(iterations):
+        x ^= (x << 13) & 0xFFFFFFFF
+        x ^= x >> 17
+        x ^= (x << 5) & 0xFFFFFFFF
+    return x
+
+
+def busy(q: sycl.queue, out: sycl.ptr, items: int = BUSY, deps=None) -> sycl.event:
+    """`items` work-items running xorshift32 for LOOP rounds each (a loop no compiler
+    folds): the device is busy meanwhile. Work-item 0 writes its result."""
+
+    def spin(i):
+        x = sycl.uint32(2463534242) + sycl.uint32(i)
+        k = sycl.uint32(0)
+        while k < sycl.uint32(LOOP):
+            x = x ^ (x << sycl.uint32(13))
+            x = x ^ (x >> sycl.uint32(17))
+            x = x ^ (x << sycl.uint32(5))
+            k += sycl.uint32(1)
+        if i == 0:
+            out[0] = x
+    return q.parallel_for(sycl.range(items), spin, depends_on=deps)
+
+
+def step(q: sycl.queue, x: sycl.ptr, k: int, deps=None) -> sycl.event:
+    """x = x * 3 + k, element-wise: the order of two steps changes the result."""
+    kk = np.uint32(k)
+
+    def body(i):
+        x[i] = x[i] * sycl.uint32(3) + kk + sycl.uint32(i)
+    return q.parallel_for(sycl.range(N), body, depends_on=deps)
+
+
+def expected_steps(ks, start=None) -> np.ndarray:
+    x = np.zeros(N, np.uint32) if start is None else start.copy()
+    i = np.arange(N, dtype=np.uint32)
+    with np.errstate(over="ignore"):
+        for k in ks:
+            x = x * np.uint32(3) + np.uint32(k) + i
+    return x
+
+
+@pytest.fixture
+def flag(q):
+    f = sycl.malloc_shared(4, sycl.uint32, q)
+    np.asarray(f)[:] = 0
+    yield f
+    q.wait()
+    sycl.free(f, q)
+
+
+def test_busy_kernel_computes_its_xorshift(q, flag):
+    busy(q, flag, 64).wait()
+    assert int(np.asarray(flag)[0]) == xorshift(LOOP)
+
+
+def test_in_order_commands_behind_a_busy_device_share_one_submission(ordered_q, flag):
+    q = ordered_q
+    x = sycl.malloc_device(N, sycl.uint32, q)
+    q.memset(x, 0, 4 * N).wait()
+    before = submissions(q)
+    busy(q, flag)
+    ks = list(range(100))
+    for k in ks:
+        step(q, x, k)
+    out = np.zeros(N, np.uint32)
+    q.memcpy(out, x, 4 * N).wait()
+    assert np.array_equal(out, expected_steps(ks))
+    # the busy kernel, then one or two batches (the copy's own part may follow)
+    assert submissions(q) - before <= 4, submissions(q) - before
+    sycl.free(x, q)
+
+
+def test_out_of_order_dependency_chains_in_one_batch(q, flag):
+    chains = [sycl.malloc_device(N, sycl.uint32, q) for _ in range(4)]
+    for x in chains:
+        q.memset(x, 0, 4 * N)
+    q.wait()
+    before = submissions(q)
+    busy(q, flag)
+    last = [None] * len(chains)
+    for r in range(30):
+        for c, x in enumerate(chains):  # the chains interleave; each is ordered by events
+            last[c] = step(q, x, 7 * c + r, deps=last[c])
+    for c, x in enumerate(chains):
+        out = np.zeros(N, np.uint32)
+        q.memcpy(out, x, 4 * N, depends_on=last[c]).wait()
+        assert np.array_equal(out, expected_steps([7 * c + r for r in range(30)])), c
+    assert submissions(q) - before <= 8
+    for x in chains:
+        sycl.free(x, q)
+
+
+def test_host_tasks_between_batched_kernels(ordered_q, flag):
+    q = ordered_q
+    x = sycl.malloc_shared(N, sycl.uint32, q)
+    np.asarray(x)[:] = 0
+    seen = []
+
+    def host():
+        view = np.asarray(x)[:N]
+        seen.append(view.copy())  # the kernels before it are done
+        view *= 2
+
+    busy(q, flag)
+    step(q, x, 1)
+    step(q, x, 2)
+    q.submit(lambda h: h.host_task(host))
+    step(q, x, 3)
+    q.wait()
+    first = expected_steps([1, 2])
+    assert np.array_equal(seen[0], first)
+    assert np.array_equal(np.asarray(x)[:N], expected_steps([3], first * np.uint32(2)))
+    sycl.free(x, q)
+
+
+def test_eight_threads_submit_kernels_and_copies(q, flag):
+    """Four threads share the out-of-order queue (ordering their own work by events), four
+    have in-order queues of their own; one holds the device busy now and then so that
+    the others' work is batched. Every intermediate result is checked."""
+    threads, rounds = 8, 24
+    own = [sycl.queue(property_list=[sycl.property.queue.in_order()]) for _ in range(4)]
+    errors: list[BaseException] = []
+
+    def worker(t: int) -> None:
+        tq = q if t < 4 else own[t - 4]
+        x = sycl.malloc_device(N, sycl.uint32, tq)
+        y = sycl.malloc_device(N, sycl.uint32, tq)
+        spin = sycl.malloc_device(1, sycl.uint32, tq)
+        host = np.zeros(N, np.uint32)
+        try:
+            e = tq.memset(x, 0, 4 * N)
+            ks: list[int] = []
+            for r in range(rounds):
+                if t == 0 and r % 8 == 0:
+                    e = busy(tq, spin, BUSY // 4, deps=e)
+                e = step(tq, x, 100 * t + r, deps=e)
+                ks.append(100 * t + r)
+                e = tq.memcpy(y, x, 4 * N, e)           # device to device
+                if r % 6 == 5:
+                    tq.memcpy(host, y, 4 * N, e).wait()  # and back to the host
+                    assert np.array_equal(host, expected_steps(ks)), (t, r)
+        except BaseException as err:  # reported below
+            errors.append(err)
+        finally:
+            tq.wait()
+            for p in (x, y, spin):
+                sycl.free(p, tq)
+
+    pool = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join()
+    assert errors == []
+
+
+def test_event_status_moves_through_a_batch(q, flag):
+    x = sycl.malloc_device(N, sycl.uint32, q)
+    q.memset(x, 0, 4 * N).wait()
+    e0 = busy(q, flag)
+    e1 = step(q, x, 5, deps=e0)
+    assert e0.get_info(status) == S.running
+    # e1 waits in the open batch: submitted, not on the device yet; asking sends it
+    assert e1.get_info(status) == S.submitted
+    assert e1.get_info(status) == S.running
+    e1.wait()
+    assert e0.get_info(status) == S.complete
+    assert e1.get_info(status) == S.complete
+    sycl.free(x, q)
+
+
+def test_a_batch_runs_when_the_device_idles_with_no_queue_call(q, flag):
+    """A program that submits while the device is busy and then only polls memory sees
+    its commands run: the engine submits the batch once the work before it is done."""
+    done = sycl.malloc_shared(1, sycl.uint32, q)
+    np.asarray(done)[0] = 0
+
+    def mark():
+        done[0] = sycl.uint32(42)
+    busy(q, flag)
+    e = q.single_task(mark)
+    assert e.is_complete() is False
+    deadline = time.monotonic() + 20
+    while np.asarray(done)[0] != 42 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert np.asarray(done)[0] == 42
+    q.wait()
+    sycl.free(done, q)
+
+
+def test_profiling_timestamps_are_ordered_per_command_in_a_batch(flag):
+    q = sycl.queue(property_list=[sycl.property.queue.in_order(),
+                                  sycl.property.queue.enable_profiling()])
+    x = sycl.malloc_device(N, sycl.uint32, q)
+    q.memset(x, 0, 4 * N).wait()
+    before = submissions(q)
+    events = [busy(q, flag, BUSY // 2)] + [step(q, x, k) for k in range(12)]
+    q.wait()
+    assert submissions(q) - before <= 3  # the busy kernel, then the steps batched
+    prof = info.event_profiling
+    times = [(e.get_profiling_info(prof.command_submit), e.get_profiling_info(prof.command_start),
+              e.get_profiling_info(prof.command_end)) for e in events]
+    for submit, start, end in times:
+        assert submit <= start < end
+    for (_, _, end), (_, start, _) in itertools.pairwise(times):
+        assert end <= start
+    busy_time = times[0][2] - times[0][1]
+    assert busy_time > 10 * max(end - start for _, start, end in times[1:])
+    out = np.zeros(N, np.uint32)
+    q.memcpy(out, x, 4 * N).wait()
+    assert np.array_equal(out, expected_steps(range(12)))
+    sycl.free(x, q)
+
+
+class _FailingSubmit:
+    """Stands in for a batch's sequence: submitting it fails as a lost device would."""
+
+    def __init__(self, seq) -> None:
+        self._seq = seq
+
+    def eval_async(self):
+        raise RuntimeError("vk::Queue::submit: ErrorDeviceLost")
+
+    def __getattr__(self, name):
+        return getattr(self._seq, name)
+
+
+def test_a_batch_that_fails_to_submit_reports_to_each_queue_and_event(flag):
+    reports: dict[str, list] = {"a": [], "b": []}
+    qa = sycl.queue(async_handler=lambda errs: reports["a"].extend(errs))
+    qb = sycl.queue(async_handler=lambda errs: reports["b"].extend(errs))
+    x = sycl.malloc_shared(N, sycl.uint32, qa)
+    y = sycl.malloc_shared(N, sycl.uint32, qa)
+    np.asarray(x)[:] = 0
+    np.asarray(y)[:] = 0
+    busy(qa, flag)
+    ea = step(qa, x, 1)
+    eb = step(qb, y, 2)
+    batch = ea._submission.batch
+    assert eb._submission.batch is batch and not batch.submitted
+    batch._sequence = _FailingSubmit(batch._sequence)
+    with pytest.raises(sycl.exception) as err:
+        ea.wait_and_throw()  # waiting sends the batch, which fails
+    assert err.value.code() == sycl.errc.runtime
+    assert "could not be submitted" in str(err.value) and "DeviceLost" in str(err.value)
+    qa.wait_and_throw()
+    assert reports["a"] == []  # reported once: through the event
+    qb.wait_and_throw()
+    assert len(reports["b"]) == 1 and reports["b"][0].code() == sycl.errc.runtime
+    eb.wait_and_throw()  # its queue's handler had it already
+    assert np.all(np.asarray(x)[:N] == 0) and np.all(np.asarray(y)[:N] == 0)  # nothing ran
+    step(qa, x, 1).wait()  # the next commands run as usual
+    assert np.array_equal(np.asarray(x)[:N], expected_steps([1]))
+    qa.wait()
+    sycl.free(x, qa)
+    sycl.free(y, qa)
+
+
+def test_errors_of_commands_among_batched_ones_reach_their_event_and_handler(flag):
+    reports: list = []
+    q = sycl.queue(property_list=[sycl.property.queue.in_order()],
+                   async_handler=reports.extend)
+    x = sycl.malloc_shared(N, sycl.uint32, q)
+    gone = sycl.malloc_device(N, sycl.uint32, q)
+    np.asarray(x)[:] = 0
+    sycl.free(gone, q)
+    busy(q, flag)
+    step(q, x, 1)
+
+    def fails():
+        raise ValueError("host task failed")
+    bad = q.submit(lambda h: h.host_task(fails))
+    step(q, x, 2)
+    with pytest.raises(sycl.exception) as err:
+        step(q, gone, 3)  # checked before anything is enqueued: raised to the caller
+    assert err.value.code() == sycl.errc.invalid
+    step(q, x, 4)
+    q.wait()
+    with pytest.raises(ValueError, match="host task failed"):
+        bad.wait_and_throw()
+    q.throw_asynchronous()
+    assert reports == []  # the event reported it; the handler does not see it twice
+    assert np.array_equal(np.asarray(x)[:N], expected_steps([1, 2, 4]))
+
+    bad = q.submit(lambda h: h.host_task(fails))
+    step(q, x, 5)
+    q.wait_and_throw()
+    assert len(reports) == 1 and isinstance(reports[0], ValueError)
+    assert np.array_equal(np.asarray(x)[:N], expected_steps([1, 2, 4, 5]))
+    sycl.free(x, q)
+
+
+def test_a_zero_window_submits_every_command_at_once(tmp_path):
+    script = textwrap.dedent("""
+        import numpy as np
+        import vksycl as sycl
+        q = sycl.queue(property_list=[sycl.property.queue.in_order()])
+        x = sycl.malloc_shared(64, sycl.uint32, q)
+        np.asarray(x)[:] = 0
+        def body(i):
+            x[i] = x[i] + sycl.uint32(1)
+        q.parallel_for(sycl.range(64), body).wait()
+        engine = q._scheduler.engine
+        before = engine.submissions
+        for _ in range(50):
+            q.parallel_for(sycl.range(64), body)
+        q.wait()
+        assert np.all(np.asarray(x)[:64] == 51)
+        print(engine.submissions - before)
+    """)
+    path = tmp_path / "zero_window.py"  # kernels are compiled from their source file
+    path.write_text(script)
+    env = dict(os.environ, VKSYCL_BATCH_WINDOW_US="0")
+    out = subprocess.run([sys.executable, str(path)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-1] == "50"

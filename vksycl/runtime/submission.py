@@ -1,0 +1,247 @@
+"""Work handed to the device: submissions of recorded sequences, and the commands batched
+into one.
+
+A `Submission` is one `vkQueueSubmit` of one sequence. Eager commands that arrive while
+the device is busy share an open batch (a `Submission` not yet submitted); each gets a
+`Part` of it. Waiting for a part, or asking whether it is done, is asking the batch, and
+waiting submits the batch first if it is still open. A batch's timestamps hold one entry
+after each dispatch, so a part's own start and end are the entries around its dispatches.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..exceptions import errc, exception
+
+if TYPE_CHECKING:
+    from .engine import Dispatch, Engine
+
+# sequences one recording may have in flight: replays back to back need not wait on the
+# host for the previous one (the device queue orders them)
+RECORDING_COPIES = 3
+
+ErrorReport = Callable[[BaseException], None]
+
+
+class Submission:
+    """One sequence for the device: open (a batch still taking commands), submitted, then
+    finished. `wait` returns the sequence once, to the engine's pool or to the recording
+    it belongs to; a submission that failed holds its `error` and has nothing to wait
+    for."""
+
+    __slots__ = ("_engine", "_lock", "_owner", "_sequence", "_timed", "_timestamps",
+                 "checked_at", "error", "n_ops", "offset_ns", "reports", "submitted")
+
+    def __init__(self, engine: Engine, sequence: Any, timed: bool,
+                 owner: Recording | None = None, submitted: bool = True) -> None:
+        self._engine = engine
+        self._sequence: Any = sequence
+        self._timestamps: list[int] | None = None
+        self._timed = timed
+        self._owner = owner
+        self._lock = threading.Lock()
+        self.submitted = submitted
+        self.error: BaseException | None = None
+        self.n_ops = 0  # dispatches recorded (a batch's grow as commands join)
+        # when a batch opened or last found the device busy (perf_counter seconds)
+        self.checked_at = 0.0
+        self.offset_ns = 0  # host clock minus device clock, fixed when timestamps are read
+        # where a failed batch's error is reported (the queues of its commands), each
+        # with an exception of its own once it failed; a submission made at once raises
+        # to its caller instead
+        self.reports: dict[ErrorReport, BaseException | None] = {}
+
+    def wait(self, spin: bool = True) -> None:
+        """Submits the batch first if it is still open. `spin=False` blocks at once (a
+        background thread waiting, whose latency no one sees)."""
+        if not self.submitted:
+            self._engine.flush(self)
+        with self._lock:
+            seq = self._sequence
+            if seq is None:
+                return
+            engine = self._engine
+            started = time.perf_counter()
+            poll = engine.spin_wait_s if spin else 0.0
+            if poll and engine.last_wait_s <= 2 * poll:
+                # A blocking fence wait wakes up tens of microseconds after the device is
+                # done; polling briefly first keeps short commands' latency low. Polling
+                # takes a core from the work on a CPU device, so after a wait longer than
+                # the spin could cover, the next wait blocks at once.
+                deadline = started + poll
+                while seq.is_running() and time.perf_counter() < deadline:
+                    seq.eval_await(0)
+            if seq.is_running():
+                seq.eval_await()
+            if spin:
+                engine.last_wait_s = time.perf_counter() - started
+            self._finish(seq)
+
+    @property
+    def finished(self) -> bool:
+        """Known to be complete (waited for, or found done), without asking Vulkan."""
+        return self._sequence is None
+
+    def done(self) -> bool:
+        """Whether the device finished it; never waits, and never submits an open batch
+        (a thread waiting for it meanwhile has the answer first)."""
+        if not self.submitted:
+            return False
+        if not self._lock.acquire(blocking=False):
+            return self._sequence is None
+        try:
+            seq = self._sequence
+            if seq is None:
+                return True
+            seq.eval_await(0)
+            if seq.is_running():
+                return False
+            self._finish(seq)
+            return True
+        finally:
+            self._lock.release()
+
+    def flush(self) -> None:
+        """Submits the batch now if it is still open."""
+        if not self.submitted:
+            self._engine.flush(self)
+
+    def fail(self, message: str) -> None:
+        """Its submission failed: nothing of it runs, every wait returns, and each
+        queue with commands in it gets an error of its own."""
+        self.error = exception(errc.runtime, message)
+        for report in self.reports:
+            self.reports[report] = exception(errc.runtime, message)
+        self.submitted = True
+        self._sequence = None
+
+    def error_for(self, report: ErrorReport | None) -> BaseException | None:
+        """The error a command reported through `report` sees."""
+        return self.reports.get(report) or self.error
+
+    def _finish(self, seq: Any) -> None:
+        if self._timed:
+            engine = self._engine
+            done_ns = time.perf_counter_ns()
+            ts = [int(t * engine.timestamp_period) for t in seq.get_timestamps()]
+            self.offset_ns = engine.calibrate(done_ns - ts[-1]) if ts else 0
+            self._timestamps = ts
+        self._sequence = None
+        if self._owner is None:
+            self._engine.recycle(seq, self._timed)
+        else:
+            self._owner.returned(seq, self._engine)
+
+    def timestamps_ns(self) -> list[int]:
+        """Device timestamps in the host's clock (nanoseconds): the start, then one after
+        each dispatch."""
+        self.wait()
+        return [t + self.offset_ns for t in self._timestamps or ()]
+
+
+class Part:
+    """One command's dispatches in a batch: it completes with the batch, and its
+    timestamps are the batch's around its own dispatches."""
+
+    __slots__ = ("batch", "count", "first", "report")
+
+    def __init__(self, batch: Submission, first: int, count: int,
+                 report: ErrorReport | None) -> None:
+        self.batch, self.first, self.count, self.report = batch, first, count, report
+
+    def wait(self, spin: bool = True) -> None:
+        self.batch.wait(spin)
+
+    def done(self) -> bool:
+        return self.batch.done()
+
+    def flush(self) -> None:
+        self.batch.flush()
+
+    @property
+    def finished(self) -> bool:
+        return self.batch.finished
+
+    @property
+    def submitted(self) -> bool:
+        return self.batch.submitted
+
+    @property
+    def error(self) -> BaseException | None:
+        return self.batch.error_for(self.report)
+
+    def timestamps_ns(self) -> list[int]:
+        ts = self.batch.timestamps_ns()
+        return ts[self.first: self.first + self.count + 1]
+
+
+class Recording:
+    """Dispatches recorded once into sequences of their own (a command graph's segment)
+    and submitted again at each replay. A replay takes a sequence no submission is
+    running; with none idle it records another (up to `RECORDING_COPIES`), else waits
+    for the oldest. Timed recordings are recorded again at each replay: their timestamp
+    queries are reset while recording."""
+
+    __slots__ = ("_busy", "_count", "_idle", "_lock", "ops", "retired", "timed")
+
+    def __init__(self, dispatches: Iterable[Dispatch], timed: bool) -> None:
+        self.ops = tuple(d.op for d in dispatches)
+        self.timed = timed
+        self.retired = False  # replaced by an update: its sequences go back to the pool
+        self._idle: collections.deque[Any] = collections.deque()
+        self._busy: collections.deque[Submission] = collections.deque()
+        self._count = 0
+        # threads replaying one graph; reentrant, as a wait inside `take` gives a
+        # sequence back through `returned`
+        self._lock = threading.RLock()
+
+    def take(self, engine: Engine) -> Any:
+        with self._lock:
+            while self._busy and self._busy[0].finished:
+                self._busy.popleft()
+            if not self._idle:
+                if self._count < RECORDING_COPIES:
+                    self._count += 1
+                    seq = engine.spare_sequence(len(self.ops) if self.timed else None)
+                    self._record(seq)
+                    return seq
+                self._busy.popleft().wait()  # its sequence comes back idle
+            seq = self._idle.pop()
+            if self.timed:
+                seq.clear()
+                self._record(seq)
+            return seq
+
+    def started(self, sub: Submission) -> None:
+        self._busy.append(sub)
+
+    def _record(self, seq: Any) -> None:
+        for op in self.ops:
+            seq.record(op)
+
+    def retire(self, engine: Engine) -> None:
+        """Replaced by an update: the sequences return to the engine's pool (now if
+        idle, else when their submissions finish), so updates do not create and destroy
+        command buffers."""
+        with self._lock:
+            self.retired = True
+            idle, self._idle = self._idle, collections.deque()
+            self._count -= len(idle)
+        for seq in idle:
+            engine.adopt(seq, self)
+
+    def returned(self, seq: Any, engine: Engine) -> None:
+        """A sequence whose submission finished: kept for the next replay, or, once the
+        recording is retired, given to the engine's pool (a replay after that, by a
+        submission made before the update, records a sequence again)."""
+        with self._lock:
+            if not self.retired:
+                self._idle.append(seq)
+                return
+            self._count -= 1
+        engine.adopt(seq, self)
