@@ -9,9 +9,11 @@ floor Kompute allows and the CUDA peers on the same GPU:
 
 Two figures each: launch + wait (median of single launches), and 1000 launches without
 waiting then one wait (per launch). The variants run in alternating rounds so a change in
-the machine's load hits all alike; medians over rounds are reported.
+the machine's load hits all alike; medians over rounds are reported. `--items` sizes the
+kernel (default 64): with millions of items each launch keeps the GPU busy for a while,
+which shows whether submitting in batches ever leaves the device idle.
 
-    python3 benchmarks/eager_launch.py [--async-launches 1000] [--rounds 5]
+    python3 benchmarks/eager_launch.py [--async-launches 1000] [--rounds 5] [--items 64]
 """
 
 from __future__ import annotations
@@ -110,9 +112,14 @@ def cupy_case():
     except Exception:  # no cupy, or no CUDA device
         return None
     k = cupy.RawKernel(r'''
-extern "C" __global__ void bump(float* x) { x[threadIdx.x] += 1.0f; }''', "bump")
+extern "C" __global__ void bump(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] += 1.0f;
+}''', "bump")
     x = cupy.zeros(N, dtype=cupy.float32)
-    return (lambda: k((1,), (N,), (x,))), cupy.cuda.Device().synchronize, None
+    blocks = (N + 255) // 256
+    return (lambda: k((blocks,), (min(N, 256),), (x, np.int32(N)))), \
+        cupy.cuda.Device().synchronize, None
 
 
 def one_round(launch: Callable, wait: Callable, singles: int, many: int) -> tuple[float, float]:
@@ -130,11 +137,14 @@ def one_round(launch: Callable, wait: Callable, singles: int, many: int) -> tupl
 
 
 def main() -> None:
+    global N
     ap = argparse.ArgumentParser()
     ap.add_argument("--async-launches", type=int, default=1000)
     ap.add_argument("--singles", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--items", type=int, default=N)
     args = ap.parse_args()
+    N = args.items
     q = sycl.queue()
     print(f"device: {q.get_device().get_info(sycl.info.device.name)}; {N} items, x += 1")
     cases = {"vksycl": vksycl_case(q), "raw kp": raw_kp_case(q), "torch": torch_case(),

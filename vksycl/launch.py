@@ -81,8 +81,8 @@ class Prepared:
     """A compiled kernel plus everything needed to launch it quickly."""
 
     __slots__ = ("attr_getters", "attr_sigs", "checked", "ck", "globals", "groups", "key",
-                 "launch_slots", "n", "packer", "ptrs", "scalar_paths", "scalars",
-                 "spec_getters", "variants")
+                 "last_launch", "launch_slots", "n", "packer", "ptrs", "scalar_paths",
+                 "scalars", "spec_getters", "variants")
 
     def __init__(self, ck: CompiledKernel, pyfn: Any, key: Any) -> None:
         self.ck = ck
@@ -111,6 +111,9 @@ class Prepared:
         self.scalars = []
         self.scalar_paths = []
         self.launch_slots = []
+        # (launch object, its (position, value) pairs): ranges are immutable, so a launch
+        # with the same one reads none of them again
+        self.last_launch: tuple[Any, list[tuple[int, int]]] = (None, [])
         # attributes of captured objects are read at each launch; if one changes type,
         # the kernel is compiled again for the new types
         self.attr_getters = [path_getter(a.path, pyfn) for a in ck.args
@@ -164,8 +167,13 @@ class Prepared:
         for get, pos, is_bool in self.scalars:
             v = get(pyfn, args)
             values[pos] = int(bool(v)) if is_bool else v
-        for what, d, pos in self.launch_slots:
-            values[pos] = _launch_value(launch, what, d)
+        if self.launch_slots:
+            known = self.last_launch
+            if known[0] is not launch:
+                known = self.last_launch = (launch, [(pos, _launch_value(launch, what, d))
+                                                     for what, d, pos in self.launch_slots])
+            for pos, value in known[1]:
+                values[pos] = value
         try:
             push = self.packer.pack(*values)
         except struct.error as ex:
@@ -515,7 +523,7 @@ class _Plan:
     properties share: the variant keys, and the last command, which the next launch with
     the same arguments submits again."""
 
-    __slots__ = ("classes", "info", "kind", "last", "launch", "variants")
+    __slots__ = ("classes", "info", "kind", "last", "launch", "prepared", "variants")
 
     def __init__(self, launch: Any, info: Any, kind: str, variants: tuple) -> None:
         self.launch = launch
@@ -526,6 +534,10 @@ class _Plan:
         # (prepared kernel, push constants, command) of the last launch, replaced whole so
         # threads launching the same kernel never see a mix of two launches
         self.last: tuple[Prepared | None, bytes, KernelLaunch | None] = (None, b"", None)
+        # (captured objects, globals, prepared kernel) of the last launch whose captures
+        # were all `_stable` and whose kernel reads no attributes of them: a launch
+        # capturing objects keyed alike runs the same prepared kernel
+        self.prepared: tuple[tuple, tuple, Prepared] | None = None
 
 
 _PLANS: dict[tuple, _Plan] = {}
@@ -558,10 +570,27 @@ def _new_plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any,
 def _prepared(pyfn: Any, plan: _Plan, device: Any) -> Prepared:
     """The prepared kernel a launch runs: its arguments in push constants where they fit
     the device's, else the variant reading them from an argument block."""
+    cells = pyfn.__closure__
+    captured = tuple(map(_CONTENTS, cells)) if cells else ()
+    names = _GLOBAL_NAMES.get(pyfn.__code__)
+    if names is None:
+        names = _global_names(pyfn)
+    globals_ = tuple(map(pyfn.__globals__.get, names)) if names else ()
+    known = plan.prepared
+    if known is not None and _alike(known[0], captured) and _alike(known[1], globals_):
+        return known[2]
     p = _prepare(pyfn, *plan.variants[0])
     if p.ck.push_size > device.vulkan.max_push_constants_size:
         p = _prepare(pyfn, *plan.variants[1])
+    if not p.attr_getters and not p.spec_getters and all(map(_stable, captured)) and \
+            all(map(_stable, globals_)):
+        plan.prepared = (captured, globals_, p)
     return p
+
+
+def _alike(last: tuple, now: tuple) -> bool:
+    """The same objects, or objects keyed alike (fresh pointers of the same types)."""
+    return all(map(operator.is_, last, now)) or _all_keyed_alike(last, now)
 
 
 def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple | None,

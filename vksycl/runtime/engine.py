@@ -39,6 +39,9 @@ _BATCH_OPS = 512
 # timestamps a timed sequence has room for (one after each dispatch): a profiling queue's
 # commands batch too
 _BATCH_TIMESTAMPS = 129
+# how long the submitting threads must have been quiet before the watcher thread sends an
+# open batch (while they submit, they send batches themselves)
+_WATCH_QUIET_S = 0.0005
 
 
 @dataclass(eq=False)
@@ -100,8 +103,8 @@ class Engine:
         self._max_timestamps = _BATCH_TIMESTAMPS
         self._manager = kp.Manager(index)
         # the batch, the in-flight list and the Vulkan queue (submissions from any thread)
-        self._lock = threading.RLock()
-        self._wakeup = threading.Condition(self._lock)  # a batch opened: the watcher runs
+        self.lock = threading.RLock()
+        self._wakeup = threading.Condition(self.lock)  # a batch opened: the watcher runs
         self._watcher: threading.Thread | None = None
         self._batch: Submission | None = None  # open: commands join it until it is flushed
         self._failed: list[Submission] = []  # batches whose submission failed, to report
@@ -247,7 +250,7 @@ class Engine:
         `report` receives the error should the batch they join fail to submit."""
         ops = tuple(map(_OP, dispatches))
         now = time.perf_counter()
-        with self._lock:
+        with self.lock:
             burst = now - self._last_submit_at < self.batch_window_s
             self._last_submit_at = now
             batch = self._batch
@@ -328,7 +331,7 @@ class Engine:
 
     def flush(self, batch: Submission | None = None) -> None:
         """Submits the open batch (if it is `batch`, when one is named)."""
-        with self._lock:
+        with self.lock:
             open_batch = self._batch
             if open_batch is not None and (batch is None or batch is open_batch):
                 self._flush_locked(open_batch)
@@ -352,20 +355,26 @@ class Engine:
     def _report_failures(self) -> None:
         """Tells the queues of a failed batch's commands, outside the engine's lock (a
         queue reports while holding its own)."""
-        with self._lock:
+        with self.lock:
             failed, self._failed = self._failed, []
         for batch in failed:
             for report, err in batch.reports.items():
                 report(err)
 
     def _watch(self) -> None:
-        """Submits an open batch once the work before it is done: the device would idle
-        otherwise. Waiting blocks in Vulkan with the interpreter's lock released."""
+        """Submits an open batch that no submission has looked at for a while, once the
+        work before it is done: the device would idle otherwise. While threads keep
+        submitting, they send batches themselves, and this thread stays off the
+        interpreter's lock (it sleeps, or blocks in Vulkan, with the lock released)."""
         while True:
-            with self._lock:
+            with self.lock:
                 while self._batch is None:
                     self._wakeup.wait()
+            time.sleep(_WATCH_QUIET_S)
+            with self.lock:
                 batch = self._batch
+                if batch is None or time.perf_counter() - self._last_submit_at < _WATCH_QUIET_S:
+                    continue
                 last = self._in_flight[-1] if self._in_flight else None
             if last is not None:
                 last.wait(spin=False)
@@ -397,7 +406,7 @@ class Engine:
 
     def replay(self, recording: Recording) -> Submission:
         """Submits a recording as it was recorded, after every command before it."""
-        with self._lock:
+        with self.lock:
             if self._batch is not None:
                 self._flush_locked(self._batch)
             self._make_room()

@@ -46,6 +46,12 @@ def use_kernel_front_end(build: KernelFrontEnd) -> None:
     _kernel_front_end = build
 
 
+def closure_launch(q: Queue, kernel: Callable, launch: Any) -> Command:
+    """The command `handler.parallel_for(launch, kernel)` builds for a plain closure
+    kernel without properties, built without a handler (the queue's common launch)."""
+    return _kernel_front_end(q._device, kernel, launch, None, context=q._context)
+
+
 class handler:
     # called with the command's event once it is enqueued (a copy into a device_global's
     # host instance tells the database which event writes it)

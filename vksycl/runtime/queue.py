@@ -6,17 +6,21 @@ import enum
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from types import FunctionType
 from typing import Any
 
 from .. import info
 from ..exceptions import errc, exception, exception_list
 from ..properties import find, property
+from ..ranges import nd_range
+from ..ranges import range as sycl_range  # not the builtin
 from .commands import Command
 from .context import context, default_context, scheduler_for
 from .event import consume, event
-from .handler import handler
+from .handler import closure_launch, handler
 
 _log = logging.getLogger("vksycl.queue")
+_RANGES = (sycl_range, nd_range)
 _PRUNE_AT = 64  # outstanding events kept before completed ones are first dropped
 
 
@@ -159,6 +163,9 @@ class queue:
                      properties: Any = None) -> event:
         """`parallel_for(range, kernel)`, or in SYCL's order
         `parallel_for(range, event(s), kernel)`."""
+        if depends_on is None and properties is None and self.recording_graph is None and \
+                type(kernel) is FunctionType and type(launch) in _RANGES:
+            return self.execute(closure_launch(self, kernel, launch), [])
         if depends_on is not None:
             kernel, depends_on = _events_first(kernel, depends_on)
         h = handler(self)  # what _shortcut does, without a function per launch

@@ -72,12 +72,13 @@ class Submission:
                 # A blocking fence wait wakes up tens of microseconds after the device is
                 # done; polling briefly first keeps short commands' latency low. Polling
                 # takes a core from the work on a CPU device, so after a wait longer than
-                # the spin could cover, the next wait blocks at once.
+                # the spin could cover, the next wait blocks at once. The poll keeps the
+                # interpreter's lock: handing it to another thread at every poll costs
+                # more than the poll.
                 deadline = started + poll
-                while seq.is_running() and time.perf_counter() < deadline:
-                    seq.eval_await(0)
-            if seq.is_running():
-                seq.eval_await()
+                while not seq.fence_signaled() and time.perf_counter() < deadline:
+                    pass
+            seq.eval_await()
             if spin:
                 engine.last_wait_s = time.perf_counter() - started
             self._finish(seq)
@@ -88,19 +89,22 @@ class Submission:
         return self._sequence is None
 
     def done(self) -> bool:
-        """Whether the device finished it; never waits, and never submits an open batch
-        (a thread waiting for it meanwhile has the answer first)."""
+        """Whether the device finished it; never waits, and never submits an open batch."""
         if not self.submitted:
             return False
         if not self._lock.acquire(blocking=False):
-            return self._sequence is None
+            # Another thread waits for it (the engine's watcher): ask the fence alone.
+            # Under the engine's lock no sequence is taken from the pool and reset.
+            with self._engine.lock:
+                seq = self._sequence
+                return seq is None or seq.fence_signaled()
         try:
             seq = self._sequence
             if seq is None:
                 return True
-            seq.eval_await(0)
-            if seq.is_running():
+            if not seq.fence_signaled():  # asked without releasing the interpreter's lock
                 return False
+            seq.eval_await()
             self._finish(seq)
             return True
         finally:

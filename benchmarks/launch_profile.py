@@ -1,0 +1,159 @@
+"""Where the microseconds of an eager launch go: the tiny kernel of `eager_launch.py`
+(`x[i] += 1` over 64 items) taken apart stage by stage on the current device. Each stage
+is timed alone, in a loop, as the median of rounds:
+
+- python: `q.parallel_for(range, body)` with the engine's submission replaced by a no-op
+  (the queue, handler, launch glue, scheduler and event);
+- build_launch: the launch glue alone (kernel lookup, argument packing, the command);
+- submit alone: `Engine.submit` of the kernel's dispatch, one submission each (record
+  skipped for a repeated launch, `vkQueueSubmit`), waited for once per round;
+- join a batch: `Engine.submit` while a batch is open (recording into it);
+- vkQueueSubmit: Kompute's `eval_async` of a pre-recorded sequence, waited at once;
+- wait: from a submission to its fence seen signalled, polling as the engine does.
+
+    python3 benchmarks/launch_profile.py [--n 3000] [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import vksycl as sycl
+from vksycl.launch import build_launch
+
+N = 64
+
+
+class _Done:
+    """A finished submission: what the stubbed engine hands back."""
+
+    submitted = finished = True
+    error = None
+
+    def wait(self, spin: bool = True) -> None:
+        pass
+
+    def done(self) -> bool:
+        return True
+
+
+def per_call(fn: Callable[[], object], n: int, after: Callable[[], object] | None = None
+             ) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    if after is not None:
+        after()
+    return (time.perf_counter() - t0) / n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=3000)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    q = sycl.queue()
+    x = sycl.malloc_device(N, sycl.float32, q)
+    q.fill(x, np.float32(0), N).wait()
+    rng = sycl.range(N)
+
+    def body(i):
+        x[i] = x[i] + 1.0
+
+    dev, ctx = q.get_device(), q.get_context()
+    engine = q._scheduler.engine
+    command = build_launch(dev, body, rng, None, context=ctx)
+    dispatch = command.dispatch(engine)
+    for _ in range(100):
+        q.parallel_for(rng, body)
+    q.wait()
+
+    real_submit = engine.submit
+    done = _Done()
+
+    def stub(dispatches, timed=False, report=None):
+        return done
+
+    def python_path() -> float:
+        engine.submit = stub
+        try:
+            return per_call(lambda: q.parallel_for(rng, body), args.n)
+        finally:
+            engine.submit = real_submit
+
+    def submit_alone() -> float:
+        window, engine.batch_window_s = engine.batch_window_s, 0.0
+        try:
+            return per_call(lambda: engine.submit((dispatch,)), args.n, engine.synchronize)
+        finally:
+            engine.batch_window_s = window
+
+    def join_batch() -> float:
+        first = engine.submit((dispatch,))
+        engine.flush()
+        subs = []
+        if first.finished or first.done():
+            return float("nan")
+        engine.batch_window_s, window = 1.0, engine.batch_window_s  # keep it open
+        try:
+            t0 = time.perf_counter()
+            for _ in range(args.n):
+                subs.append(engine.submit((dispatch,)))
+            t = (time.perf_counter() - t0) / args.n
+        finally:
+            engine.batch_window_s = window
+        engine.synchronize()
+        return t
+
+    seq = engine.spare_sequence()
+    seq.record(dispatch.op)
+
+    def queue_submit() -> float:
+        total = 0.0
+        for _ in range(args.n // 10):
+            t0 = time.perf_counter()
+            seq.eval_async()
+            total += time.perf_counter() - t0
+            seq.eval_await()
+        return total / (args.n // 10)
+
+    def wait_latency() -> float:
+        window, engine.batch_window_s = engine.batch_window_s, 0.0
+        total = 0.0
+        try:
+            for _ in range(args.n // 10):
+                sub = engine.submit((dispatch,))
+                t0 = time.perf_counter()
+                sub.wait()
+                total += time.perf_counter() - t0
+        finally:
+            engine.batch_window_s = window
+        return total / (args.n // 10)
+
+    stages = {
+        "python (queue to engine)": python_path,
+        "build_launch (glue alone)": lambda: per_call(
+            lambda: build_launch(dev, body, rng, None, context=ctx), args.n),
+        "engine submit, one submission each": submit_alone,
+        "engine submit, joining an open batch": join_batch,
+        "vkQueueSubmit (kp eval_async)": queue_submit,
+        "wait: submit to fence seen signalled": wait_latency,
+    }
+    results: dict[str, list[float]] = {k: [] for k in stages}
+    for _ in range(args.rounds):
+        for name, fn in stages.items():
+            results[name].append(fn())
+    print(f"device: {dev.get_info(sycl.info.device.name)}; median of {args.rounds} rounds")
+    print("| stage | µs |")
+    print("|---|---:|")
+    for name, values in results.items():
+        print(f"| {name} | {statistics.median(values) * 1e6:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
