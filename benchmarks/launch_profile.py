@@ -8,6 +8,7 @@ is timed alone, in a loop, as the median of rounds:
 - submit alone: `Engine.submit` of the kernel's dispatch, one submission each (record
   skipped for a repeated launch, `vkQueueSubmit`), waited for once per round;
 - join a batch: `Engine.submit` while a batch is open (recording into it);
+- record: Kompute's `Sequence.record` of the dispatch alone, into an open sequence;
 - vkQueueSubmit: Kompute's `eval_async` of a pre-recorded sequence, waited at once;
 - wait: from a submission to its fence seen signalled, polling as the engine does.
 
@@ -113,6 +114,18 @@ def main() -> None:
     seq = engine.spare_sequence()
     seq.record(dispatch.op)
 
+    def record_alone() -> float:
+        rec = engine.spare_sequence()
+        total = 0.0
+        for _ in range(args.n // 500 or 1):
+            t0 = time.perf_counter()
+            for _ in range(500):
+                rec.record(dispatch.op)
+            total += time.perf_counter() - t0
+            rec.clear()
+        engine.recycle(rec, False)
+        return total / ((args.n // 500 or 1) * 500)
+
     def queue_submit() -> float:
         total = 0.0
         for _ in range(args.n // 10):
@@ -141,6 +154,7 @@ def main() -> None:
             lambda: build_launch(dev, body, rng, None, context=ctx), args.n),
         "engine submit, one submission each": submit_alone,
         "engine submit, joining an open batch": join_batch,
+        "record one dispatch (kp Sequence.record)": record_alone,
         "vkQueueSubmit (kp eval_async)": queue_submit,
         "wait: submit to fence seen signalled": wait_latency,
     }

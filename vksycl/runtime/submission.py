@@ -78,7 +78,10 @@ class Submission:
                 deadline = started + poll
                 while not seq.fence_signaled() and time.perf_counter() < deadline:
                     pass
-            seq.eval_await()
+            if seq.fence_signaled():
+                seq.eval_await_signaled()
+            else:
+                seq.eval_await()  # blocks with the interpreter's lock released
             if spin:
                 engine.last_wait_s = time.perf_counter() - started
             self._finish(seq)
@@ -104,7 +107,7 @@ class Submission:
                 return True
             if not seq.fence_signaled():  # asked without releasing the interpreter's lock
                 return False
-            seq.eval_await()
+            seq.eval_await_signaled()
             self._finish(seq)
             return True
         finally:
