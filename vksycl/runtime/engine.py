@@ -34,7 +34,8 @@ logging.getLogger("kp").setLevel(logging.ERROR)
 _WORD = 4
 _MAX_IN_FLIGHT = 64
 _PIPELINE_CACHE_SIZE = 1024
-# dispatches an open batch takes before it is submitted anyway
+# dispatches an open batch takes before it is submitted anyway (a timed one: as many as
+# its sequence has timestamps for, one after each)
 _BATCH_OPS = 512
 # timestamps a timed sequence has room for (one after each dispatch): a profiling queue's
 # commands batch too
@@ -254,13 +255,14 @@ class Engine:
             burst = now - self._last_submit_at < self.batch_window_s
             self._last_submit_at = now
             batch = self._batch
-            if batch is not None and (batch._timed is not timed or
-                                      batch.n_ops + len(ops) > self._batch_room(timed)):
-                self._flush_locked(batch)
-                batch = None
+            if batch is not None:
+                room = self._max_timestamps - 1 if timed else _BATCH_OPS
+                if batch._timed is not timed or batch.n_ops + len(ops) > room:
+                    self._flush_locked(batch)
+                    batch = None
             if batch is not None:
                 part = self._join(batch, ops, report)
-                if batch.n_ops >= self._batch_room(timed):
+                if batch.n_ops >= room:
                     self._flush_locked(batch)
                 elif now - batch.checked_at >= self.batch_window_s:
                     if not self._in_flight or self._in_flight[-1].done():
@@ -271,9 +273,9 @@ class Engine:
                 part = self._open(ops, timed, report, now)
             else:
                 part = self._submit_now(ops, timed)
-            failed = bool(self._failed)
-        if failed:
-            self._report_failures()
+            if not self._failed:
+                return part
+        self._report_failures()
         return part
 
     def _busy(self, burst: bool) -> bool:
@@ -324,10 +326,6 @@ class Engine:
         if report is not None and report not in batch.reports:
             batch.reports[report] = None
         return part
-
-    def _batch_room(self, timed: bool) -> int:
-        """Dispatches one batch holds: a timed one has a timestamp after each."""
-        return self._max_timestamps - 1 if timed else _BATCH_OPS
 
     def flush(self, batch: Submission | None = None) -> None:
         """Submits the open batch (if it is `batch`, when one is named)."""

@@ -93,6 +93,8 @@ class Submission:
 
     def done(self) -> bool:
         """Whether the device finished it; never waits, and never submits an open batch."""
+        if self._sequence is None:
+            return self.submitted
         if not self.submitted:
             return False
         if not self._lock.acquire(blocking=False):
