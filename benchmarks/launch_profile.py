@@ -10,6 +10,7 @@ is timed alone, in a loop, as the median of rounds:
 - join a batch: `Engine.submit` while a batch is open (recording into it);
 - record: Kompute's `Sequence.record` of the dispatch alone, into an open sequence;
 - vkQueueSubmit: Kompute's `eval_async` of a pre-recorded sequence, waited at once;
+- fence query: `Sequence.fence_signaled()` of a running submission (`vkGetFenceStatus`);
 - wait: from a submission to its fence seen signalled, polling as the engine does.
 
     python3 benchmarks/launch_profile.py [--n 3000] [--rounds 5]
@@ -94,12 +95,17 @@ def main() -> None:
         finally:
             engine.batch_window_s = window
 
+    def long_submission():
+        """400 dispatches submitted at once: the device is busy for a while."""
+        window, engine.batch_window_s = engine.batch_window_s, 0.0
+        try:
+            return engine.submit((dispatch,) * 400)
+        finally:
+            engine.batch_window_s = window
+
     def join_batch() -> float:
-        first = engine.submit((dispatch,))
-        engine.flush()
+        long_submission()
         subs = []
-        if first.finished or first.done():
-            return float("nan")
         engine.batch_window_s, window = 1.0, engine.batch_window_s  # keep it open
         try:
             t0 = time.perf_counter()
@@ -135,6 +141,16 @@ def main() -> None:
             seq.eval_await()
         return total / (args.n // 10)
 
+    def fence_query() -> float:
+        busy = long_submission()
+        seq = busy._sequence
+        t0 = time.perf_counter()
+        for _ in range(200):
+            seq.fence_signaled()
+        t = (time.perf_counter() - t0) / 200
+        busy.wait()
+        return t
+
     def wait_latency() -> float:
         window, engine.batch_window_s = engine.batch_window_s, 0.0
         total = 0.0
@@ -156,6 +172,7 @@ def main() -> None:
         "engine submit, joining an open batch": join_batch,
         "record one dispatch (kp Sequence.record)": record_alone,
         "vkQueueSubmit (kp eval_async)": queue_submit,
+        "fence query (vkGetFenceStatus)": fence_query,
         "wait: submit to fence seen signalled": wait_latency,
     }
     results: dict[str, list[float]] = {k: [] for k in stages}

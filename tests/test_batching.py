@@ -354,3 +354,52 @@ def test_a_zero_window_submits_every_command_at_once(tmp_path):
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-1] == "50"
+
+
+def test_a_graph_replay_between_batched_commands_keeps_their_order(ordered_q, flag):
+    from vksycl.ext.oneapi import experimental as syclexp
+
+    q = ordered_q
+    x = sycl.malloc_device(N, sycl.uint32, q)
+    q.memset(x, 0, 4 * N).wait()
+    g = syclexp.command_graph(q)
+    with g.recording(q):
+        step(q, x, 10)
+        step(q, x, 11)
+    exe = g.finalize()
+    busy(q, flag)
+    step(q, x, 1)            # batched behind the busy kernel
+    q.ext_oneapi_graph(exe)  # sends the batch, then its own recorded work
+    step(q, x, 2)
+    q.ext_oneapi_graph(exe)
+    step(q, x, 3)
+    out = np.zeros(N, np.uint32)
+    q.memcpy(out, x, 4 * N).wait()
+    assert np.array_equal(out, expected_steps([1, 10, 11, 2, 10, 11, 3]))
+    sycl.free(x, q)
+
+
+def test_profiled_and_plain_commands_alternate_behind_a_busy_device(flag):
+    props = [sycl.property.queue.in_order()]
+    plain = sycl.queue(property_list=props)
+    timed = sycl.queue(plain.get_context(), plain.get_device(),
+                       property_list=[*props, sycl.property.queue.enable_profiling()])
+    x = sycl.malloc_device(N, sycl.uint32, plain)
+    plain.memset(x, 0, 4 * N).wait()
+    busy(plain, flag)
+    last = None
+    events = []
+    for k in range(10):  # one device queue: each switch sends the open batch
+        q = timed if k % 2 else plain
+        last = step(q, x, k, deps=last)
+        if q is timed:
+            events.append(last)
+    out = np.zeros(N, np.uint32)
+    plain.memcpy(out, x, 4 * N, last).wait()
+    assert np.array_equal(out, expected_steps(range(10)))
+    prof = info.event_profiling
+    spans = [(e.get_profiling_info(prof.command_start), e.get_profiling_info(prof.command_end))
+             for e in events]
+    for (s0, e0), (s1, _) in itertools.pairwise(spans):
+        assert s0 < e0 <= s1
+    sycl.free(x, plain)

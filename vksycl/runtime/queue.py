@@ -136,10 +136,25 @@ class queue:
                                          self._report)
             self._last = ev
             if len(self._outstanding) >= self._prune_at:
-                self._outstanding = [e for e in self._outstanding if not e.is_complete()]
-                self._prune_at = max(_PRUNE_AT, 2 * len(self._outstanding))
+                self._prune()
             self._outstanding.append(ev)
         return ev
+
+    def _prune(self) -> None:
+        """Forgets completed events. A queue's commands mostly finish in order, so the
+        finished ones at the front go first, each asked once, up to the first one still
+        running; only a list still as long as the threshold is scanned whole (a host
+        task or another device's work holding the front)."""
+        outstanding = self._outstanding
+        done = 0
+        for e in outstanding:
+            if not e.is_complete():
+                break
+            done += 1
+        del outstanding[:done]
+        if len(outstanding) >= self._prune_at:
+            outstanding[:] = [e for e in outstanding if not e.is_complete()]
+        self._prune_at = max(_PRUNE_AT, 2 * len(outstanding))
 
     def _report(self, err: BaseException) -> None:
         with self._lock:
