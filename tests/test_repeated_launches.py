@@ -63,6 +63,30 @@ def test_a_fresh_allocation_each_launch_is_the_one_written(q):
         sycl.free(out, q)
 
 
+def test_launches_alternating_between_two_pointers_write_each_in_turn(q):
+    """A launch that captures the very objects of an earlier one (A, then B, then A
+    again) runs with A's arguments, not with those of the launch just before."""
+    rng = sycl.range(N)
+    a = sycl.malloc_shared(N, sycl.int32, q)
+    b = sycl.malloc_shared(N, sycl.int32, q)
+    np.asarray(a)[:] = 0
+    np.asarray(b)[:] = 0
+
+    def launcher(out, step):
+        def body(i):
+            out[i] = out[i] + step
+        return body
+
+    for _ in range(3):
+        q.parallel_for(rng, launcher(a, 1))
+        q.parallel_for(rng, launcher(b, 10))
+    q.wait()
+    np.testing.assert_array_equal(np.asarray(a)[:N], np.full(N, 3))
+    np.testing.assert_array_equal(np.asarray(b)[:N], np.full(N, 30))
+    sycl.free(a, q)
+    sycl.free(b, q)
+
+
 def test_a_pointer_of_another_element_type_compiles_another_kernel(q):
     rng = sycl.range(N)
     results = []

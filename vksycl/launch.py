@@ -531,13 +531,15 @@ class _Plan:
         self.kind = kind
         self.variants = variants  # (push-constant variant, argument-block variant)
         self.classes = virtual.version()  # the polymorphic classes virtual calls know
-        # (prepared kernel, push constants, command) of the last launch, replaced whole so
-        # threads launching the same kernel never see a mix of two launches
-        self.last: tuple[Prepared | None, bytes, KernelLaunch | None] = (None, b"", None)
-        # (captured objects, globals, prepared kernel) of the last launch whose captures
-        # were all `_stable` and whose kernel reads no attributes of them: a launch
-        # capturing objects keyed alike runs the same prepared kernel
-        self.prepared: tuple[tuple, tuple, Prepared] | None = None
+        # (prepared kernel, push constants, command, context, captures record) of the last
+        # launch, replaced whole so threads launching the same kernel never see a mix of
+        # two launches
+        self.last: tuple[Prepared | None, bytes, KernelLaunch | None, Any, tuple | None] = (
+            None, b"", None, None, None)
+        # (captured objects, globals, prepared kernel, pointers among them) of the last
+        # launch whose captures were all `_stable` and whose kernel reads no attributes
+        # of them: a launch capturing objects keyed alike runs the same prepared kernel
+        self.prepared: tuple[tuple, tuple, Prepared, tuple] | None = None
 
 
 _PLANS: dict[tuple, _Plan] = {}
@@ -567,9 +569,11 @@ def _new_plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any,
         _variant(pyfn, info, shape, launch, device, properties, True)))
 
 
-def _prepared(pyfn: Any, plan: _Plan, device: Any) -> Prepared:
+def _prepared(pyfn: Any, plan: _Plan, device: Any) -> tuple[Prepared, tuple | None]:
     """The prepared kernel a launch runs: its arguments in push constants where they fit
-    the device's, else the variant reading them from an argument block."""
+    the device's, else the variant reading them from an argument block. With it, the
+    plan's record of the captured objects when they are the very objects it holds
+    (immutable, so the same arguments unless a pointer was freed since), else None."""
     cells = pyfn.__closure__
     captured = tuple(map(_CONTENTS, cells)) if cells else ()
     names = _GLOBAL_NAMES.get(pyfn.__code__)
@@ -577,20 +581,21 @@ def _prepared(pyfn: Any, plan: _Plan, device: Any) -> Prepared:
         names = _global_names(pyfn)
     globals_ = tuple(map(pyfn.__globals__.get, names)) if names else ()
     known = plan.prepared
-    if known is not None and _alike(known[0], captured) and _alike(known[1], globals_):
-        return known[2]
+    if known is not None:
+        if all(map(operator.is_, known[0], captured)) and \
+                all(map(operator.is_, known[1], globals_)):
+            return known[2], known
+        if _all_keyed_alike(known[0], captured) and _all_keyed_alike(known[1], globals_):
+            return known[2], None
     p = _prepare(pyfn, *plan.variants[0])
     if p.ck.push_size > device.vulkan.max_push_constants_size:
         p = _prepare(pyfn, *plan.variants[1])
     if not p.attr_getters and not p.spec_getters and all(map(_stable, captured)) and \
             all(map(_stable, globals_)):
-        plan.prepared = (captured, globals_, p)
-    return p
-
-
-def _alike(last: tuple, now: tuple) -> bool:
-    """The same objects, or objects keyed alike (fresh pointers of the same types)."""
-    return all(map(operator.is_, last, now)) or _all_keyed_alike(last, now)
+        pointers = tuple(v for v in (*captured, *globals_) if type(v) is usm_ptr)
+        record = plan.prepared = (captured, globals_, p, pointers)
+        return p, record
+    return p, None
 
 
 def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple | None,
@@ -605,13 +610,19 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
             raise exception(errc.invalid, f"kernel {info.name} takes {len(param_types)} "
                             f"arguments, got {len(args)}")
     plan = _plan(pyfn, info, launch, device, properties)
-    p = _prepared(pyfn, plan, device)
+    p, record = _prepared(pyfn, plan, device)
+    last = plan.last
+    if record is not None and last[4] is record and p is last[0] and args is None and \
+            image is None and context is last[3] and not p.globals and \
+            not any(v.allocation.freed for v in record[3]):
+        return last[2]  # the very objects of the last launch: the same command
     vk = device.vulkan
     if id(vk) not in p.checked:
         _check(p, device)
     push = p.arguments(pyfn, args or (), launch, context, device, image)
-    last = plan.last
     if p is last[0] and push == last[1]:
+        if last[4] is not record or last[3] is not context:
+            plan.last = (p, push, last[2], context, record)
         return last[2]
     ck = p.ck
     keep: tuple = ()
@@ -627,7 +638,7 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
         groups = p.groups[gkey] = _groups(ck, launch, device)
     command = KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, keep_alive=keep)
     if not keep:  # an argument block is the launch's own
-        plan.last = (p, push, command)
+        plan.last = (p, push, command, context, record)
     return command
 
 
@@ -651,7 +662,7 @@ def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None) -> C
     """The compiled kernel a launch would use (for `spirv()`, `spirv_asm()`, reflection)."""
     pyfn, info = _kernel_function(kernel)
     plan = _new_plan(pyfn, info, launch, device, properties, _shape(launch, device))
-    return _prepared(pyfn, plan, device).ck
+    return _prepared(pyfn, plan, device)[0].ck
 
 
 def unsupported(device: Any, ck: CompiledKernel) -> exception | None:
