@@ -24,6 +24,7 @@ from .kernel_properties import launch_config, sub_group_size, work_group_size
 from .launch import build_launch_args
 from .ranges import check_work_items, nd_range
 from .runtime.handler import check_set_args, handler
+from .runtime.queue import queue
 from .runtime.usm import ptr as ptr_type
 from .types import dtype_key
 
@@ -180,11 +181,12 @@ def _kinds_match(t: Scalar, v: Any) -> bool:
 class Plan:
     """How one free function kernel takes its arguments and checks its launches."""
 
-    __slots__ = ("checked_devices", "convert", "enum_params", "kernel", "local", "match",
-                 "names", "sub_group", "types")
+    __slots__ = ("checked_devices", "checked_launch", "convert", "enum_params", "kernel",
+                 "local", "match", "names", "sub_group", "types")
 
     def __init__(self, kernel: FreeFunctionKernel) -> None:
         self.kernel = kernel
+        self.checked_launch: Any = None  # the last range object checked (ranges are immutable)
         self.types = kernel.param_types()
         self.names = list(inspect.signature(kernel.function).parameters)
         ann = kernel.annotations()
@@ -288,10 +290,11 @@ def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: t
     `image` is the kernel bundle it is launched from, if any."""
     if id(device.vulkan) not in p.checked_devices:
         p.check_device(device)
-    if launch is not None:
+    if launch is not None and launch is not p.checked_launch:
         check_work_items(launch)
         if p.local is not None:
             p.check_local(launch)
+        p.checked_launch = launch
     return build_launch_args(device, kernel, launch, args, properties, context=context,
                              image=image)
 
@@ -310,6 +313,10 @@ def _submit(target: Any, kernel: FreeFunctionKernel, launch: Any, args: tuple,
     if not hasattr(target, "submit"):
         raise invalid(f"expected a queue or a handler, got {type(target).__name__}")
     device, ctx = target.get_device(), target.get_context()
+    if type(target) is queue and target.recording_graph is None:
+        # what queue.submit does for a command group of this one command, without one
+        return target.execute(launch_command(device, kernel, launch, converted, properties,
+                                             p, ctx), [])
     return target.submit(lambda h: h._set(launch_command(device, kernel, launch, converted,
                                                          properties, p, ctx)))
 
