@@ -173,6 +173,35 @@ def test_update_range_and_nd_range(q, mem):
     invalid(lambda: single.update_range(sycl.range(4)))
 
 
+def test_update_nd_range_of_free_function_kernel_nodes(q, mem):
+    """Nodes from `syclexp.nd_launch`, added explicitly and recorded, take a new nd_range
+    with the arguments they were launched with; nothing is compiled again."""
+    a = mem.zeros(N, np.int32)
+    b = mem.zeros(N, np.int32)
+    kf = syclexp.kernel_function(add_scalar)
+    full = sycl.nd_range((N,), (WG,))
+    g = syclexp.command_graph(q)
+    n = g.add(lambda h: syclexp.nd_launch(h, full, kf, a, 3))
+    with g.recording(q):
+        syclexp.nd_launch(q, full, kf, b, 5)
+    (m,) = [x for x in g.get_nodes() if x is not n]
+    exe = g.finalize([updatable()])
+    q.ext_oneapi_graph(exe).wait()
+    compiles = launch._PREPARED.copy()
+    n.update_nd_range(sycl.nd_range((N // 2,), (WG,)))
+    m.update_nd_range(sycl.nd_range((N // 4,), (WG,)))
+    exe.update([n, m])
+    q.ext_oneapi_graph(exe).wait()
+    assert compiles == launch._PREPARED
+    want_a = np.full(N, 3, np.int32)
+    want_a[: N // 2] += 3
+    want_b = np.full(N, 5, np.int32)
+    want_b[: N // 4] += 5
+    np.testing.assert_array_equal(values(a), want_a)
+    np.testing.assert_array_equal(values(b), want_b)
+    invalid(lambda: n.update_nd_range(sycl.nd_range((4, 4), (2, 2))))  # other dimensions
+
+
 def test_dynamic_command_group(q, mem):
     a = mem.zeros(N, np.int32)
     g = syclexp.command_graph(q)

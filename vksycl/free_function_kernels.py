@@ -299,26 +299,47 @@ def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: t
                              image=image)
 
 
+class Relaunch:
+    """A free function kernel with the arguments it was launched with: what a command
+    graph builds a kernel node's command from again when its range changes
+    (`update_nd_range`), through the handler's launch path as for kernel objects."""
+
+    __slots__ = ("args", "kernel", "plan")
+
+    def __init__(self, kernel: FreeFunctionKernel, args: list, p: Plan) -> None:
+        self.kernel, self.args, self.plan = kernel, args, p
+
+    def _vksycl_command(self, device: Any, launch: Any, values: dict[int, Any],
+                        properties: Any, context: Any) -> Any:
+        return launch_command(device, self.kernel, launch, self.args, properties, self.plan,
+                              context)
+
+
 # -- enqueue functions ------------------------------------------------------------------------
+
+def _enqueue(h: handler, kernel: FreeFunctionKernel, launch: Any, args: list,
+             properties: Any, p: Plan) -> None:
+    """The launch as the command of a command group, with the recipe a graph needs."""
+    q = h._queue
+    h._set(launch_command(q.get_device(), kernel, launch, args, properties, p,
+                          q.get_context()))
+    h.launch_recipe = (Relaunch(kernel, args, p), launch, properties)
+
 
 def _submit(target: Any, kernel: FreeFunctionKernel, launch: Any, args: tuple,
             properties: Any) -> Any:
     p = plan(kernel)
     converted = p.converted(args)
     if isinstance(target, handler):
-        q = target._queue
-        target._set(launch_command(q.get_device(), kernel, launch, converted, properties, p,
-                                   q.get_context()))
+        _enqueue(target, kernel, launch, converted, properties, p)
         return None
     if not hasattr(target, "submit"):
         raise invalid(f"expected a queue or a handler, got {type(target).__name__}")
-    device, ctx = target.get_device(), target.get_context()
     if type(target) is queue and target.recording_graph is None:
         # what queue.submit does for a command group of this one command, without one
-        return target.execute(launch_command(device, kernel, launch, converted, properties,
-                                             p, ctx), [])
-    return target.submit(lambda h: h._set(launch_command(device, kernel, launch, converted,
-                                                         properties, p, ctx)))
+        return target.execute(launch_command(target.get_device(), kernel, launch, converted,
+                                             properties, p, target.get_context()), [])
+    return target.submit(lambda h: _enqueue(h, kernel, launch, converted, properties, p))
 
 
 def single_task(target: Any, k: Any, *args: Any) -> Any:

@@ -95,7 +95,8 @@ class node:
         h = self._active()
         if h is None or h.launch_recipe is None:
             raise exception(errc.invalid, "this kernel node was not enqueued through "
-                            "handler.parallel_for / single_task: its range cannot change")
+                            "handler.parallel_for / single_task or nd_launch: its range "
+                            "cannot change")
         old = h.launch_recipe[1]
         if old is None:
             raise exception(errc.invalid, "a single_task node has no range to update")
