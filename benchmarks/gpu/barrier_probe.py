@@ -1,0 +1,111 @@
+"""Does the form of the barrier between dependent dispatches change their cost? Builds,
+for this probe only, a Kompute variant whose dispatch barrier an environment variable
+picks (the shipped one, a compute-to-compute memory barrier, the same by region, or an
+execution-only barrier), then times a pre-recorded chain of 100 tiny dependent
+dispatches under each, checking the chain's result every time.
+
+    bash benchmarks/gpu/run.sh python3 benchmarks/gpu/barrier_probe.py
+
+(on the GPU machine, where `.gpu/` holds the patched Kompute sdist; about a minute)
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+VARIANTS = {"0": "as shipped: transfer and compute writes to compute",
+            "1": "compute to compute, memory barrier",
+            "2": "compute to compute, execution only",
+            "3": "compute to compute, memory barrier, by region"}
+
+_BARRIER = """    static int variant = getenv("VKSYCL_PROBE_BARRIER") ?
+        atoi(getenv("VKSYCL_PROBE_BARRIER")) : 0;
+    vk::MemoryBarrier computeWrites(vk::AccessFlagBits::eShaderWrite,
+                                    vk::AccessFlagBits::eShaderRead |
+                                      vk::AccessFlagBits::eShaderWrite);
+    if (this->mBarrier && variant == 1) {
+        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::DependencyFlags(), computeWrites, nullptr, nullptr);
+    } else if (this->mBarrier && variant == 2) {
+        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::DependencyFlags(), nullptr, nullptr, nullptr);
+    } else if (this->mBarrier && variant == 3) {
+        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::DependencyFlagBits::eByRegion, computeWrites,
+                                      nullptr, nullptr);
+    } else if (this->mBarrier) {"""
+
+_CHAIN = """
+import statistics, time
+import numpy as np
+import vksycl as sycl
+from vksycl.launch import build_launch
+q = sycl.queue()
+engine = q._scheduler.engine
+x = sycl.malloc_device(64, sycl.float32, q)
+q.fill(x, np.float32(0), 64).wait()
+def body(i):
+    x[i] = x[i] + 1.0
+tiny = build_launch(q.get_device(), body, sycl.range(64), None,
+                    context=q.get_context()).dispatch(engine)
+rec = engine.record([tiny] * 100)
+for _ in range(5):
+    engine.replay(rec).wait()
+rounds = []
+for _ in range(5):
+    t0 = time.perf_counter()
+    for _ in range(200):
+        engine.replay(rec)
+    engine.synchronize()
+    rounds.append((time.perf_counter() - t0) / 200 / 100)
+out = np.zeros(64, np.float32)
+q.memcpy(out, x, 256).wait()
+print(f"{statistics.median(rounds) * 1e6:.2f} us per dispatch, "
+      f"{'result right' if out[0] == 100500 else f'WRONG result {out[0]}'}")
+"""
+
+
+def build(target: str) -> None:
+    work = tempfile.mkdtemp()
+    (sdist,) = glob.glob(".gpu/kp-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        tar.extractall(work)
+    path = os.path.join(work, "kp-0.9.0", "src", "OpAlgoDispatch.cpp")
+    with open(path) as f:
+        src = f.read()
+    anchor = "    if (this->mBarrier) {"
+    assert src.count(anchor) == 1, "the dispatch barrier of patch 0009 was not found"
+    with open(path, "w") as f:
+        f.write("#include <cstdlib>\n" + src.replace(anchor, _BARRIER))
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
+                    "--no-deps", "--target", target, os.path.join(work, "kp-0.9.0")],
+                   check=True)
+
+
+def main() -> None:
+    target = tempfile.mkdtemp()
+    build(target)
+    with tempfile.NamedTemporaryFile("w", suffix=".py", dir=".", delete=False) as f:
+        f.write(_CHAIN)  # kernels compile from a file of their own
+    try:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([target, env.get("PYTHONPATH", "")])
+        for key, what in [*VARIANTS.items(), ("0", VARIANTS["0"] + ", again")]:
+            env["VKSYCL_PROBE_BARRIER"] = key
+            out = subprocess.run([sys.executable, f.name], env=env, capture_output=True,
+                                 text=True, check=True).stdout.strip()
+            print(f"{what}: {out}")
+    finally:
+        os.unlink(f.name)
+
+
+if __name__ == "__main__":
+    main()

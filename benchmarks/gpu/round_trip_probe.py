@@ -1,0 +1,104 @@
+"""What a tiny eager launch waits for, taken apart through the engine directly:
+
+- fence: from `vkQueueSubmit` returning to the fence seen signalled;
+- marker: the same kernel followed by a dispatch that bumps a word of host memory, from
+  the submission to the host seeing the word change, and from then to the fence;
+- submit: `Engine.submit` of one dispatch, to the call returning;
+- chain: 100 tiny dispatches recorded in one sequence and replayed, per dispatch, with a
+  barrier before each (a dependent chain) and without (independent dispatches).
+
+    bash benchmarks/gpu/run.sh python3 benchmarks/gpu/round_trip_probe.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+import vksycl as sycl
+from vksycl.launch import build_launch
+
+
+def main() -> None:
+    q = sycl.queue()
+    dev, ctx = q.get_device(), q.get_context()
+    engine = q._scheduler.engine
+    engine.batch_window_s = 0.0  # every submission on its own
+    x = sycl.malloc_device(64, sycl.float32, q)
+    flag = sycl.malloc_host(16, sycl.uint32, q)
+    view = np.asarray(flag)
+    view[:] = 0
+
+    def body(i):
+        x[i] = x[i] + 1.0
+
+    def mark():
+        flag[0] = flag[0] + sycl.uint32(1)
+
+    tiny = build_launch(dev, body, sycl.range(64), None, context=ctx).dispatch(engine)
+    marker = build_launch(dev, mark, None, None, context=ctx).dispatch(engine)
+    for _ in range(200):
+        engine.submit((tiny, marker)).wait()
+
+    def fence(n: int = 2000) -> float:
+        times = []
+        for _ in range(n):
+            sub = engine.submit((tiny,))
+            t0 = time.perf_counter()
+            seq = sub._sequence
+            while not seq.fence_signaled():
+                pass
+            times.append(time.perf_counter() - t0)
+            sub.wait()
+        return statistics.median(times)
+
+    def marker_word(n: int = 2000) -> tuple[float, float]:
+        seen, gap = [], []
+        for _ in range(n):
+            before = int(view[0])
+            sub = engine.submit((tiny, marker))
+            t0 = time.perf_counter()
+            while int(view[0]) == before:
+                pass
+            t1 = time.perf_counter()
+            seq = sub._sequence
+            while seq is not None and not seq.fence_signaled():
+                pass
+            seen.append(t1 - t0)
+            gap.append(time.perf_counter() - t1)
+            sub.wait()
+        return statistics.median(seen), statistics.median(gap)
+
+    def submit(n: int = 2000) -> float:
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            sub = engine.submit((tiny,))
+            times.append(time.perf_counter() - t0)
+            sub.wait()
+        return statistics.median(times)
+
+    def chain(barrier: bool, n: int = 100, reps: int = 200) -> float:
+        dispatches = [tiny] + [tiny if barrier else engine.without_barrier(tiny)] * (n - 1)
+        rec = engine.record(dispatches)
+        for _ in range(5):
+            engine.replay(rec).wait()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            engine.replay(rec)
+        engine.synchronize()
+        return (time.perf_counter() - t0) / reps / n
+
+    print(f"device: {dev.get_info(sycl.info.device.name)}")
+    for r in range(3):
+        seen, gap = marker_word()
+        print(f"round {r}: fence {fence() * 1e6:.2f} us; marker word seen {seen * 1e6:.2f} "
+              f"us, fence {gap * 1e6:.2f} us later; submit {submit() * 1e6:.2f} us; "
+              f"chain with barriers {chain(True) * 1e6:.2f} us/dispatch, without "
+              f"{chain(False) * 1e6:.2f} us/dispatch")
+
+
+if __name__ == "__main__":
+    main()
