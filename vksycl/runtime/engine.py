@@ -374,9 +374,12 @@ class Engine:
                 if batch is None or time.perf_counter() - self._last_submit_at < _WATCH_QUIET_S:
                     continue
                 last = self._in_flight[-1] if self._in_flight else None
-            if last is not None:
-                last.wait(spin=False)
-            self.flush(batch)
+            try:
+                if last is not None:
+                    last.wait(spin=False)
+                self.flush(batch)
+            except Exception:  # a lost device: whoever waits for the work hears of it
+                _log.exception("waiting for the work before an open batch failed")
 
     def record(self, dispatches: Iterable[Dispatch], timed: bool = False) -> Recording:
         """Dispatches to be recorded once and submitted by `replay` many times."""

@@ -118,7 +118,11 @@ class Scheduler:
                     continue
                 pending += step.dispatches
                 if step.flush:
-                    submissions.append(self.engine.submit(pending, timed, on_error))
+                    # a later host step waits for exactly this much (a staging window the
+                    # host refills): it goes to the device now, not in an open batch
+                    sub = self.engine.submit(pending, timed, on_error)
+                    sub.flush()
+                    submissions.append(sub)
                     pending = []
                 continue
             if not deps_done:

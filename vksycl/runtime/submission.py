@@ -98,11 +98,18 @@ class Submission:
         if not self.submitted:
             return False
         if not self._lock.acquire(blocking=False):
-            # Another thread waits for it (the engine's watcher): ask the fence alone.
-            # Under the engine's lock no sequence is taken from the pool and reset.
-            with self._engine.lock:
+            # Another thread waits for it (the engine's watcher): ask the fence alone,
+            # under the engine's lock, where no sequence is taken from the pool and reset.
+            # Never blocking for that lock keeps lock order free of cycles (a caller may
+            # hold the allocator's); without it, the answer is "not yet".
+            lock = self._engine.lock
+            if not lock.acquire(blocking=False):
+                return False
+            try:
                 seq = self._sequence
                 return seq is None or seq.fence_signaled()
+            finally:
+                lock.release()
         try:
             seq = self._sequence
             if seq is None:
