@@ -75,6 +75,31 @@ def test_glsl_source_kernel_node_with_dynamic_scalar(q, mem):
     np.testing.assert_array_equal(np.asarray(y)[:64], want)
 
 
+def test_glsl_node_pointer_update_builds_no_pipeline(q, mem):
+    """A USM pointer dynamic parameter of a kernel with descriptor bindings: the update
+    binds the new memory through a descriptor set, with the kernel's one pipeline."""
+    bundle = syclexp.build(syclexp.create_kernel_bundle_from_source(q.get_context(), GLSL,
+                                                                    SAXPY))
+    k = bundle.ext_oneapi_get_kernel("main")
+    x = mem.of(np.arange(64, dtype=np.float32))
+    ys = [mem.of(np.full(64, v, np.float32)) for v in (1.0, 5.0)]
+    g = syclexp.command_graph(q)
+    y = syclexp.dynamic_parameter(g, ys[0])
+    n = g.add(lambda h: (h.set_args(x, y, 2.0, 64), h.parallel_for(sycl.nd_range((64,),
+                                                                                (16,)), k)))
+    exe = g.finalize([updatable()])
+    q.ext_oneapi_graph(exe).wait()
+    engine = q._scheduler.engine
+    built = engine.pipelines_built
+    y.update(ys[1])
+    exe.update(n)
+    q.ext_oneapi_graph(exe).wait()
+    assert engine.pipelines_built == built
+    twice = 2 * np.arange(64, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(ys[0])[:64], 1.0 + twice)
+    np.testing.assert_array_equal(np.asarray(ys[1])[:64], 5.0 + twice)
+
+
 def test_free_function_kernels_recorded(q, mem):
     """DPC++'s free_function_kernels: nd_launch and single_task recorded from a queue."""
     ptr = mem.zeros(N, np.float32)

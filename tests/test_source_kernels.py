@@ -133,6 +133,33 @@ def test_repeated_launches_see_changed_arguments_and_memory(q, ctx):
     sycl.free(x, q)
 
 
+def test_launches_on_fresh_memory_build_no_pipeline(q, ctx):
+    """Every set of bound ranges runs the kernel's one pipeline with a descriptor set of
+    its own: launches on fresh allocations build no new pipeline."""
+    k = built(ctx, GLSL, SAXPY).ext_oneapi_get_kernel("main")
+    ndr = sycl.nd_range((32,), (16,))
+    x = sycl.malloc_shared(32, sycl.float32, q)
+    np.asarray(x)[:] = np.arange(32, dtype=np.float32)
+    engine = q._scheduler.engine
+    first = sycl.malloc_shared(32, sycl.float32, q)
+    np.asarray(first)[:] = 0
+    q.submit(lambda h: (h.set_args(x, first, 1.0, 32), h.parallel_for(ndr, k))).wait()
+    built_before = engine.pipelines_built
+    for round_ in range(6):
+        y = sycl.malloc_shared(32 + 16 * round_, sycl.float32, q)  # new buffers, new ranges
+        np.asarray(y)[:] = round_
+        q.submit(lambda h, y=y, r=round_: (h.set_args(x, y, float(r), 32),
+                                           h.parallel_for(ndr, k))).wait()
+        want = np.full(32 + 16 * round_, round_, np.float32)
+        want[:32] += round_ * np.arange(32, dtype=np.float32)
+        np.testing.assert_array_equal(np.asarray(y), want)
+        sycl.free(y, q)
+    assert engine.pipelines_built == built_before
+    np.testing.assert_array_equal(np.asarray(first), np.arange(32, dtype=np.float32))
+    sycl.free(first, q)
+    sycl.free(x, q)
+
+
 def test_a_binding_past_the_device_range_is_refused(q, ctx, shared, monkeypatch):
     k = built(ctx, GLSL, SAXPY).ext_oneapi_get_kernel("main")
     x = shared(np.arange(1024), np.float32)
