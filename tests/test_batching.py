@@ -26,6 +26,7 @@ S = info.event_command_status
 # host takes to submit what each test puts behind it
 BUSY = 4096
 LOOP = 60000
+GPU_LOOP = 20_000_000
 N = 256
 
 
@@ -43,14 +44,19 @@ def xorshift(iterations: int) -> int:
     return x
 
 
-def busy(q: sycl.queue, out: sycl.ptr, items: int = BUSY, deps=None) -> sycl.event:
-    """`items` work-items running xorshift32 for LOOP rounds each (a loop no compiler
-    folds): the device is busy meanwhile. Work-item 0 writes its result."""
+def busy(q: sycl.queue, out: sycl.ptr, items: int = BUSY, deps=None,
+         rounds: int | None = None) -> sycl.event:
+    """`items` work-items running xorshift32 for `rounds` rounds each (a loop no compiler
+    folds): the device is busy meanwhile. Work-item 0 writes its result. A GPU runs all
+    the work-items at once, so there each loops far longer."""
+    if rounds is None:
+        rounds = LOOP if q.get_device().is_cpu() else GPU_LOOP
+    n = np.uint32(rounds)
 
     def spin(i):
         x = sycl.uint32(2463534242) + sycl.uint32(i)
         k = sycl.uint32(0)
-        while k < sycl.uint32(LOOP):
+        while k < n:
             x = x ^ (x << sycl.uint32(13))
             x = x ^ (x >> sycl.uint32(17))
             x = x ^ (x << sycl.uint32(5))
@@ -88,7 +94,7 @@ def flag(q):
 
 
 def test_busy_kernel_computes_its_xorshift(q, flag):
-    busy(q, flag, 64).wait()
+    busy(q, flag, 64, rounds=LOOP).wait()
     assert int(np.asarray(flag)[0]) == xorshift(LOOP)
 
 
