@@ -820,6 +820,41 @@ def test_independent_nodes_share_a_barrier(q, mem):
     assert (np.asarray(total)[:N] == sum(r * 1 + r * 8 for r in range(1, 21))).all()
 
 
+def test_a_dependency_through_nodes_without_gpu_work_keeps_its_barrier(q, mem):
+    """kernel -> empty node -> kernel, and kernel -> recorded barrier -> kernel: the
+    second kernel depends on the first through a node that records no dispatch, so it
+    keeps its barrier (a GPU would otherwise run the two at once; lavapipe runs
+    dispatches one by one and would not show it)."""
+    a = mem.zeros(N, np.int32)
+
+    def add(i):
+        a[i] = a[i] + 1
+
+    def double(i):
+        a[i] = a[i] * 2
+
+    g = syclexp.command_graph(q)
+    first = g.add(lambda h: h.parallel_for(sycl.range(N), add))
+    empty = g.add([syclexp.property.node.depends_on(first)])
+    g.add(lambda h: h.parallel_for(sycl.range(N), double),
+          [syclexp.property.node.depends_on(empty)])
+    exe = g.finalize()
+    assert barriers(exe) == [True, True]
+    q.ext_oneapi_graph(exe).wait()
+    assert (np.asarray(a)[:N] == 2).all()
+
+    recorded = syclexp.command_graph(q)
+    ordered = sycl.queue(q.get_context(), q.get_device())
+    with recorded.recording(ordered):
+        e = ordered.parallel_for(sycl.range(N), add)
+        b = ordered.ext_oneapi_submit_barrier([e])
+        ordered.parallel_for(sycl.range(N), double, depends_on=b)
+    exe = recorded.finalize()
+    assert barriers(exe) == [True, True]
+    q.ext_oneapi_graph(exe).wait()
+    assert (np.asarray(a)[:N] == 6).all()
+
+
 def test_diamond_levels_and_sub_graph_chains(q, mem):
     a, b, c = abc(mem)
     g = syclexp.command_graph(q)

@@ -126,18 +126,27 @@ class executable_command_graph:
 
     def _record(self, parts: Part) -> GpuStep:
         """One segment, breadth first: a GPU step's level is one more than the deepest
-        of its node's predecessors (and its node's earlier steps) in the segment. Only
-        the first dispatch of each level keeps its barrier, so the nodes of a level may
-        run at once; work of earlier segments is behind the first barrier."""
-        levels: list[int] = []
-        last: dict[int, int] = {}  # node -> level of its latest step here
-        for i, _, _ in parts:
-            level = last[i] + 1 if i in last else 0
-            for p in self._preds[i]:
-                if p in last:
-                    level = max(level, last[p] + 1)
-            levels.append(level)
-            last[i] = level
+        level its node's predecessors reach in the segment, and than its node's earlier
+        steps. A node with no GPU work here (an empty node, a barrier) passes its
+        predecessors' depth on to its successors. Only the first dispatch of each level
+        keeps its barrier, so the nodes of a level may run at once; work of earlier
+        segments is behind the first barrier."""
+        steps_of: dict[int, list[int]] = {}
+        for e, (i, _, _) in enumerate(parts):
+            steps_of.setdefault(i, []).append(e)
+        levels = [0] * len(parts)
+        reach: dict[int, int] = {}  # node -> the deepest level it or its predecessors take
+        for i in self._order:
+            level = max((reach[p] for p in self._preds[i] if p in reach), default=-1)
+            own = steps_of.get(i)
+            if own is None:
+                if level >= 0:
+                    reach[i] = level
+                continue
+            for e in own:
+                level += 1
+                levels[e] = level
+            reach[i] = level
         dispatches: list[Dispatch] = []
         previous = -1
         for e in sorted(range(len(parts)), key=lambda e: (levels[e], e)):
