@@ -728,8 +728,10 @@ def test_profiling():
         a[i] = a[i] + 1
 
     g = syclexp.command_graph(pq)
-    g.add(lambda h: h.parallel_for(sycl.range(N), inc))
-    g.add(lambda h: h.parallel_for(sycl.range(N), inc))
+    first = g.add(lambda h: h.parallel_for(sycl.range(N), inc))
+    # an edge: nodes without one may run at once, and both write `a`
+    g.add(lambda h: h.parallel_for(sycl.range(N), inc),
+          [syclexp.property.node.depends_on(first)])
     plain = g.finalize()
     timed = g.finalize([syclexp.property.graph.enable_profiling()])
     e = pq.ext_oneapi_graph(plain)
@@ -755,8 +757,8 @@ def test_threads_add_record_and_submit(q, mem):
     g = syclexp.command_graph(q)
 
     def adder(k):
-        def put():
-            a[k] = a[k] + k
+        def put():  # the nodes have no edges and may run at once: add atomically
+            sycl.atomic_ref(a + k).fetch_add(k)
         for _ in range(5):
             g.add(lambda h: h.single_task(put))
 
