@@ -291,7 +291,7 @@ class Engine:
                 if batch.n_ops >= room:
                     self._flush_locked(batch)
                 elif now - batch.checked_at >= self.batch_window_s:
-                    if not self._in_flight or self._in_flight[-1].done():
+                    if not self._busy(burst=False):
                         self._flush_locked(batch)  # the device is idle
                     else:
                         batch.checked_at = now  # busy: look again a window later
@@ -305,9 +305,10 @@ class Engine:
         return part
 
     def _busy(self, burst: bool) -> bool:
-        """Whether a new command should wait in a batch: batching is on and the latest
-        submission is not known to be done (during a burst of submissions it is taken to
-        be running without asking the device)."""
+        """Whether the device is still running the latest submission, so that a command
+        should wait in a batch (never when batching is off). During a burst of
+        submissions a submission not known to be done is taken to be running without
+        asking the device."""
         if not self.batch_window_s or not self._in_flight:
             return False
         last = self._in_flight[-1]

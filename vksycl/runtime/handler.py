@@ -46,10 +46,11 @@ def use_kernel_front_end(build: KernelFrontEnd) -> None:
     _kernel_front_end = build
 
 
-def closure_launch(q: Queue, kernel: Callable, launch: Any) -> Command:
-    """The command `handler.parallel_for(launch, kernel)` builds for a plain closure
-    kernel without properties, built without a handler (the queue's common launch)."""
-    return _kernel_front_end(q._device, kernel, launch, None, context=q._context)
+def closure_launch(q: Queue, kernel: Callable, launch: Any, properties: Any = None
+                   ) -> Command:
+    """The command of a Python kernel launched on `q`: what a handler enqueues, and what
+    the queue's common launch (a plain closure, no properties) builds without one."""
+    return _kernel_front_end(q._device, kernel, launch, properties, context=q._context)
 
 
 class handler:
@@ -129,7 +130,7 @@ class handler:
             return command(q._device, launch, self._kernel_args, properties, q._context)
         if properties is not None:
             properties = _kernel_properties(properties, launch, q._device)
-        return _kernel_front_end(q._device, kernel, launch, properties, context=q._context)
+        return closure_launch(q, kernel, launch, properties)
 
     def host_task(self, fn: Callable[..., Any]) -> None:
         try:
