@@ -281,6 +281,28 @@ def test_constructor_errors(q):
     assert q2.ext_oneapi_get_state() is syclexp.queue_state.executing
 
 
+def _refused_by_the_compiler():
+    import os
+    os.getcwd()  # a module function call: kernels cannot call into Python
+
+
+def test_foreign_dependency_refused_before_the_kernel_builds(q):
+    rq = sycl.queue(q.get_context(), q.get_device())
+    eager = q.single_task(lambda: None)
+    eager.wait()
+    with pytest.raises(sycl.exception) as err:
+        rq.single_task(_refused_by_the_compiler)
+    assert err.value.code() is not sycl.errc.invalid  # the kernel alone fails to build
+    g = syclexp.command_graph(q)
+    with g.recording(rq):
+        message = invalid(lambda: rq.single_task(_refused_by_the_compiler, depends_on=eager))
+        assert "same graph" in message
+        message = invalid(lambda: rq.submit(
+            lambda h: (h.depends_on([eager]), h.single_task(_refused_by_the_compiler))))
+        assert "same graph" in message
+    assert g.get_nodes() == []
+
+
 def test_recording_states_and_errors(q):
     g, g2 = syclexp.command_graph(q), syclexp.command_graph(q)
     rq = sycl.queue(q.get_context(), q.get_device())

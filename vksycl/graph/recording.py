@@ -29,6 +29,12 @@ class Recorder:
     def __init__(self, graph: Any) -> None:
         self.graph = weakref.ref(graph)
 
+    def check_dependencies(self, events: list[Any]) -> None:
+        """Refuses events that no recording into this graph returned."""
+        graph = self.graph()
+        if graph is not None:
+            graph._event_nodes(events)
+
     def _record_from_queue(self, q: queue, command: Command, h: handler) -> recorded_event:
         graph = self.graph()
         if graph is None:  # collected while a submission was under way

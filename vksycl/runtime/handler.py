@@ -69,16 +69,23 @@ class handler:
 
     # -- dependencies ----------------------------------------------------------------
     def depends_on(self, events: event | Iterable[event]) -> None:
+        """On a queue recording to a graph, events from outside its recordings are refused
+        here, before the command group builds (and perhaps compiles) its command."""
         if isinstance(events, event):
-            self._deps.append(events)
-            return
-        if not isinstance(events, Iterable):
+            events = [events]
+        elif not isinstance(events, Iterable):
             raise exception(errc.invalid, "depends_on expects an event or a list of events, "
                             f"got {type(events).__name__}")
-        for e in events:
-            if not isinstance(e, event):
-                raise exception(errc.invalid, f"depends_on expects events, got {type(e).__name__}")
-            self._deps.append(e)
+        else:
+            events = list(events)
+            for e in events:
+                if not isinstance(e, event):
+                    raise exception(errc.invalid,
+                                    f"depends_on expects events, got {type(e).__name__}")
+        recorder = self._queue.recording_graph
+        if recorder is not None:
+            recorder.check_dependencies(events)
+        self._deps += events
 
     @property
     def dependencies(self) -> list[event]:
