@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import vksycl as sycl
@@ -345,6 +346,8 @@ def test_info_command_json(lavapipe: sycl.device) -> None:
         sycl.info.device.max_work_group_size)
     assert facts["local_mem_size"] == lavapipe.get_info(sycl.info.device.local_mem_size)
     assert facts["max_storage_buffer_range"] == lavapipe.vulkan.max_storage_buffer_range
+    # lavapipe's one queue family does graphics too
+    assert facts["queue_family"] == 0 and facts["queue_family_has_graphics"] is True
     assert report["default_device"] == sycl.device().vulkan.index
 
 
@@ -373,3 +376,48 @@ def test_a_device_without_buffer_device_addresses_is_refused_by_name():
             attempt()
         assert ei.value.code() == errc.feature_not_supported
         assert "weaker device lacks the Vulkan feature bufferDeviceAddress" in str(ei.value)
+
+
+def test_queue_family_choice():
+    """A family for compute without graphics is taken where it keeps the timestamps the
+    first compute family has; else the first family with compute."""
+    import vulkan as vk
+
+    from vksycl.runtime.devices import QueueFamily, _queue_family
+
+    g = vk.VK_QUEUE_GRAPHICS_BIT | vk.VK_QUEUE_COMPUTE_BIT | vk.VK_QUEUE_TRANSFER_BIT
+    c = vk.VK_QUEUE_COMPUTE_BIT | vk.VK_QUEUE_TRANSFER_BIT
+    t = vk.VK_QUEUE_TRANSFER_BIT
+
+    def family(flags, bits=64):
+        return QueueFamily(flags, 1, bits, bool(flags & vk.VK_QUEUE_COMPUTE_BIT),
+                           bool(flags & vk.VK_QUEUE_GRAPHICS_BIT))
+
+    assert _queue_family((family(g), family(t), family(c))) == 2  # NVIDIA's layout
+    assert _queue_family((family(g),)) == 0  # lavapipe's, MoltenVK's
+    assert _queue_family((family(t), family(g))) == 1
+    assert _queue_family((family(g), family(c, 0))) == 0  # would lose timestamps
+    assert _queue_family((family(g, 0), family(c, 0))) == 1
+    assert _queue_family((family(t),)) == -1
+
+
+def test_engine_submits_to_the_chosen_family():
+    d = sycl.device()
+    vk = d.vulkan
+    chosen = vk.queue_families[vk.compute_queue_family]
+    assert chosen.compute
+    assert vk.timestamp_valid_bits == chosen.timestamp_valid_bits
+    q = sycl.queue(d, [sycl.property.queue.enable_profiling()])
+    x = sycl.malloc_device(4, sycl.int32, q)
+    q.fill(x, np.int32(3), 4).wait()
+
+    def add(i):
+        x[i] = x[i] + 4
+
+    e = q.parallel_for(sycl.range(4), add)
+    out = np.zeros(4, np.int32)
+    q.memcpy(out, x, 16).wait()
+    assert out.tolist() == [7] * 4
+    start = e.get_profiling_info(sycl.info.event_profiling.command_start)
+    assert e.get_profiling_info(sycl.info.event_profiling.command_end) >= start > 0
+    sycl.free(x, q)

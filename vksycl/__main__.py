@@ -52,6 +52,9 @@ def _facts(d: device, hidden: frozenset[aspect]) -> dict[str, Any]:
         "min_storage_buffer_offset_alignment": vk.min_storage_buffer_offset_alignment,
         "timestamp_period_ns": vk.timestamp_period,
         "timestamp_valid_bits": vk.timestamp_valid_bits,
+        "queue_family": vk.compute_queue_family,
+        "queue_family_has_graphics": vk.compute_queue_family >= 0 and
+        vk.queue_families[vk.compute_queue_family].graphics,
     }
 
 
@@ -78,6 +81,8 @@ def _print_device(f: dict[str, Any], marks: str) -> None:
         ("buffer offset align", f"{f['min_storage_buffer_offset_alignment']} B"),
         ("timestamps", f"{f['timestamp_valid_bits']} valid bits, "
                        f"{f['timestamp_period_ns']:g} ns per tick"),
+        ("queue family", f"{f['queue_family']} (" + (
+            "with graphics" if f["queue_family_has_graphics"] else "compute only") + ")"),
     ]
     print(f"[{f['index']}] {f['name']}{marks}")
     for key, value in rows:

@@ -1,7 +1,8 @@
 """Does the form of the barrier between dependent dispatches change their cost? Builds,
 for this probe only, a Kompute variant whose dispatch barrier an environment variable
 picks (the shipped one, a compute-to-compute memory barrier, the same by region, or an
-execution-only barrier), then times a pre-recorded chain of 100 tiny dependent
+execution-only barrier; each of two also with the pipeline bound once per chain rather than
+before every dispatch), then times a pre-recorded chain of 100 tiny dependent
 dispatches under each, checking the chain's result every time.
 
     bash benchmarks/gpu/run.sh python3 benchmarks/gpu/barrier_probe.py
@@ -21,7 +22,9 @@ import tempfile
 VARIANTS = {"0": "as shipped: transfer and compute writes to compute",
             "1": "compute to compute, memory barrier",
             "2": "compute to compute, execution only",
-            "3": "compute to compute, memory barrier, by region"}
+            "3": "compute to compute, memory barrier, by region",
+            "4": "as shipped, the pipeline bound once per chain",
+            "5": "execution only, the pipeline bound once per chain"}
 
 _BARRIER = """    static int variant = getenv("VKSYCL_PROBE_BARRIER") ?
         atoi(getenv("VKSYCL_PROBE_BARRIER")) : 0;
@@ -32,7 +35,7 @@ _BARRIER = """    static int variant = getenv("VKSYCL_PROBE_BARRIER") ?
         commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
                                       vk::PipelineStageFlagBits::eComputeShader,
                                       vk::DependencyFlags(), computeWrites, nullptr, nullptr);
-    } else if (this->mBarrier && variant == 2) {
+    } else if (this->mBarrier && (variant == 2 || variant == 5)) {
         commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
                                       vk::PipelineStageFlagBits::eComputeShader,
                                       vk::DependencyFlags(), nullptr, nullptr, nullptr);
@@ -42,6 +45,15 @@ _BARRIER = """    static int variant = getenv("VKSYCL_PROBE_BARRIER") ?
                                       vk::DependencyFlagBits::eByRegion, computeWrites,
                                       nullptr, nullptr);
     } else if (this->mBarrier) {"""
+
+_BIND = """    static thread_local VkCommandBuffer boundIn = VK_NULL_HANDLE;
+    static thread_local const void* boundAlgorithm = nullptr;
+    if (variant < 4 || boundIn != static_cast<VkCommandBuffer>(commandBuffer) ||
+        boundAlgorithm != this->mAlgorithm.get()) {
+        this->mAlgorithm->recordBindCore(commandBuffer);
+        boundIn = static_cast<VkCommandBuffer>(commandBuffer);
+        boundAlgorithm = this->mAlgorithm.get();
+    }"""
 
 _CHAIN = """
 import statistics, time
@@ -56,6 +68,7 @@ def body(i):
     x[i] = x[i] + 1.0
 tiny = build_launch(q.get_device(), body, sycl.range(64), None,
                     context=q.get_context()).dispatch(engine)
+engine._pool[False].clear()  # a new command buffer for the chain
 rec = engine.record([tiny] * 100)
 for _ in range(5):
     engine.replay(rec).wait()
@@ -83,8 +96,10 @@ def build(target: str) -> None:
         src = f.read()
     anchor = "    if (this->mBarrier) {"
     assert src.count(anchor) == 1, "the dispatch barrier of patch 0009 was not found"
+    bind = "    this->mAlgorithm->recordBindCore(commandBuffer);"
+    assert src.count(bind) == 1, "the dispatch's pipeline bind was not found"
     with open(path, "w") as f:
-        f.write("#include <cstdlib>\n" + src.replace(anchor, _BARRIER))
+        f.write("#include <cstdlib>\n" + src.replace(anchor, _BARRIER).replace(bind, _BIND))
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
                     "--no-deps", "--target", target, os.path.join(work, "kp-0.9.0")],
                    check=True)

@@ -35,7 +35,8 @@ def scheduler_for(device: Any) -> Scheduler:
                                 "feature bufferDeviceAddress, which vksycl's USM pointers "
                                 "(device addresses) need")
             spin = _SPIN_WAIT_CPU_S if vk.device_type == "cpu" else _SPIN_WAIT_S
-            engine = Engine(vk.index, vk.timestamp_period, spin, config.batch_window_s())
+            engine = Engine(vk.index, vk.compute_queue_family, vk.timestamp_period, spin,
+                            config.batch_window_s())
             sched = Scheduler(engine, {False: _heap_size(vk, False), True: _heap_size(vk, True)})
             _schedulers[device] = sched
         return sched

@@ -92,8 +92,8 @@ class Dispatch:
 class Engine:
     """One Vulkan device driven through one `kp.Manager`."""
 
-    def __init__(self, index: int, timestamp_period: float = 1.0, spin_wait_s: float = 0.0,
-                 batch_window_s: float = 0.0):
+    def __init__(self, index: int, queue_family: int, timestamp_period: float = 1.0,
+                 spin_wait_s: float = 0.0, batch_window_s: float = 0.0):
         self.index = index
         self.timestamp_period = timestamp_period
         self.spin_wait_s = spin_wait_s  # how long a wait polls before it blocks
@@ -102,7 +102,7 @@ class Engine:
         # submits every command at once
         self.batch_window_s = batch_window_s
         self._max_timestamps = _BATCH_TIMESTAMPS
-        self._manager = kp.Manager(index)
+        self._manager = kp.Manager(index, [queue_family], [])
         # the batch, the in-flight list and the Vulkan queue (submissions from any thread)
         self.lock = threading.RLock()
         self._wakeup = threading.Condition(self.lock)  # a batch opened: the watcher runs
