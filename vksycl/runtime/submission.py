@@ -68,20 +68,20 @@ class Submission:
             engine = self._engine
             started = time.perf_counter()
             poll = engine.spin_wait_s if spin else 0.0
+            # A blocking fence wait wakes up tens of microseconds after the device is
+            # done; polling briefly first keeps short commands' latency low. Polling
+            # takes a core from the work on a CPU device, so after a wait longer than
+            # the spin could cover, the next wait blocks at once. The poll keeps the
+            # interpreter's lock: handing it to another thread at every poll costs more
+            # than the poll.
             if poll and engine.last_wait_s <= 2 * poll:
-                # A blocking fence wait wakes up tens of microseconds after the device is
-                # done; polling briefly first keeps short commands' latency low. Polling
-                # takes a core from the work on a CPU device, so after a wait longer than
-                # the spin could cover, the next wait blocks at once. The poll keeps the
-                # interpreter's lock: handing it to another thread at every poll costs
-                # more than the poll.
                 deadline = started + poll
-                while not seq.fence_signaled() and time.perf_counter() < deadline:
-                    pass
-            if seq.fence_signaled():
-                seq.eval_await_signaled()
-            else:
-                seq.eval_await()  # blocks with the interpreter's lock released
+                while not seq.finish_if_signaled():
+                    if time.perf_counter() >= deadline:
+                        seq.eval_await()  # blocks with the interpreter's lock released
+                        break
+            elif not seq.finish_if_signaled():
+                seq.eval_await()
             if spin:
                 engine.last_wait_s = time.perf_counter() - started
             self._finish(seq)
@@ -114,9 +114,8 @@ class Submission:
             seq = self._sequence
             if seq is None:
                 return True
-            if not seq.fence_signaled():  # asked without releasing the interpreter's lock
+            if not seq.finish_if_signaled():  # keeps the interpreter's lock
                 return False
-            seq.eval_await_signaled()
             self._finish(seq)
             return True
         finally:
