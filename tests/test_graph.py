@@ -300,7 +300,16 @@ def test_foreign_dependency_refused_before_the_kernel_builds(q):
         message = invalid(lambda: rq.submit(
             lambda h: (h.depends_on([eager]), h.single_task(_refused_by_the_compiler))))
         assert "same graph" in message
-    assert g.get_nodes() == []
+        recorded = rq.single_task(lambda: None)
+    assert len(g.get_nodes()) == 1
+    # once the recording ended, its events are no dependency of eager work either
+    message = invalid(lambda: q.single_task(_refused_by_the_compiler, depends_on=recorded))
+    assert "finished command_graph recording" in message
+    assert q.ext_oneapi_get_state() is syclexp.queue_state.executing
+    message = invalid(lambda: g.add(
+        lambda h: (h.depends_on(eager), h.single_task(_refused_by_the_compiler))))
+    assert "same graph" in message
+    assert len(g.get_nodes()) == 1
 
 
 def test_recording_states_and_errors(q):

@@ -47,6 +47,9 @@ class graph_handler(handler):
             value = value._value
         handler.set_arg(self, index, value)
 
+    def _check_dependencies(self, events: list[event]) -> None:
+        self._graph._event_nodes(events)
+
     def ext_oneapi_barrier(self, events: Iterable[event] = ()) -> None:
         raise exception(errc.invalid, "barriers can be recorded from a queue only; with "
                         "command_graph.add use an empty node with "

@@ -147,11 +147,16 @@ class recorded_event(event):
     def _vksycl_record_transitively(self, q: Any) -> None:
         """An executing queue submitting work that depends on this event starts recording
         into the same graph (7.6.2), if that graph still records."""
+        self._vksycl_graph_still_records()._begin_transitively(q)
+
+    def _vksycl_graph_still_records(self) -> Any:
+        """The event's graph; errc.invalid once it no longer records (asked when the
+        dependency is declared, before the command group builds its command)."""
         graph = self._node._graph()
         if graph is None or not graph._recorders:
             raise exception(errc.invalid, "an event of a finished command_graph recording "
                             "cannot be a dependency")
-        graph._begin_transitively(q)
+        return graph
 
 
 class _NoLock:

@@ -69,8 +69,6 @@ class handler:
 
     # -- dependencies ----------------------------------------------------------------
     def depends_on(self, events: event | Iterable[event]) -> None:
-        """On a queue recording to a graph, events from outside its recordings are refused
-        here, before the command group builds (and perhaps compiles) its command."""
         if isinstance(events, event):
             events = [events]
         elif not isinstance(events, Iterable):
@@ -82,10 +80,21 @@ class handler:
                 if not isinstance(e, event):
                     raise exception(errc.invalid,
                                     f"depends_on expects events, got {type(e).__name__}")
+        self._check_dependencies(events)
+        self._deps += events
+
+    def _check_dependencies(self, events: list[event]) -> None:
+        """Refuses the events a graph would refuse (from outside the recording graph's
+        recordings, or of a graph no longer recording) when they are declared, before
+        the command group builds (and perhaps compiles) its command."""
         recorder = self._queue.recording_graph
         if recorder is not None:
             recorder.check_dependencies(events)
-        self._deps += events
+            return
+        for e in events:
+            still_recording = getattr(e, "_vksycl_graph_still_records", None)
+            if still_recording is not None:
+                still_recording()
 
     @property
     def dependencies(self) -> list[event]:
