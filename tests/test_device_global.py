@@ -712,7 +712,9 @@ def test_disk_cache_entry_with_changed_properties_is_compiled_again(tmp_path):
     script = tmp_path / "dg_stale.py"
     script.write_text(STALE)
     env = {**os.environ, "VKSYCL_CACHE_DIR": str(tmp_path / "cache"),
-           "PYTHONPATH": os.path.dirname(os.path.dirname(sycl.__file__))}
+           "PYTHONPATH": os.pathsep.join(p for p in (
+               os.path.dirname(os.path.dirname(sycl.__file__)), os.environ.get("PYTHONPATH"))
+               if p)}
     for flag in ("0", "1", "0"):
         proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                               timeout=300, env={**env, "IMAGE_SCOPE": flag})

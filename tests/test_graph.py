@@ -940,7 +940,8 @@ def test_devices_without_graph_support(tmp_path):
     root = str(Path(__file__).parent.parent)
 
     def run(hidden: str) -> str:
-        env = {**os.environ, "VKSYCL_HIDE_ASPECTS": hidden, "PYTHONPATH": root}
+        path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        env = {**os.environ, "VKSYCL_HIDE_ASPECTS": hidden, "PYTHONPATH": path}
         return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                               env=env, timeout=120, check=True).stdout.strip()
 
