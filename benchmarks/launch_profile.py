@@ -9,8 +9,11 @@ is timed alone, in a loop, as the median of rounds:
   skipped for a repeated launch, `vkQueueSubmit`), waited for once per round;
 - join a batch: `Engine.submit` while a batch is open (recording into it);
 - record: Kompute's `Sequence.record` of the dispatch alone, into an open sequence;
-- vkQueueSubmit: Kompute's `eval_async` of a pre-recorded sequence, waited at once;
-- fence query: `Sequence.fence_signaled()` of a running submission (`vkGetFenceStatus`);
+- vkQueueSubmit: Kompute's `eval_async` of a pre-recorded sequence, its completion polled
+  at once; and the same 20 µs after the last completion (a driver whose submission thread
+  sleeps when idle, like lavapipe's, must wake it);
+- completion query: `Sequence.fence_signaled()` of a running submission (the timeline
+  semaphore's counter, or the fence's status);
 - wait: from a submission to its fence seen signalled, polling as the engine does.
 
     python3 benchmarks/launch_profile.py [--n 3000] [--rounds 5]
@@ -132,13 +135,17 @@ def main() -> None:
         engine.recycle(rec, False)
         return total / ((args.n // 500 or 1) * 500)
 
-    def queue_submit() -> float:
+    def queue_submit(idle_s: float = 0.0) -> float:
         total = 0.0
         for _ in range(args.n // 10):
+            until = time.perf_counter() + idle_s
+            while time.perf_counter() < until:
+                pass
             t0 = time.perf_counter()
             seq.eval_async()
             total += time.perf_counter() - t0
-            seq.eval_await()
+            while not seq.finish_if_signaled():
+                pass
         return total / (args.n // 10)
 
     def fence_query() -> float:
@@ -172,7 +179,8 @@ def main() -> None:
         "engine submit, joining an open batch": join_batch,
         "record one dispatch (kp Sequence.record)": record_alone,
         "vkQueueSubmit (kp eval_async)": queue_submit,
-        "fence query (vkGetFenceStatus)": fence_query,
+        "vkQueueSubmit, 20 us after the last completion": lambda: queue_submit(20e-6),
+        "completion query": fence_query,
         "wait: submit to fence seen signalled": wait_latency,
     }
     results: dict[str, list[float]] = {k: [] for k in stages}
