@@ -548,6 +548,30 @@ def test_out_of_memory_releases_the_cache_then_raises(q, kind, little_memory):
         sycl.free(p, q)
 
 
+def test_small_allocations_fill_a_device_too_full_for_a_block(q, little_memory):
+    """Small chunks are cut from 32 MiB blocks; with less room than that left, they get
+    blocks of their own size instead of failing."""
+    fake = little_memory(48 * MiB)
+    big = sycl.malloc_device(24 * MiB, sycl.uint8, q)  # leaves 24 MiB: no whole block
+    small, count = [], 0
+    while fake.refused == 0:  # until the carving block in use is full
+        p = sycl.malloc_device(16384, sycl.int32, q)  # 64 KiB
+        q.fill(p, np.int32(count), 16384)
+        small.append(p)
+        count += 1
+        assert count <= 32 * MiB // (64 * 1024) + 1
+    more = [sycl.malloc_device(16384, sycl.int32, q) for _ in range(3)]
+    for i, p in enumerate(more):
+        q.fill(p, np.int32(-i), 16384)
+    assert sum(fake.held.values()) <= fake.limit
+    for i, p in [(0, small[0]), (count - 1, small[-1])] + [(-i, p) for i, p in enumerate(more)]:
+        assert np.all(download(q, p, 65536).view(np.int32) == i)
+    assert code_of(lambda: sycl.malloc_device(24 * MiB, sycl.uint8, q)) == \
+        sycl.errc.memory_allocation
+    for p in [big, *small, *more]:
+        sycl.free(p, q)
+
+
 def test_out_of_memory_releases_the_cache_of_the_other_memory_kind(q, little_memory):
     """Host-visible and device-local memory share one heap on many devices (here the
     emulated limit counts both): device memory that does not fit beside cached shared

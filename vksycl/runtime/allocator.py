@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..exceptions import exception
+from ..exceptions import errc, exception
 from .engine import Buffer, Engine
 from .submission import Submission
 
@@ -114,11 +114,22 @@ class Allocator:
         else:
             block = self._carving
             if block is None or block.top + size > block.buffer.nbytes:
-                block = self._carving = self._new_block(BLOCK_BYTES)
+                block = self._carving = self._new_carving_block(size)
         chunk = Chunk(block, block.top, size)
         block.top += size
         block.chunks.append(chunk)
         return chunk
+
+    def _new_carving_block(self, size: int) -> Block:
+        """A block to cut small chunks from. On a device too full for a whole block (even
+        with the cache released), one with room for this chunk alone: the room left
+        still serves small allocations."""
+        try:
+            return self._new_block(BLOCK_BYTES)
+        except exception as err:
+            if err.code() is not errc.memory_allocation:
+                raise
+            return self._new_block(size)
 
     def _new_block(self, nbytes: int) -> Block:
         """A block with room for `nbytes` from its first MIN_ALIGN-aligned address (Vulkan
