@@ -363,7 +363,9 @@ def test_range_and_id_arithmetic_is_elementwise(q):
 # -- the API at a glance, as DESIGN.md spells it -----------------------------------------------
 
 def test_api_at_a_glance():
-    q = sycl.queue(sycl.cpu_selector_v, property_list=[sycl.property.queue.in_order()])
+    cpu = any(d.is_cpu() for d in sycl.device.get_devices())
+    q = sycl.queue(sycl.cpu_selector_v if cpu else sycl.gpu_selector_v,
+                   property_list=[sycl.property.queue.in_order()])
     dev = q.get_device()
     assert dev.get_info(sycl.info.device.name) and isinstance(dev.has(sycl.aspect.fp64), bool)
     a = sycl.malloc_shared(1024, sycl.float32, q)
