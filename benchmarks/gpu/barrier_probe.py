@@ -12,12 +12,7 @@ dispatches under each, checking the chain's result every time.
 
 from __future__ import annotations
 
-import glob
-import os
-import subprocess
-import sys
-import tarfile
-import tempfile
+import kompute_variant
 
 VARIANTS = {"0": "as shipped: transfer and compute writes to compute",
             "1": "compute to compute, memory barrier",
@@ -86,40 +81,17 @@ print(f"{statistics.median(rounds) * 1e6:.2f} us per dispatch, "
 """
 
 
-def build(target: str) -> None:
-    work = tempfile.mkdtemp()
-    (sdist,) = glob.glob(".gpu/kp-*.tar.gz")
-    with tarfile.open(sdist) as tar:
-        tar.extractall(work)
-    path = os.path.join(work, "kp-0.9.0", "src", "OpAlgoDispatch.cpp")
-    with open(path) as f:
-        src = f.read()
-    anchor = "    if (this->mBarrier) {"
-    assert src.count(anchor) == 1, "the dispatch barrier of patch 0009 was not found"
-    bind = "    this->mAlgorithm->recordBindCore(commandBuffer);"
-    assert src.count(bind) == 1, "the dispatch's pipeline bind was not found"
-    with open(path, "w") as f:
-        f.write("#include <cstdlib>\n" + src.replace(anchor, _BARRIER).replace(bind, _BIND))
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
-                    "--no-deps", "--target", target, os.path.join(work, "kp-0.9.0")],
-                   check=True)
-
-
 def main() -> None:
-    target = tempfile.mkdtemp()
-    build(target)
-    with tempfile.NamedTemporaryFile("w", suffix=".py", dir=".", delete=False) as f:
-        f.write(_CHAIN)  # kernels compile from a file of their own
-    try:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([target, env.get("PYTHONPATH", "")])
+    target = kompute_variant.build("src/OpAlgoDispatch.cpp", [
+        ('#include "kompute/operations/OpAlgoDispatch.hpp"',
+         '#include <cstdlib>\n#include "kompute/operations/OpAlgoDispatch.hpp"'),
+        ("    if (this->mBarrier) {", _BARRIER),
+        ("    this->mAlgorithm->recordBindCore(commandBuffer);", _BIND)])
+    with kompute_variant.script(_CHAIN) as path:
         for key, what in [*VARIANTS.items(), ("0", VARIANTS["0"] + ", again")]:
-            env["VKSYCL_PROBE_BARRIER"] = key
-            out = subprocess.run([sys.executable, f.name], env=env, capture_output=True,
-                                 text=True, check=True).stdout.strip()
-            print(f"{what}: {out}")
-    finally:
-        os.unlink(f.name)
+            out = kompute_variant.run(target, path, VKSYCL_PROBE_BARRIER=key)
+            out.check_returncode()
+            print(f"{what}: {out.stdout.strip()}")
 
 
 if __name__ == "__main__":

@@ -12,12 +12,7 @@ checked.
 
 from __future__ import annotations
 
-import glob
-import os
-import subprocess
-import sys
-import tarfile
-import tempfile
+import kompute_variant
 
 _TOP = """#include <chrono>
 #include <cstdio>
@@ -102,42 +97,15 @@ print(f"  launch + wait {statistics.median(singles) * 1e6:.1f} us, async "
 """
 
 
-def build(target: str) -> None:
-    work = tempfile.mkdtemp()
-    (sdist,) = glob.glob(".gpu/kp-*.tar.gz")
-    with tarfile.open(sdist) as tar:
-        tar.extractall(work)
-    path = os.path.join(work, "kp-0.9.0", "src", "Sequence.cpp")
-    with open(path) as f:
-        src = f.read()
-    for old, new in _EDITS:
-        assert src.count(old) == 1, f"not found once in Sequence.cpp: {old[:60]!r}"
-        src = src.replace(old, new)
-    anchor = "namespace kp {"
-    with open(path, "w") as f:
-        f.write(src.replace(anchor, _TOP + anchor, 1))
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
-                    "--no-deps", "--target", target, os.path.join(work, "kp-0.9.0")],
-                   check=True)
-
-
 def main() -> None:
-    target = tempfile.mkdtemp()
-    build(target)
-    with tempfile.NamedTemporaryFile("w", suffix=".py", dir=".", delete=False) as f:
-        f.write(_RUN)  # kernels compile from a file of their own
-    try:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([target, env.get("PYTHONPATH", "")])
+    target = kompute_variant.build(
+        "src/Sequence.cpp", [("namespace kp {", _TOP + "namespace kp {"), *_EDITS])
+    with kompute_variant.script(_RUN) as path:
         for fence in ("1", "0", "1", "0"):
-            env["VKSYCL_PROBE_FENCE"] = fence
-            out = subprocess.run([sys.executable, f.name], env=env, capture_output=True,
-                                 text=True)
+            out = kompute_variant.run(target, path, VKSYCL_PROBE_FENCE=fence)
             print("fence" if fence == "1" else "timeline semaphore (as shipped)")
             print(out.stdout.rstrip())
             print(out.stderr.rstrip()[-1500:])
-    finally:
-        os.unlink(f.name)
 
 
 if __name__ == "__main__":

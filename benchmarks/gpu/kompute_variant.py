@@ -1,0 +1,54 @@
+"""Kompute variants for probes: the patched sdist in `.gpu/` with a probe's edits to one
+of its source files, installed into a folder of its own, and probe scripts run with that
+folder first on the path."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Iterator
+
+
+def build(source: str, edits: list[tuple[str, str]]) -> str:
+    """The folder a variant is installed in: `source` (a path inside the sdist) with each
+    (old, new) of `edits` made, every old text found exactly once."""
+    work, target = tempfile.mkdtemp(), tempfile.mkdtemp()
+    (sdist,) = glob.glob(".gpu/kp-*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        tar.extractall(work)
+    path = os.path.join(work, "kp-0.9.0", source)
+    with open(path) as f:
+        src = f.read()
+    for old, new in edits:
+        assert src.count(old) == 1, f"not found once in {source}: {old[:60]!r}"
+        src = src.replace(old, new)
+    with open(path, "w") as f:
+        f.write(src)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
+                    "--no-deps", "--target", target, os.path.join(work, "kp-0.9.0")],
+                   check=True)
+    return target
+
+
+@contextlib.contextmanager
+def script(text: str) -> Iterator[str]:
+    """A probe script written to the working folder (kernels compile from a file of their
+    own), removed afterwards."""
+    with tempfile.NamedTemporaryFile("w", suffix=".py", dir=".", delete=False) as f:
+        f.write(text)
+    try:
+        yield f.name
+    finally:
+        os.unlink(f.name)
+
+
+def run(target: str, path: str, **env: str) -> subprocess.CompletedProcess:
+    """Runs a probe script against the variant in `target`, with `env` added."""
+    full = {**os.environ, **env}
+    full["PYTHONPATH"] = os.pathsep.join([target, full.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, path], env=full, capture_output=True, text=True)
