@@ -15,7 +15,7 @@ import sys
 
 _RUN = """
 import os, runpy, sys
-import vksycl  # first, as in any vksycl program: loading kp before it crashes on NVIDIA
+import vksycl  # first, as in a vksycl program (kp first crashed this probe in free() on NVIDIA)
 import kp
 family = int(os.environ["VKSYCL_PROBE_FAMILY"])
 manager = kp.Manager
