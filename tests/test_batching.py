@@ -362,6 +362,19 @@ def test_a_zero_window_submits_every_command_at_once(tmp_path):
     assert out.stdout.split()[-1] == "50"
 
 
+def test_batch_window_setting(monkeypatch):
+    from vksycl import config
+
+    monkeypatch.setenv("VKSYCL_BATCH_WINDOW_US", "250")
+    assert config.batch_window_s() == pytest.approx(250e-6)
+    monkeypatch.setenv("VKSYCL_BATCH_WINDOW_US", "-3")  # no negative window
+    assert config.batch_window_s() == 0.0
+    monkeypatch.setenv("VKSYCL_BATCH_WINDOW_US", "100us")
+    with pytest.raises(sycl.exception) as err:
+        config.batch_window_s()
+    assert err.value.code() == sycl.errc.invalid and "'100us'" in str(err.value)
+
+
 def test_a_graph_replay_between_batched_commands_keeps_their_order(ordered_q, flag):
     from vksycl.ext.oneapi import experimental as syclexp
 

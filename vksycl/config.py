@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .exceptions import errc, exception
+
 
 def cache_dir(*parts: str) -> Path:
     """Where compiled kernels and shaders are cached: `VKSYCL_CACHE_DIR`, else
@@ -27,6 +29,6 @@ def batch_window_s() -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"VKSYCL_BATCH_WINDOW_US must be a number of microseconds, "
-                         f"got {raw!r}") from None
+        raise exception(errc.invalid, "VKSYCL_BATCH_WINDOW_US must be a number of "
+                        f"microseconds, got {raw!r}") from None
     return max(value, 0.0) * 1e-6

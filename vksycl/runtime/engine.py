@@ -410,7 +410,7 @@ class Engine:
 
     def record(self, dispatches: Iterable[Dispatch], timed: bool = False) -> Recording:
         """Dispatches to be recorded once and submitted by `replay` many times."""
-        return Recording(dispatches, timed)
+        return Recording(tuple(map(_OP, dispatches)), timed)
 
     def adopt(self, seq: kp.Sequence, recording: Recording) -> None:
         """Takes a retired recording's sequence into the pool, remembering what it holds

@@ -13,13 +13,13 @@ from __future__ import annotations
 import collections
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import errc, exception
 
 if TYPE_CHECKING:
-    from .engine import Dispatch, Engine
+    from .engine import Engine
 
 # sequences one recording may have in flight: replays back to back need not wait on the
 # host for the previous one (the device queue orders them)
@@ -196,7 +196,7 @@ class Part:
 
 
 class Recording:
-    """Dispatches recorded once into sequences of their own (a command graph's segment)
+    """Dispatch ops recorded once into sequences of their own (a command graph's segment)
     and submitted again at each replay. A replay takes a sequence no submission is
     running; with none idle it records another (up to `RECORDING_COPIES`), else waits
     for the oldest. Timed recordings are recorded again at each replay: their timestamp
@@ -204,8 +204,8 @@ class Recording:
 
     __slots__ = ("_busy", "_count", "_idle", "_lock", "ops", "retired", "timed")
 
-    def __init__(self, dispatches: Iterable[Dispatch], timed: bool) -> None:
-        self.ops = tuple(d.op for d in dispatches)
+    def __init__(self, ops: tuple, timed: bool) -> None:
+        self.ops = ops
         self.timed = timed
         self.retired = False  # replaced by an update: its sequences go back to the pool
         self._idle: collections.deque[Any] = collections.deque()
