@@ -127,10 +127,10 @@ class recorded_event(event):
         raise exception(errc.invalid, f"{what} of an event returned by a queue recording to "
                         "a command_graph")
 
-    def _wait(self) -> None:
+    def wait(self) -> None:
         self._refuse("wait")
 
-    def _wait_and_throw(self) -> None:
+    def wait_and_throw(self) -> None:
         self._refuse("wait")
 
     def is_complete(self) -> bool:

@@ -121,7 +121,7 @@ def _settle(unique_id: str) -> None:
     with _lock:
         pending = _host_writes.pop(unique_id, [])
     for ev in pending:
-        ev._wait()  # its errors are its own event's to report
+        ev.wait()  # its errors are its own event's to report
 
 
 def address(device: Any, entry: dict[str, Any], image: Any = None) -> int:

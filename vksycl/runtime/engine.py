@@ -10,7 +10,6 @@ from __future__ import annotations
 import collections
 import hashlib
 import logging
-import operator
 import sys
 import threading
 import time
@@ -68,9 +67,6 @@ class Program:
 
     def __post_init__(self) -> None:
         self.key = hashlib.blake2b(self.spirv, digest_size=16).digest()
-
-
-_OP = operator.attrgetter("op")
 
 
 class Dispatch:
@@ -271,23 +267,25 @@ class Engine:
     # passed since the batch opened or last found the device busy), when anything waits
     # for one of its commands, before work that must follow it (a graph replay, a
     # synchronize), or once it holds `_BATCH_OPS` dispatches.
-    def submit(self, dispatches: Iterable[Dispatch], timed: bool = False,
+    def submit(self, dispatches: Sequence[Dispatch], timed: bool = False,
                report: ErrorReport | None = None) -> Submission | Part:
         """Records the dispatches and hands them to the device, now or in a batch.
         `report` receives the error should the batch they join fail to submit."""
-        ops = tuple(map(_OP, dispatches))
+        dispatches = tuple(dispatches)
         now = time.perf_counter()
-        with self.lock:
+        lock = self.lock
+        lock.acquire()  # not `with`: every launch passes here, and `with` costs more
+        try:
             burst = now - self._last_submit_at < self.batch_window_s
             self._last_submit_at = now
             batch = self._batch
             if batch is not None:
                 room = self._max_timestamps - 1 if timed else _BATCH_OPS
-                if batch._timed is not timed or batch.n_ops + len(ops) > room:
+                if batch._timed is not timed or batch.n_ops + len(dispatches) > room:
                     self._flush_locked(batch)
                     batch = None
             if batch is not None:
-                part = self._join(batch, ops, report)
+                part = self._join(batch, dispatches, report)
                 if batch.n_ops >= room:
                     self._flush_locked(batch)
                 elif now - batch.checked_at >= self.batch_window_s:
@@ -296,12 +294,14 @@ class Engine:
                     else:
                         batch.checked_at = now  # busy: look again a window later
             elif self._busy(burst):
-                part = self._open(ops, timed, report, now)
+                part = self._open(dispatches, timed, report, now)
             else:
-                part = self._submit_now(ops, timed)
-            if not self._failed:
-                return part
-        self._report_failures()
+                part = self._submit_now(dispatches, timed)
+            failed = self._failed
+        finally:
+            lock.release()
+        if failed:
+            self._report_failures()
         return part
 
     def _busy(self, burst: bool) -> bool:
@@ -314,29 +314,30 @@ class Engine:
         last = self._in_flight[-1]
         return not last.finished and (burst or not last.done())
 
-    def _submit_now(self, ops: tuple, timed: bool) -> Submission:
-        """One submission of its own. A sequence that last recorded the very same ops (a
-        launch repeated in a loop) is submitted again as it is: recording costs more than
-        the submission itself."""
-        seq = self._take_sequence(timed, len(ops))
-        recorded = self._recorded.get(id(seq))
-        if timed or recorded is None or len(recorded) != len(ops) or \
-                not all(map(operator.is_, recorded, ops)):
+    def _submit_now(self, dispatches: tuple[Dispatch, ...], timed: bool) -> Submission:
+        """One submission of its own. A sequence that last recorded the very same
+        dispatches (a launch repeated in a loop) is submitted again as it is: recording
+        costs more than the submission itself."""
+        seq = self._take_sequence(timed, len(dispatches))
+        # Dispatches compare by identity: `!=` of two tuples of them is a C loop.
+        if timed or self._recorded.get(id(seq)) != dispatches:
             seq.clear()
-            for op in ops:
-                seq.record(op)
+            for d in dispatches:
+                seq.record(d.op)
             # timestamp queries are reset while recording: timed sequences always record
-            self._recorded[id(seq)] = None if timed else ops
+            self._recorded[id(seq)] = None if timed else dispatches
         return self._start(seq, timed)
 
-    def _open(self, ops: tuple, timed: bool, report: ErrorReport | None, now: float) -> Part:
-        """A new batch holding these ops; the watcher submits it once the device idles."""
-        seq = self._take_sequence(timed, len(ops))
+    def _open(self, dispatches: tuple[Dispatch, ...], timed: bool,
+              report: ErrorReport | None, now: float) -> Part:
+        """A new batch holding these dispatches; the watcher submits it once the device
+        idles."""
+        seq = self._take_sequence(timed, len(dispatches))
         self._recorded[id(seq)] = None
         seq.clear()
         batch = self._batch = Submission(self, seq, timed, submitted=False)
         batch.checked_at = now
-        part = self._join(batch, ops, report)
+        part = self._join(batch, dispatches, report)
         if self._watcher is None:
             self._watcher = threading.Thread(target=self._watch, daemon=True,
                                              name=f"vksycl-batches-{self.index}")
@@ -344,12 +345,13 @@ class Engine:
         self._wakeup.notify()
         return part
 
-    def _join(self, batch: Submission, ops: tuple, report: ErrorReport | None) -> Part:
+    def _join(self, batch: Submission, dispatches: tuple[Dispatch, ...],
+              report: ErrorReport | None) -> Part:
         seq = batch._sequence
-        for op in ops:
-            seq.record(op)
-        part = Part(batch, batch.n_ops, len(ops), report)
-        batch.n_ops += len(ops)
+        for d in dispatches:
+            seq.record(d.op)
+        part = Part(batch, batch.n_ops, len(dispatches), report)
+        batch.n_ops += len(dispatches)
         if report is not None and report not in batch.reports:
             batch.reports[report] = None
         return part
@@ -410,13 +412,13 @@ class Engine:
 
     def record(self, dispatches: Iterable[Dispatch], timed: bool = False) -> Recording:
         """Dispatches to be recorded once and submitted by `replay` many times."""
-        return Recording(tuple(map(_OP, dispatches)), timed)
+        return Recording(tuple(dispatches), timed)
 
     def adopt(self, seq: kp.Sequence, recording: Recording) -> None:
         """Takes a retired recording's sequence into the pool, remembering what it holds
         recorded (timed ones are dropped: their timestamp count is the recording's)."""
         if not recording.timed:
-            self._recorded[id(seq)] = recording.ops
+            self._recorded[id(seq)] = recording.dispatches
             self.recycle(seq, False)
 
     def spare_sequence(self, timestamps: int | None = None) -> kp.Sequence:
@@ -461,7 +463,8 @@ class Engine:
             self._pop_in_flight(wait=True)
 
     def _take_sequence(self, timed: bool, n_ops: int) -> kp.Sequence:
-        self._make_room()
+        if len(self._in_flight) >= _MAX_IN_FLIGHT:  # what `_make_room` does, inline
+            self._pop_in_flight(wait=True)
         pool = self._pool[timed]
         if not pool:
             self._reclaim()

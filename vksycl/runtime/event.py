@@ -18,19 +18,6 @@ if TYPE_CHECKING:
     from .submission import Part, Submission
 
 
-class _one_or_list:
-    """`e.wait()` acts on one event; `sycl.event.wait([e1, e2])` on a list, as in SYCL
-    (the same for `wait_and_throw`)."""
-
-    def __init__(self, one: str, many: Callable[[Iterable[event]], None]) -> None:
-        self._one, self._many = one, many
-
-    def __get__(self, obj: event | None, owner: type) -> Any:
-        if obj is None:
-            return self._many
-        return getattr(obj, self._one)
-
-
 def consume(err: BaseException) -> bool:
     """True the first time an asynchronous error is reported: an event's wait_and_throw
     and its queue's throw_asynchronous report each error once between them."""
@@ -39,19 +26,6 @@ def consume(err: BaseException) -> bool:
     with contextlib.suppress(AttributeError):  # an exception type without a __dict__
         err._vksycl_reported = True  # type: ignore[attr-defined]
     return True
-
-
-def _wait_all(events: Iterable[event]) -> None:
-    for e in events:
-        e._wait()
-
-
-def _wait_and_throw_all(events: Iterable[event]) -> None:
-    """Waits for every event, then raises the first error among them."""
-    events = list(events)
-    _wait_all(events)
-    for e in events:
-        e._wait_and_throw()
 
 
 class event:
@@ -66,9 +40,6 @@ class event:
         "_submission",
         "_times",
     )
-
-    wait = _one_or_list("_wait", _wait_all)
-    wait_and_throw = _one_or_list("_wait_and_throw", _wait_and_throw_all)
 
     def __init__(self, engine: Engine | None = None, profiling: bool = False) -> None:
         self._engine = engine
@@ -100,14 +71,31 @@ class event:
             self._issued_signal.set()
 
     # -- state -------------------------------------------------------------------------
-    def _wait(self) -> None:
+    # `e.wait()` waits for one event and `sycl.event.wait([e1, e2])` for a list, as in
+    # SYCL: called on the class, `self` is the list. Plain methods rather than a
+    # descriptor choosing between the two, so that a launch + wait pays for no extra call.
+    def wait(self: event | Iterable[event]) -> None:
+        if not isinstance(self, event):
+            for e in self:
+                e.wait()
+            return
         if not self._issued:
             self._issued_signal.wait()
-        if self._submission is not None:
-            self._submission.wait()
+        sub = self._submission
+        if sub is not None:
+            sub.wait()
 
-    def _wait_and_throw(self) -> None:
-        self._wait()
+    def wait_and_throw(self: event | Iterable[event]) -> None:
+        """Waits; then raises the event's asynchronous error (for a list: waits for every
+        event, then raises the first error among them)."""
+        if not isinstance(self, event):
+            events = list(self)
+            for e in events:
+                e.wait()
+            for e in events:
+                e.wait_and_throw()
+            return
+        self.wait()
         err = self._error
         if err is None and self._submission is not None:
             err = self._submission.error  # its batch could not be submitted
@@ -140,7 +128,7 @@ class event:
         if not self._profiling:
             raise exception(errc.invalid, "profiling information needs a queue constructed "
                             "with sycl.property.queue.enable_profiling()")
-        self._wait()
+        self.wait()
         if callable(self._times):
             self._times = self._times()
         times = self._times or [0, 0, 0]

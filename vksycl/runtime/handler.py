@@ -50,7 +50,7 @@ def closure_launch(q: Queue, kernel: Callable, launch: Any, properties: Any = No
                    ) -> Command:
     """The command of a Python kernel launched on `q`: what a handler enqueues, and what
     the queue's common launch (a plain closure, no properties) builds without one."""
-    return _kernel_front_end(q._device, kernel, launch, properties, context=q._context)
+    return _kernel_front_end(q._device, kernel, launch, properties, q._context)
 
 
 class handler:

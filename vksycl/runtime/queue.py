@@ -129,7 +129,9 @@ class queue:
         return ev
 
     def execute(self, command: Command, deps: list[event]) -> event:
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not `with`: every launch passes here, and `with` costs more
+        try:
             if self._in_order and self._last is not None:
                 deps = [*deps, self._last]
             ev = self._scheduler.execute(command, deps, self._profiling and command.profiled,
@@ -138,6 +140,8 @@ class queue:
             if len(self._outstanding) >= self._prune_at:
                 self._prune()
             self._outstanding.append(ev)
+        finally:
+            lock.release()
         return ev
 
     def _prune(self) -> None:
@@ -242,17 +246,22 @@ class queue:
         at the same time still finds them)."""
         if self.recording_graph is not None:
             raise exception(errc.invalid, "wait on a queue recording to a command_graph")
-        with self._lock:
-            pending = self._outstanding[:]
+        lock = self._lock  # not `with`: a launch + wait passes here, and `with` costs more
+        lock.acquire()
+        pending = self._outstanding[:]
+        lock.release()
         for e in pending:
-            e._wait()
-        with self._lock:
+            e.wait()
+        lock.acquire()
+        try:
             n = len(pending)
             if self._outstanding[:n] == pending:
                 del self._outstanding[:n]
             else:  # pruned meanwhile
                 self._outstanding = [e for e in self._outstanding if not e.is_complete()]
             self._prune_at = max(_PRUNE_AT, 2 * len(self._outstanding))
+        finally:
+            lock.release()
 
     def throw_asynchronous(self) -> None:
         with self._lock:

@@ -45,34 +45,30 @@ class Scheduler:
 
     def execute(self, command: Command, deps: Sequence[event], profiling: bool,
                 on_error: Callable[[BaseException], None]) -> event:
-        ev = event(self.engine, profiling)
+        engine = self.engine
+        ordered = not command.runs_on_host and (not deps or all(d.ordered_on(engine)
+                                                                for d in deps))
+        if ordered and type(command) is KernelLaunch and not profiling:
+            # The common eager launch, in short: what `_run` does for one dispatch,
+            # submitted or batched, its errors raised to the caller (those of a batch it
+            # joins, to the queue). The event is made once the dispatch is on its way.
+            sub = engine.submit((command.dispatch(engine),), False, on_error)
+            ev = event(engine)
+            ev._submission = sub
+            ev._issued = True
+            if deps:
+                ev._deps = tuple(weakref.ref(d) for d in deps)
+            return ev
+        ev = event(engine, profiling)
         if deps:
             ev._deps = tuple(weakref.ref(d) for d in deps)
-        if not command.runs_on_host and (not deps or all(d.ordered_on(self.engine)
-                                                         for d in deps)):
-            if type(command) is KernelLaunch and not profiling:
-                self._launch(command, ev, on_error)  # the common eager launch, in short
-            else:
-                self._run(command, deps, ev, _reraise)
-        else:
+        if not ordered:
             ev._defer()
             threading.Thread(target=self._run_deferred, args=(command, deps, ev, on_error),
                              daemon=True).start()
+        else:
+            self._run(command, deps, ev, _reraise)
         return ev
-
-    def _launch(self, command: KernelLaunch, ev: event,
-                on_error: Callable[[BaseException], None]) -> None:
-        """What `_run` does for one kernel launch without profiling whose dependencies are
-        already ordered before it: one dispatch, submitted or batched, errors to the
-        caller (those of a batch it joined, to the queue)."""
-        try:
-            ev._submission = self.engine.submit((command.dispatch(self.engine),), False,
-                                                on_error)
-        except BaseException as err:
-            ev._error = err
-            raise
-        finally:
-            ev._mark_issued()
 
     def _run_deferred(self, command, deps, ev, on_error) -> None:
         try:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..exceptions import errc, exception
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .engine import Dispatch, Engine
 
 # sequences one recording may have in flight: replays back to back need not wait on the
 # host for the previous one (the device queue orders them)
@@ -61,7 +61,9 @@ class Submission:
         background thread waiting, whose latency no one sees)."""
         if not self.submitted:
             self._engine.flush(self)
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not `with`: a launch + wait passes here, and `with` costs more
+        try:
             seq = self._sequence
             if seq is None:
                 return
@@ -85,6 +87,8 @@ class Submission:
             if spin:
                 engine.last_wait_s = time.perf_counter() - started
             self._finish(seq)
+        finally:
+            lock.release()
 
     @property
     def finished(self) -> bool:
@@ -202,10 +206,10 @@ class Recording:
     for the oldest. Timed recordings are recorded again at each replay: their timestamp
     queries are reset while recording."""
 
-    __slots__ = ("_busy", "_count", "_idle", "_lock", "ops", "retired", "timed")
+    __slots__ = ("_busy", "_count", "_idle", "_lock", "dispatches", "retired", "timed")
 
-    def __init__(self, ops: tuple, timed: bool) -> None:
-        self.ops = ops
+    def __init__(self, dispatches: tuple[Dispatch, ...], timed: bool) -> None:
+        self.dispatches = dispatches
         self.timed = timed
         self.retired = False  # replaced by an update: its sequences go back to the pool
         self._idle: collections.deque[Any] = collections.deque()
@@ -222,7 +226,8 @@ class Recording:
             if not self._idle:
                 if self._count < RECORDING_COPIES:
                     self._count += 1
-                    seq = engine.spare_sequence(len(self.ops) if self.timed else None)
+                    seq = engine.spare_sequence(len(self.dispatches) if self.timed
+                                                else None)
                     self._record(seq)
                     return seq
                 self._busy.popleft().wait()  # its sequence comes back idle
@@ -236,8 +241,8 @@ class Recording:
         self._busy.append(sub)
 
     def _record(self, seq: Any) -> None:
-        for op in self.ops:
-            seq.record(op)
+        for d in self.dispatches:
+            seq.record(d.op)
 
     def retire(self, engine: Engine) -> None:
         """Replaced by an update: the sequences return to the engine's pool (now if
