@@ -14,7 +14,9 @@ is timed alone, in a loop, as the median of rounds:
   sleeps when idle, like lavapipe's, must wake it);
 - completion query: `Sequence.fence_signaled()` of a running submission (the timeline
   semaphore's counter, or the fence's status);
-- wait: from a submission to its fence seen signalled, polling as the engine does.
+- wait: from a submission to its fence seen signalled, polling as the engine does;
+- device time per dispatch: a pre-recorded batch of 100 dispatches (each behind its
+  barrier, as in a batch of eager launches), submitted and polled to completion.
 
     python3 benchmarks/launch_profile.py [--n 3000] [--rounds 5]
 """
@@ -158,6 +160,22 @@ def main() -> None:
         busy.wait()
         return t
 
+    chain = engine.spare_sequence()
+    for _ in range(100):
+        chain.record(dispatch.op)
+
+    def device_per_dispatch() -> float:
+        """What a batch costs the device per dispatch: the floor of asynchronous launches
+        once the host submits faster than the device runs them."""
+        total = 0.0
+        for _ in range(args.n // 300 or 1):
+            t0 = time.perf_counter()
+            chain.eval_async()
+            while not chain.finish_if_signaled():
+                pass
+            total += time.perf_counter() - t0
+        return total / ((args.n // 300 or 1) * 100)
+
     def wait_latency() -> float:
         window, engine.batch_window_s = engine.batch_window_s, 0.0
         total = 0.0
@@ -182,6 +200,7 @@ def main() -> None:
         "vkQueueSubmit, 20 us after the last completion": lambda: queue_submit(20e-6),
         "completion query": fence_query,
         "wait: submit to fence seen signalled": wait_latency,
+        "device time per dispatch, in a batch of 100": device_per_dispatch,
     }
     results: dict[str, list[float]] = {k: [] for k in stages}
     for _ in range(args.rounds):

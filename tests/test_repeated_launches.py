@@ -8,9 +8,22 @@ import numpy as np
 import pytest
 
 import vksycl as sycl
+from vksycl.ext.oneapi import experimental as syclexp
+from vksycl.ext.oneapi import this_work_item
 
 N = 256
 SCALE = np.float32(1.0)  # a module global the kernel reads; rebound between launches
+
+
+@syclexp.nd_range_kernel(1)
+def add_scaled(x: sycl.ptr[sycl.float32], v: sycl.float32):
+    i = this_work_item.get_nd_item(1).get_global_id(0)
+    x[i] = x[i] + v * SCALE
+
+
+@syclexp.single_task_kernel
+def add_one(x: sycl.ptr[sycl.int32]):
+    x[0] = x[0] + 1
 
 
 def test_a_changing_captured_number_reaches_every_launch(q):
@@ -156,3 +169,61 @@ def test_repeated_identical_launches_accumulate(ordered_q):
     sycl.event.wait(events)
     np.testing.assert_array_equal(np.asarray(out), np.full(N, 32.0, np.float32))
     sycl.free(out, q)
+
+
+def test_repeated_free_function_launches_with_the_same_arguments_accumulate(q):
+    x = sycl.malloc_shared(N, sycl.float32, q)
+    np.asarray(x)[:] = 0
+    ndr = sycl.nd_range((N,), (64,))
+    v = 0.25
+    for _ in range(20):
+        syclexp.nd_launch(q, ndr, add_scaled, x, v).wait()
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, 5.0, np.float32))
+    sycl.free(x, q)
+
+
+def test_free_function_arguments_changing_between_launches_each_reach_their_launch(q):
+    a = sycl.malloc_shared(N, sycl.float32, q)
+    b = sycl.malloc_shared(N, sycl.float32, q)
+    np.asarray(a)[:] = 0
+    np.asarray(b)[:] = 0
+    ndr = sycl.nd_range((N,), (64,))
+    for k in range(4):
+        syclexp.nd_launch(q, ndr, add_scaled, a, 1.0).wait()
+        syclexp.nd_launch(q, ndr, add_scaled, a, float(k)).wait()  # a new value object
+        syclexp.nd_launch(q, ndr, add_scaled, b, 1.0).wait()
+    np.testing.assert_array_equal(np.asarray(a), np.full(N, 4 + 0 + 1 + 2 + 3, np.float32))
+    np.testing.assert_array_equal(np.asarray(b), np.full(N, 4.0, np.float32))
+    sycl.free(a, q)
+    sycl.free(b, q)
+
+
+def test_a_rebound_global_reaches_the_next_free_function_launch(q):
+    global SCALE
+    x = sycl.malloc_shared(N, sycl.float32, q)
+    ndr = sycl.nd_range((N,), (64,))
+    v = 1.0
+    try:
+        total = 0.0
+        np.asarray(x)[:] = 0
+        for k in (1.0, 2.0, 2.0, -3.0):
+            SCALE = np.float32(k)
+            syclexp.nd_launch(q, ndr, add_scaled, x, v).wait()
+            total += k
+            np.testing.assert_array_equal(np.asarray(x), np.full(N, total, np.float32))
+    finally:
+        SCALE = np.float32(1.0)
+    sycl.free(x, q)
+
+
+def test_the_same_free_function_arguments_on_a_freed_pointer_are_refused(q):
+    x = sycl.malloc_shared(1, sycl.int32, q)
+    np.asarray(x)[:] = 0
+    for _ in range(3):
+        syclexp.single_task(q, add_one, x).wait()
+    assert int(np.asarray(x)[0]) == 3
+    sycl.free(x, q)
+    with pytest.raises(sycl.exception) as err:
+        syclexp.single_task(q, add_one, x)
+    assert err.value.code() == sycl.errc.invalid
+    assert "freed" in str(err.value)

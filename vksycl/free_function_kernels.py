@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import operator
 from enum import Enum
 from typing import Any
 
@@ -182,11 +183,13 @@ class Plan:
     """How one free function kernel takes its arguments and checks its launches."""
 
     __slots__ = ("checked_devices", "checked_launch", "convert", "enum_params", "kernel",
-                 "local", "match", "names", "sub_group", "types")
+                 "last", "local", "match", "names", "sub_group", "types")
 
     def __init__(self, kernel: FreeFunctionKernel) -> None:
         self.kernel = kernel
         self.checked_launch: Any = None  # the last range object checked (ranges are immutable)
+        # (arguments, converted) of the last launch whose arguments were all immutable
+        self.last: tuple[tuple, tuple] | None = None
         self.types = kernel.param_types()
         self.names = list(inspect.signature(kernel.function).parameters)
         ann = kernel.annotations()
@@ -244,12 +247,21 @@ class Plan:
 
         return check
 
-    def converted(self, args: tuple) -> list:
-        """The arguments of `nd_launch` / `single_task`, converted to the parameter types."""
+    def converted(self, args: tuple) -> tuple:
+        """The arguments of `nd_launch` / `single_task`, converted to the parameter types.
+        The very immutable objects of the last launch get its converted tuple back: the
+        launch glue then knows the arguments by identity alone."""
+        last = self.last
+        if last is not None and len(args) == len(last[0]) and \
+                all(map(operator.is_, args, last[0])):
+            return last[1]
         if len(args) != len(self.convert):
             raise invalid(f"{self.kernel.name} takes {len(self.convert)} arguments, got "
                           f"{len(args)}")
-        return [c(a) for c, a in zip(self.convert, args, strict=True)]
+        converted = tuple(c(a) for c, a in zip(self.convert, args, strict=True))
+        if all(map(_immutable, args)):
+            self.last = (args, converted)
+        return converted
 
     def matched(self, values: dict[int, Any]) -> tuple:
         """The arguments set by index: every one set, each matching its parameter."""
@@ -272,6 +284,11 @@ class Plan:
         if local != self.local:
             raise exception(errc.nd_range, f"{self.kernel.name} has the property "
                             f"work_group_size{self.local}, launched with local range {local}")
+
+
+def _immutable(v: Any) -> bool:
+    return type(v) in (int, float, bool, ptr_type, type(None)) or \
+        isinstance(v, np.generic | Enum)
 
 
 _PLANS: dict[FreeFunctionKernel, Plan] = {}
@@ -306,7 +323,7 @@ class Relaunch:
 
     __slots__ = ("args", "kernel", "plan")
 
-    def __init__(self, kernel: FreeFunctionKernel, args: list, p: Plan) -> None:
+    def __init__(self, kernel: FreeFunctionKernel, args: tuple, p: Plan) -> None:
         self.kernel, self.args, self.plan = kernel, args, p
 
     def _vksycl_command(self, device: Any, launch: Any, values: dict[int, Any],
@@ -317,7 +334,7 @@ class Relaunch:
 
 # -- enqueue functions ------------------------------------------------------------------------
 
-def _enqueue(h: handler, kernel: FreeFunctionKernel, launch: Any, args: list,
+def _enqueue(h: handler, kernel: FreeFunctionKernel, launch: Any, args: tuple,
              properties: Any, p: Plan) -> None:
     """The launch as the command of a command group, with the recipe a graph needs."""
     q = h._queue

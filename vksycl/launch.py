@@ -535,11 +535,12 @@ class _Plan:
         self.kind = kind
         self.variants = variants  # (push-constant variant, argument-block variant)
         self.classes = virtual.version()  # the polymorphic classes virtual calls know
-        # (prepared kernel, push constants, command, context, captures record) of the last
-        # launch, replaced whole so threads launching the same kernel never see a mix of
-        # two launches
-        self.last: tuple[Prepared | None, bytes, KernelLaunch | None, Any, tuple | None] = (
-            None, b"", None, None, None)
+        # (prepared kernel, push constants, command, context, captures record, arguments
+        # record) of the last launch, replaced whole so threads launching the same kernel
+        # never see a mix of two launches. The arguments record is (the arguments object,
+        # the pointers among them) when every argument is immutable, else None.
+        self.last: tuple[Prepared | None, bytes, KernelLaunch | None, Any, tuple | None,
+                         tuple | None] = (None, b"", None, None, None, None)
         # (captured objects, globals, prepared kernel, pointers among them) of the last
         # launch whose captures were all `_stable` and whose kernel reads no attributes
         # of them: a launch capturing objects keyed alike runs the same prepared kernel
@@ -603,8 +604,9 @@ def _prepared(pyfn: Any, plan: _Plan, device: Any) -> tuple[Prepared, tuple | No
     return p, None
 
 
-def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple | None,
-            context: Any = None, image: Any = None) -> KernelLaunch:
+def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
+            args: tuple | list | None, context: Any = None, image: Any = None
+            ) -> KernelLaunch:
     pyfn, info = _kernel_function(kernel)
     if info is not None:
         param_types = info.param_types()
@@ -621,9 +623,12 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
     if id(vk) not in p.checked:
         _check(p, device)
     push = p.arguments(pyfn, args or (), launch, context, device, image)
+    arg_record = None
+    if type(args) is tuple and args and image is None and all(map(_stable, args)):
+        arg_record = (args, tuple(v for v in args if type(v) is usm_ptr))
     if p is last[0] and push == last[1]:
-        if last[4] is not record or last[3] is not context:
-            plan.last = (p, push, last[2], context, record)
+        if last[4] is not record or last[3] is not context or last[5] is not arg_record:
+            plan.last = (p, push, last[2], context, record, arg_record)
         return last[2]
     ck = p.ck
     keep: tuple = ()
@@ -639,7 +644,7 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any, args: tuple 
         groups = p.groups[gkey] = _groups(ck, launch, device)
     command = KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, keep_alive=keep)
     if not keep:  # an argument block is the launch's own
-        plan.last = (p, push, command, context, record)
+        plan.last = (p, push, command, context, record, arg_record)
     return command
 
 
@@ -657,12 +662,18 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
                 plan.info is None:
             last = plan.last
             record = last[4]
-            if record is not None and last[3] is context and \
-                    _same_captures(kernel, record, plan.names) and \
-                    plan.classes == virtual.version() and not last[0].globals and \
-                    not any(map(_FREED, record[3])):
+            if record is not None and last[3] is context and _repeats(kernel, plan, last):
                 return last[2]
     return _launch(device, kernel, launch, properties, None, context=context)
+
+
+def _repeats(pyfn: Any, plan: _Plan, last: tuple) -> bool:
+    """Whether a launch under `plan` runs the command of its `last` launch again, as far as
+    the kernel's captures and globals, the pointers they hold and the polymorphic classes
+    go (the caller checks the launch object, the context and the arguments)."""
+    record = last[4]
+    return _same_captures(pyfn, record, plan.names) and plan.classes == virtual.version() \
+        and not last[0].globals and not any(map(_FREED, record[3]))
 
 
 _FREED = operator.attrgetter("allocation.freed")
@@ -681,9 +692,25 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
                       properties: Any = None, context: Any = None,
                       image: Any = None) -> KernelLaunch:
     """The command for a kernel whose arguments are passed explicitly; `image` is the
-    kernel bundle it comes from (its device_image_scope instances)."""
-    return _launch(device, kernel, launch, properties, tuple(args), context=context,
-                   image=image)
+    kernel bundle it comes from (its device_image_scope instances). Passing the very
+    arguments object of the last launch again (the free function layer keeps its
+    converted arguments while the caller's are the same objects), its arguments all
+    immutable, gets the last command back after identity checks alone."""
+    if properties is None and image is None:
+        info = getattr(kernel, "__vksycl_kernel__", None)
+        if info is not None:
+            code = info.function.__code__
+            plan = _PLANS.get((id(code), id(device)))
+            if plan is not None and plan.code is code and plan.launch is launch and \
+                    plan.info is info:
+                last = plan.last
+                arg_record = last[5]
+                if arg_record is not None and arg_record[0] is args and \
+                        last[4] is not None and last[3] is context and \
+                        _repeats(info.function, plan, last) and \
+                        not any(map(_FREED, arg_record[1])):
+                    return last[2]
+    return _launch(device, kernel, launch, properties, args, context=context, image=image)
 
 
 def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None) -> CompiledKernel:
