@@ -623,9 +623,7 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
     if id(vk) not in p.checked:
         _check(p, device)
     push = p.arguments(pyfn, args or (), launch, context, device, image)
-    arg_record = None
-    if type(args) is tuple and args and image is None and all(map(_stable, args)):
-        arg_record = (args, tuple(v for v in args if type(v) is usm_ptr))
+    arg_record = _arg_record(args) if type(args) is tuple and image is None else None
     if p is last[0] and push == last[1]:
         if last[4] is not record or last[3] is not context or last[5] is not arg_record:
             plan.last = (p, push, last[2], context, record, arg_record)
@@ -677,6 +675,20 @@ def _repeats(pyfn: Any, plan: _Plan, last: tuple) -> bool:
 
 
 _FREED = operator.attrgetter("allocation.freed")
+_NUMBERS = (int, float, bool)
+
+
+def _arg_record(args: tuple) -> tuple | None:
+    """(the arguments, the pointers among them) when every argument is immutable (numbers,
+    pointers), else None."""
+    pointers = []
+    for v in args:
+        t = type(v)
+        if t is usm_ptr:
+            pointers.append(v)
+        elif t not in _NUMBERS and not isinstance(v, np.generic):
+            return None
+    return (args, tuple(pointers)) if args else None
 
 
 def _same_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> bool:
