@@ -4,14 +4,15 @@ is timed alone, in a loop, as the median of rounds:
 
 - python: `q.parallel_for(range, body)` with the engine's submission replaced by a no-op
   (the queue, handler, launch glue, scheduler and event);
-- build_launch: the launch glue alone (kernel lookup, argument packing, the command);
+- build_launch: the launch glue alone (for this repeated launch, the identity checks that
+  find the last launch's command);
 - submit alone: `Engine.submit` of the kernel's dispatch, one submission each (record
   skipped for a repeated launch, `vkQueueSubmit`), waited for once per round;
 - join a batch: `Engine.submit` while a batch is open (recording into it);
 - record: Kompute's `Sequence.record` of the dispatch alone, into an open sequence;
 - vkQueueSubmit: Kompute's `eval_async` of a pre-recorded sequence, its completion polled
-  at once; and the same 20 µs after the last completion (a driver whose submission thread
-  sleeps when idle, like lavapipe's, must wake it);
+  at once; and the same 5, 10 and 20 µs after the last completion (a driver whose
+  submission thread sleeps when idle, like lavapipe's, must wake it);
 - completion query: `Sequence.fence_signaled()` of a running submission (the timeline
   semaphore's counter, or the fence's status);
 - wait: from a submission to its fence seen signalled, polling as the engine does;
@@ -197,6 +198,8 @@ def main() -> None:
         "engine submit, joining an open batch": join_batch,
         "record one dispatch (kp Sequence.record)": record_alone,
         "vkQueueSubmit (kp eval_async)": queue_submit,
+        "vkQueueSubmit, 5 us after the last completion": lambda: queue_submit(5e-6),
+        "vkQueueSubmit, 10 us after the last completion": lambda: queue_submit(10e-6),
         "vkQueueSubmit, 20 us after the last completion": lambda: queue_submit(20e-6),
         "completion query": fence_query,
         "wait: submit to fence seen signalled": wait_latency,
