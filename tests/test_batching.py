@@ -214,6 +214,35 @@ def test_event_status_moves_through_a_batch(q, flag):
     sycl.free(x, q)
 
 
+def test_queue_wait_sends_its_open_batch_before_waiting_for_earlier_work(ordered_q, flag,
+                                                                         monkeypatch):
+    """`q.wait()` hands the open batch to the device at once, to run right behind the busy
+    kernel, rather than when its waits reach the batch."""
+    from vksycl.runtime.submission import Submission
+
+    q = ordered_q
+    x = sycl.malloc_device(N, sycl.uint32, q)
+    q.memset(x, 0, 4 * N).wait()
+    busy(q, flag)
+    steps = [step(q, x, k) for k in range(3)]
+    batch = steps[-1]._submission
+    assert not batch.submitted
+    sent_when_waiting = []
+    real_wait = Submission.wait
+
+    def wait(self, spin=True):
+        sent_when_waiting.append(batch.submitted)
+        return real_wait(self, spin)
+
+    monkeypatch.setattr(Submission, "wait", wait)
+    q.wait()
+    assert sent_when_waiting and all(sent_when_waiting)
+    out = np.zeros(N, np.uint32)
+    q.memcpy(out, x, 4 * N).wait()
+    assert np.array_equal(out, expected_steps(range(3)))
+    sycl.free(x, q)
+
+
 def test_a_batch_runs_when_the_device_idles_with_no_queue_call(q, flag):
     """A program that submits while the device is busy and then only polls memory sees
     its commands run: the engine submits the batch once the work before it is done."""

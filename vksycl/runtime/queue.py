@@ -250,6 +250,12 @@ class queue:
         lock.acquire()
         pending = self._outstanding[:]
         lock.release()
+        if pending:
+            # The latest command waiting in an open batch goes to the device now, behind
+            # the work it runs, rather than once the waits reach it.
+            last = pending[-1]._submission
+            if last is not None and not last.submitted:
+                last.flush()
         for e in pending:
             e.wait()
         lock.acquire()
