@@ -22,7 +22,7 @@ from .compiler.free_function import FreeFunctionKernel
 from .compiler.typesys import PtrType, Scalar, Struct, dtype_of
 from .exceptions import errc, exception, invalid
 from .kernel_properties import launch_config, sub_group_size, work_group_size
-from .launch import build_launch_args
+from .launch import build_launch_args, immutable
 from .ranges import check_work_items, nd_range
 from .runtime.handler import check_set_args, handler
 from .runtime.queue import queue
@@ -259,7 +259,7 @@ class Plan:
             raise invalid(f"{self.kernel.name} takes {len(self.convert)} arguments, got "
                           f"{len(args)}")
         converted = tuple(c(a) for c, a in zip(self.convert, args, strict=True))
-        if all(map(_immutable, args)):
+        if all(map(immutable, args)):
             self.last = (args, converted)
         return converted
 
@@ -284,11 +284,6 @@ class Plan:
         if local != self.local:
             raise exception(errc.nd_range, f"{self.kernel.name} has the property "
                             f"work_group_size{self.local}, launched with local range {local}")
-
-
-def _immutable(v: Any) -> bool:
-    return type(v) in (int, float, bool, ptr_type, type(None)) or \
-        isinstance(v, np.generic | Enum)
 
 
 _PLANS: dict[FreeFunctionKernel, Plan] = {}

@@ -17,6 +17,7 @@ import operator
 import struct
 import types as pytypes
 from collections.abc import Callable
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -303,13 +304,21 @@ def _global_sig(v: Any) -> Any:
     return _sig(v)
 
 
+_IMMUTABLE = (int, float, bool, usm_ptr, type(None))
+
+
+def immutable(v: Any) -> bool:
+    """Numbers, pointers, None and enum members: an argument that packs the same whenever
+    the same object comes again."""
+    return type(v) in _IMMUTABLE or isinstance(v, np.generic | Enum)
+
+
 def _stable(v: Any) -> bool:
-    """Whether the same object always has the same cache signature: immutable numbers,
-    pointers, device_globals, classes (keyed by identity), functions without cells
-    (structs, closures and other objects may change)."""
+    """Whether the same object always has the same cache signature: immutable values,
+    device_globals, classes (keyed by identity), functions without cells (structs,
+    closures and other objects may change)."""
     t = type(v)
-    return (t in (int, float, bool) or isinstance(v, np.generic) or t is usm_ptr or
-            t is device_global or t is type or
+    return (immutable(v) or t is device_global or t is type or
             (t is pytypes.FunctionType and not v.__closure__))
 
 
@@ -331,13 +340,8 @@ _PREPARED: dict[Any, Prepared] = {}
 _LAST: dict[Any, tuple[tuple, tuple, Prepared]] = {}
 
 
-def _prepare(pyfn: Any, spec_key: tuple, spec_fn: Any) -> Prepared:
-    cells = pyfn.__closure__
-    captured = tuple(map(_CONTENTS, cells)) if cells else ()
-    names = _GLOBAL_NAMES.get(pyfn.__code__)
-    if names is None:
-        names = _global_names(pyfn)
-    globals_ = tuple(map(pyfn.__globals__.get, names))
+def _prepare(pyfn: Any, captured: tuple, globals_: tuple, spec_key: tuple, spec_fn: Any
+             ) -> Prepared:
     last = _LAST.get((pyfn.__code__, spec_key))
     if last is not None and (all(map(operator.is_, last[0], captured)) or
                              _all_keyed_alike(last[0], captured)) and \
@@ -552,13 +556,22 @@ class _Plan:
 _PLANS: dict[tuple[int, int], _Plan] = {}
 
 
-def _plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) -> _Plan:
+def _known_plan(pyfn: Any, info: Any, launch: Any, device: Any) -> _Plan | None:
+    """The plan of the last launch of this kernel on this device, if it was made for
+    this launch object and the polymorphic classes virtual calls know are unchanged."""
     code = pyfn.__code__
-    key = (id(code), id(device))
-    plan = _PLANS.get(key) if properties is None else None
+    plan = _PLANS.get((id(code), id(device)))
     if plan is not None and plan.code is code and plan.launch is launch and \
             plan.info is info and plan.classes == virtual.version():
         return plan
+    return None
+
+
+def _plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) -> _Plan:
+    if properties is None:
+        plan = _known_plan(pyfn, info, launch, device)
+        if plan is not None:
+            return plan
     if launch is not None:  # a plan is kept per launch object, so this runs once for it
         check_work_items(launch)
     shape = _shape(launch, device)
@@ -566,7 +579,7 @@ def _plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) -> _P
         info.check_launch(shape[0], shape[1])
     plan = _new_plan(pyfn, info, launch, device, properties, shape)
     if properties is None:
-        _PLANS[key] = plan
+        _PLANS[(id(pyfn.__code__), id(device))] = plan
     return plan
 
 
@@ -593,9 +606,9 @@ def _prepared(pyfn: Any, plan: _Plan, device: Any) -> tuple[Prepared, tuple | No
             return known[2], known
         if _all_keyed_alike(known[0], captured) and _all_keyed_alike(known[1], globals_):
             return known[2], None
-    p = _prepare(pyfn, *plan.variants[0])
+    p = _prepare(pyfn, captured, globals_, *plan.variants[0])
     if p.ck.push_size > device.vulkan.max_push_constants_size:
-        p = _prepare(pyfn, *plan.variants[1])
+        p = _prepare(pyfn, captured, globals_, *plan.variants[1])
     if not p.attr_getters and not p.spec_getters and all(map(_stable, captured)) and \
             all(map(_stable, globals_)):
         pointers = tuple(v for v in (*captured, *globals_) if type(v) is usm_ptr)
@@ -654,41 +667,32 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
     the last command back after identity checks alone: a loop of launches pays for no
     argument packing."""
     if properties is None and type(kernel) is pytypes.FunctionType:
-        code = kernel.__code__
-        plan = _PLANS.get((id(code), id(device)))
-        if plan is not None and plan.code is code and plan.launch is launch and \
-                plan.info is None:
+        plan = _known_plan(kernel, None, launch, device)
+        if plan is not None:
             last = plan.last
-            record = last[4]
-            if record is not None and last[3] is context and _repeats(kernel, plan, last):
+            if last[4] is not None and last[3] is context and _repeats(kernel, plan, last):
                 return last[2]
     return _launch(device, kernel, launch, properties, None, context=context)
 
 
 def _repeats(pyfn: Any, plan: _Plan, last: tuple) -> bool:
     """Whether a launch under `plan` runs the command of its `last` launch again, as far as
-    the kernel's captures and globals, the pointers they hold and the polymorphic classes
-    go (the caller checks the launch object, the context and the arguments)."""
+    the kernel's captures and globals and the pointers they hold go (the caller checks
+    the context and the arguments)."""
     record = last[4]
-    return _same_captures(pyfn, record, plan.names) and plan.classes == virtual.version() \
-        and not last[0].globals and not any(map(_FREED, record[3]))
+    return _same_captures(pyfn, record, plan.names) and not last[0].globals and \
+        not any(map(_FREED, record[3]))
 
 
 _FREED = operator.attrgetter("allocation.freed")
-_NUMBERS = (int, float, bool)
 
 
 def _arg_record(args: tuple) -> tuple | None:
-    """(the arguments, the pointers among them) when every argument is immutable (numbers,
-    pointers), else None."""
-    pointers = []
-    for v in args:
-        t = type(v)
-        if t is usm_ptr:
-            pointers.append(v)
-        elif t not in _NUMBERS and not isinstance(v, np.generic):
-            return None
-    return (args, tuple(pointers)) if args else None
+    """(the arguments, the pointers among them) when every argument is `immutable`, else
+    None."""
+    if not args or not all(map(immutable, args)):
+        return None
+    return (args, tuple(v for v in args if type(v) is usm_ptr))
 
 
 def _same_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> bool:
@@ -710,18 +714,14 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
     immutable, gets the last command back after identity checks alone."""
     if properties is None and image is None:
         info = getattr(kernel, "__vksycl_kernel__", None)
-        if info is not None:
-            code = info.function.__code__
-            plan = _PLANS.get((id(code), id(device)))
-            if plan is not None and plan.code is code and plan.launch is launch and \
-                    plan.info is info:
-                last = plan.last
-                arg_record = last[5]
-                if arg_record is not None and arg_record[0] is args and \
-                        last[4] is not None and last[3] is context and \
-                        _repeats(info.function, plan, last) and \
-                        not any(map(_FREED, arg_record[1])):
-                    return last[2]
+        plan = None if info is None else _known_plan(info.function, info, launch, device)
+        if plan is not None:
+            last = plan.last
+            arg_record = last[5]
+            if arg_record is not None and arg_record[0] is args and last[4] is not None \
+                    and last[3] is context and _repeats(info.function, plan, last) and \
+                    not any(map(_FREED, arg_record[1])):
+                return last[2]
     return _launch(device, kernel, launch, properties, args, context=context, image=image)
 
 

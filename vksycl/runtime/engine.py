@@ -463,8 +463,7 @@ class Engine:
             self._pop_in_flight(wait=True)
 
     def _take_sequence(self, timed: bool, n_ops: int) -> kp.Sequence:
-        if len(self._in_flight) >= _MAX_IN_FLIGHT:  # what `_make_room` does, inline
-            self._pop_in_flight(wait=True)
+        self._make_room()
         pool = self._pool[timed]
         if not pool:
             self._reclaim()
