@@ -21,10 +21,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import vksycl as sycl
-from vksycl import launch as launch_mod
 from vksycl.compiler import kernel as kernel_mod
 from vksycl.compiler import source as source_mod
-from vksycl.launch import compiled
+from vksycl.kernels import launch as launch_mod
+from vksycl.kernels.launch import compiled
 
 
 def kernel_source(lines: int) -> str:
@@ -115,7 +115,7 @@ def launch_overhead(q: sycl.queue, launches: int) -> tuple[float, float, float]:
     for _ in range(launches):
         q.parallel_for(sycl.range(n), tiny).wait()
     ours = (time.perf_counter() - t) / launches
-    from vksycl.launch import build_launch
+    from vksycl.kernels.launch import build_launch
 
     dev, r = q.get_device(), sycl.range(n)
     t = time.perf_counter()

@@ -50,7 +50,7 @@ def vksycl_case(q: sycl.queue) -> tuple[Callable[[], object], Callable[[], None]
 def raw_kp_case(q: sycl.queue):
     import kp
 
-    from vksycl.launch import build_launch, compiled
+    from vksycl.kernels.launch import build_launch, compiled
     from vksycl.runtime.engine import rename_entry_point
 
     x = sycl.malloc_device(N, sycl.float32, q)

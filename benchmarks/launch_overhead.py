@@ -72,7 +72,7 @@ def variants(q: sycl.queue, x: sycl.ptr) -> dict[str, object]:
 def raw_kp(q: sycl.queue):
     import kp
 
-    from vksycl.launch import compiled
+    from vksycl.kernels.launch import compiled
     from vksycl.runtime.engine import rename_entry_point
 
     ck = compiled(q.get_device(), bump, sycl.nd_range((N,), (N,)))
@@ -94,8 +94,8 @@ def raw_kp(q: sycl.queue):
 
 def host_side(q: sycl.queue, x: sycl.ptr, launches: int) -> dict[str, float]:
     """Seconds per launch to build the command only (no submission)."""
-    from vksycl.free_function_kernels import launch_command, plan
-    from vksycl.launch import build_launch, build_launch_args
+    from vksycl.kernels.free_function import launch_command, plan
+    from vksycl.kernels.launch import build_launch, build_launch_args
 
     dev = q.get_device()
     ndr = sycl.nd_range((N,), (N,))

@@ -32,7 +32,7 @@ from collections.abc import Callable
 import numpy as np
 
 import vksycl as sycl
-from vksycl.launch import build_launch
+from vksycl.kernels.launch import build_launch
 
 N = 64
 

@@ -16,7 +16,7 @@ import pytest
 import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
-from vksycl.launch import compiled
+from vksycl.kernels.launch import compiled
 
 scope = syclexp.device_image_scope
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import vksycl as sycl
-from vksycl import launch
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
+from vksycl.kernels import launch
 from vksycl.runtime.context import scheduler_for
 
 N = 256

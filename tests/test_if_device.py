@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import vksycl as sycl
-from vksycl import launch as launch_cache
 from vksycl.compiler import kernel as kernel_cache
 from vksycl.compiler.module import KernelSpec
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
-from vksycl.launch import compiled
+from vksycl.kernels import launch as launch_cache
+from vksycl.kernels.launch import compiled
 
 LOG_PATH = ""  # set by a test: only host bodies name it
 HOST_CALLS = 0

@@ -9,7 +9,7 @@ import pytest
 import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
-from vksycl.launch import compiled
+from vksycl.kernels.launch import compiled
 from vksycl.runtime.glsl import compile_glsl
 
 GLSL = syclexp.source_language.glsl
@@ -341,7 +341,7 @@ void main() {
     outb.data[gl_GlobalInvocationID.x] = tile[31 - l] + args.box.lo.y + args.box.pad[1];
 }
 """
-    from vksycl.spirv_reflect import reflect
+    from vksycl.kernels.reflect import reflect
 
     r = reflect(compile_glsl(src))
     assert [a.name for a in r.args] == ["outb", "scale", "box"]

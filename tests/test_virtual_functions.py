@@ -17,7 +17,7 @@ import pytest
 import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
-from vksycl.launch import compiled
+from vksycl.kernels.launch import compiled
 
 HERE = "test_virtual_functions.py"
 

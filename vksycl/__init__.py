@@ -36,7 +36,7 @@ from .compiler import (
     struct,
 )
 from .exceptions import errc, exception, exception_list
-from .kernel_bundle import (
+from .kernels.bundle import (
     build,
     bundle_state,
     compile,

@@ -54,7 +54,7 @@ _CHAIN = """
 import statistics, time
 import numpy as np
 import vksycl as sycl
-from vksycl.launch import build_launch
+from vksycl.kernels.launch import build_launch
 q = sycl.queue()
 engine = q._scheduler.engine
 x = sycl.malloc_device(64, sycl.float32, q)

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 import vksycl as sycl
-from vksycl.launch import build_launch
+from vksycl.kernels.launch import build_launch
 
 
 def main() -> None:

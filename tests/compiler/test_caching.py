@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import vksycl as sycl
-from vksycl import launch as launch_cache
 from vksycl.compiler import kernel as kernel_cache
-from vksycl.launch import compiled
+from vksycl.kernels import launch as launch_cache
+from vksycl.kernels.launch import compiled
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -380,7 +380,7 @@ def test_captured_scalars_change_without_recompiling(q, mem):
 
 
 def test_large_1d_range_is_split_over_y(q, mem, monkeypatch):
-    from vksycl import launch
+    from vksycl.kernels import launch
 
     real = q.get_device().vulkan.max_compute_work_group_count
     limit = min(real[0], 4096)  # split at 4096 groups, whatever the device allows

@@ -17,7 +17,7 @@ from vksycl.compiler import (
     work_group_memory,
     work_group_scratch_size,
 )
-from vksycl.launch import build_launch_args
+from vksycl.kernels.launch import build_launch_args
 
 
 def test_nd_item_queries(q, mem):
@@ -322,7 +322,7 @@ def test_free_function_kernels(q, mem):
 
 
 def test_unused_arguments_cost_nothing(q, mem):
-    from vksycl.launch import compiled
+    from vksycl.kernels.launch import compiled
 
     used, unused = mem.zeros(8, np.int32), mem.zeros(8, np.int32)
     big = 12345
@@ -411,7 +411,7 @@ def test_captured_sizes_specialise_the_kernel(q, mem):
 
 
 def test_coarsened_kernels_cover_every_item_exactly_once(q, mem):
-    from vksycl.launch import compiled
+    from vksycl.kernels.launch import compiled
 
     for n, launch_of in ((1000, sycl.range), (4096, lambda n: sycl.nd_range((n,), (64,))),
                          (64 * 5, lambda n: sycl.nd_range((n,), (64,)))):
@@ -452,7 +452,7 @@ def saxpy_struct(args: Saxpy, n: sycl.int32):
 
 
 def test_free_function_kernel_with_a_decomposed_struct_argument(q, mem):
-    from vksycl.launch import compiled
+    from vksycl.kernels.launch import compiled
 
     x, y = mem.of(np.arange(40, dtype=np.float32)), mem.of(np.ones(40, np.float32))
     launch = sycl.nd_range((48,), (16,))

@@ -187,7 +187,7 @@ def test_pointer_attribute_of_self_is_a_kernel_argument(q, mem) -> None:
 
 
 def test_pointer_from_another_context_is_invalid(q) -> None:
-    from vksycl.launch import build_launch
+    from vksycl.kernels.launch import build_launch
 
     dev = q.get_device()
     q1 = sycl.queue(sycl.context(dev), dev)

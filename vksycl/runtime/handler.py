@@ -262,7 +262,7 @@ def _kernel_properties(properties: Any, launch: Any, device: Any) -> list[Any]:
     """The property list of a kernel launch, checked as for free function kernels: a
     `work_group_size` must be the nd_range's local range (`errc.nd_range`), and a
     `sub_group_size` one the device has (`errc.kernel_not_supported`)."""
-    from ..kernel_properties import sub_group_size, work_group_size
+    from ..kernels.properties import sub_group_size, work_group_size
     from ..properties import Property
 
     if isinstance(properties, Property):

@@ -24,16 +24,6 @@ from ....compiler.device_global import (
     init_mode_reprogram,
     init_mode_reset,
 )
-from ....device_global_query import get_device_globals
-from ....free_function_kernels import (
-    is_kernel,
-    is_nd_range_kernel,
-    is_single_task_kernel,
-    kernel_function,
-    kernel_function_s,
-    nd_launch,
-    single_task,
-)
 from ....graph import (
     command_graph,
     dynamic_command_group,
@@ -44,15 +34,25 @@ from ....graph import (
     property,
     queue_state,
 )
-from ....if_device import if_device, if_host
-from ....kernel_bundle import (
+from ....kernels.bundle import (
     get_kernel_bundle,
     get_kernel_id,
     get_kernel_info,
     has_kernel_bundle,
     is_compatible,
 )
-from ....kernel_properties import (
+from ....kernels.device_globals import get_device_globals
+from ....kernels.free_function import (
+    is_kernel,
+    is_nd_range_kernel,
+    is_single_task_kernel,
+    kernel_function,
+    kernel_function_s,
+    nd_launch,
+    single_task,
+)
+from ....kernels.if_device import if_device, if_host
+from ....kernels.properties import (
     device_has,
     launch_config,
     properties,
@@ -60,7 +60,7 @@ from ....kernel_properties import (
     work_group_size,
     work_group_size_hint,
 )
-from ....source_kernels import (
+from ....kernels.source import (
     build,
     build_options,
     create_kernel_bundle_from_source,
@@ -69,7 +69,7 @@ from ....source_kernels import (
     save_log,
     source_language,
 )
-from ....virtual_functions import (
+from ....kernels.virtual import (
     assume_indirect_calls,
     assume_indirect_calls_to,
     indirectly_callable,

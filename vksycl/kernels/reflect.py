@@ -16,7 +16,7 @@ import numpy as np
 
 import spirv_gen
 
-from .exceptions import errc, exception
+from ..exceptions import errc, exception
 
 
 @dataclass(frozen=True)

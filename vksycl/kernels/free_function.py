@@ -18,16 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from .compiler.free_function import FreeFunctionKernel
-from .compiler.typesys import PtrType, Scalar, Struct, dtype_of
-from .exceptions import errc, exception, invalid
-from .kernel_properties import launch_config, sub_group_size, work_group_size
+from ..compiler.free_function import FreeFunctionKernel
+from ..compiler.typesys import PtrType, Scalar, Struct, dtype_of
+from ..exceptions import errc, exception, invalid
+from ..ranges import check_work_items, nd_range
+from ..runtime.handler import check_set_args, handler
+from ..runtime.queue import queue
+from ..runtime.usm import ptr as ptr_type
+from ..types import dtype_key
 from .launch import build_launch_args, immutable
-from .ranges import check_work_items, nd_range
-from .runtime.handler import check_set_args, handler
-from .runtime.queue import queue
-from .runtime.usm import ptr as ptr_type
-from .types import dtype_key
+from .properties import launch_config, sub_group_size, work_group_size
 
 
 class kernel_function_s:
@@ -271,7 +271,7 @@ class Plan:
     def check_device(self, device: Any) -> None:
         vk = device.vulkan
         if self.sub_group is not None:
-            from .info import device as dinfo
+            from ..info import device as dinfo
 
             if self.sub_group not in device.get_info(dinfo.sub_group_sizes):
                 raise exception(errc.kernel_not_supported, f"{self.kernel.name} needs "

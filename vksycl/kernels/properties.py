@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .compiler.free_function import add_property
-from .exceptions import invalid
-from .properties import Property
+from ..compiler.free_function import add_property
+from ..exceptions import invalid
+from ..properties import Property
 
 
 def _sizes(values: tuple[Any, ...], what: str) -> tuple[int, ...]:
@@ -83,7 +83,7 @@ class device_has(_KernelProperty):
     __slots__ = ("aspects",)
 
     def __init__(self, *aspects: Any) -> None:
-        from .runtime.aspects import aspect
+        from ..runtime.aspects import aspect
 
         for a in aspects:
             if not isinstance(a, aspect):

@@ -22,25 +22,25 @@ from typing import Any
 
 import numpy as np
 
-from .compiler import device as dev
-from .compiler import virtual
-from .compiler.device_global import device_global
-from .compiler.host_bodies import host_names
-from .compiler.kernel import CompiledKernel, _names, kernel_name, load_or_compile
-from .compiler.module import KernelSpec, frozen, path_getter, path_name
-from .compiler.typesys import layout
-from .exceptions import errc, exception
-from .kernel_properties import device_has
-from .ranges import check_work_items
-from .runtime import device_globals
-from .runtime import handler as _handler
-from .runtime.aspects import aspect
-from .runtime.commands import KernelLaunch
-from .runtime.context import scheduler_for
-from .runtime.usm import Allocation, alloc
-from .runtime.usm import ptr as usm_ptr
-from .types import dtype_key
-from .virtual_functions import check_sets, indirect_sets
+from ..compiler import device as dev
+from ..compiler import virtual
+from ..compiler.device_global import device_global
+from ..compiler.host_bodies import host_names
+from ..compiler.kernel import CompiledKernel, _names, kernel_name, load_or_compile
+from ..compiler.module import KernelSpec, frozen, path_getter, path_name
+from ..compiler.typesys import layout
+from ..exceptions import errc, exception
+from ..ranges import check_work_items
+from ..runtime import device_globals
+from ..runtime import handler as _handler
+from ..runtime.aspects import aspect
+from ..runtime.commands import KernelLaunch
+from ..runtime.context import scheduler_for
+from ..runtime.usm import Allocation, alloc
+from ..runtime.usm import ptr as usm_ptr
+from ..types import dtype_key
+from .properties import device_has
+from .virtual import check_sets, indirect_sets
 
 # work-group shapes for range kernels: 256 work-items where the device allows (measured
 # on an H100: 1.5x the bandwidth of 128), 128 otherwise (every Vulkan device takes 128)

@@ -4,7 +4,7 @@ or SPIR-V binaries, in a bundle of state `ext_oneapi_source` that `build` makes 
 Every GLCompute entry point of a built module is a kernel, named by its entry point (a
 `__sycl_kernel_` prefix dropped); a GLSL bundle given as `{name: source}` names each
 module's `main` after its key, one given as a single string calls it "main". Arguments
-are set by index (see `vksycl.spirv_reflect`): storage buffers first, in binding order,
+are set by index (see `vksycl.kernels.reflect`): storage buffers first, in binding order,
 as USM pointers (whole allocations: a GLSL kernel has no parameter for an offset, so a
 pointer with a non-zero offset is refused), then push-constant members.
 """
@@ -20,16 +20,16 @@ import numpy as np
 
 import spirv_gen
 
-from .exceptions import errc, exception, invalid
-from .kernel_bundle import bundle_state, kernel_bundle
+from ..exceptions import errc, exception, invalid
+from ..properties import Property
+from ..ranges import nd_range
+from ..runtime.commands import KernelLaunch
+from ..runtime.glsl import compile_glsl
+from ..runtime.handler import check_set_args
+from ..runtime.malloc import buffer_range_limit
+from .bundle import bundle_state, kernel_bundle
 from .launch import unsupported
-from .properties import Property
-from .ranges import nd_range
-from .runtime.commands import KernelLaunch
-from .runtime.glsl import compile_glsl
-from .runtime.handler import check_set_args
-from .runtime.malloc import buffer_range_limit
-from .spirv_reflect import Reflection, reflect
+from .reflect import Reflection, reflect
 
 
 class source_language(enum.Enum):

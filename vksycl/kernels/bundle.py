@@ -15,14 +15,14 @@ from typing import Any
 
 import spirv_gen
 
-from . import info
-from .compiler.free_function import FreeFunctionKernel, registered_kernels
-from .exceptions import errc, exception, invalid
-from .free_function_kernels import free_function_kernel, launch_command, plan
-from .kernel_properties import sub_group_size, work_group_size, work_group_size_hint
+from .. import info
+from ..compiler.free_function import FreeFunctionKernel, registered_kernels
+from ..exceptions import errc, exception, invalid
+from ..ranges import nd_range, range
+from ..runtime import device_globals
+from .free_function import free_function_kernel, launch_command, plan
 from .launch import RANGE_LOCAL, compiled, unsupported
-from .ranges import nd_range, range
-from .runtime import device_globals
+from .properties import sub_group_size, work_group_size, work_group_size_hint
 
 
 class bundle_state(enum.Enum):
@@ -109,7 +109,7 @@ class FreeKernel:
 
     def memory(self, device: Any) -> tuple[int, int]:
         """(work-group local bytes, private bytes) the compiled kernel declares."""
-        from .spirv_reflect import reflect
+        from .reflect import reflect
 
         r = reflect(self.compiled(device).binary)
         return r.workgroup_bytes, r.private_bytes

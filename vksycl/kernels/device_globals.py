@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .exceptions import invalid
+from ..exceptions import invalid
 from .launch import compiled
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .compiler.if_device import MARKER
-from .exceptions import invalid
+from ..compiler.if_device import MARKER
+from ..exceptions import invalid
 
 
 class if_device_or_host_helper:

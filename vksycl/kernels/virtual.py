@@ -11,10 +11,10 @@ import types
 from collections.abc import Iterable
 from typing import Any
 
-from .compiler import virtual
-from .compiler.free_function import FreeFunctionKernel, _ill_formed
-from .exceptions import errc, exception, invalid
-from .kernel_properties import _KernelProperty
+from ..compiler import virtual
+from ..compiler.free_function import FreeFunctionKernel, _ill_formed
+from ..exceptions import errc, exception, invalid
+from .properties import _KernelProperty
 
 
 def _check_set(set_id: Any) -> Any:
