@@ -39,7 +39,7 @@ from ..runtime.context import scheduler_for
 from ..runtime.usm import Allocation, alloc
 from ..runtime.usm import ptr as usm_ptr
 from ..types import dtype_key
-from .properties import device_has
+from .properties import device_has, launch_properties
 from .virtual import check_sets, indirect_sets
 
 # work-group shapes for range kernels: 256 work-items where the device allows (measured
@@ -742,6 +742,15 @@ def unsupported(device: Any, ck: CompiledKernel) -> exception | None:
     return None
 
 
-_handler.use_kernel_front_end(build_launch)
+def _command_group_launch(device: Any, kernel: Any, launch: Any, properties: Any,
+                          context: Any) -> KernelLaunch:
+    """What a handler's `parallel_for` / `single_task` of a closure enqueues: the launch's
+    kernel properties checked against its range and device, then its command."""
+    if properties is not None:
+        properties = launch_properties(properties, launch, device)
+    return build_launch(device, kernel, launch, properties, context)
+
+
+_handler.use_kernel_front_end(_command_group_launch)
 
 __all__ = ["build_launch", "build_launch_args", "compiled", "unsupported"]

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from .. import info
 from ..compiler.free_function import add_property
-from ..exceptions import invalid
+from ..exceptions import errc, exception, invalid
 from ..properties import Property
 
 
@@ -114,6 +115,33 @@ class launch_config:
 
     def get_properties(self) -> list[Any]:
         return self.properties
+
+
+
+def launch_properties(properties: Any, launch: Any, device: Any) -> list[Any]:
+    """The property list of a kernel launch, checked as for free function kernels: a
+    `work_group_size` must be the nd_range's local range (`errc.nd_range`), and a
+    `sub_group_size` one the device has (`errc.kernel_not_supported`)."""
+    if isinstance(properties, Property):
+        properties = [properties]
+    if isinstance(properties, str | bytes) or not isinstance(properties, Iterable):
+        raise exception(errc.invalid, "properties takes a list of kernel properties "
+                        f"(syclexp.properties(...)), got {type(properties).__name__}")
+    props = list(properties)
+    for p in props:
+        if p is None or isinstance(p, str | bytes | int | float):
+            raise exception(errc.invalid, f"{p!r} is not a kernel property")
+        if isinstance(p, work_group_size) and hasattr(launch, "get_local_range"):
+            local = tuple(launch.get_local_range())
+            if local != p.sizes:
+                raise exception(errc.nd_range, f"the kernel has the property "
+                                f"work_group_size{p.sizes}, launched with local range {local}")
+        if isinstance(p, sub_group_size):
+            sizes = device.get_info(info.device.sub_group_sizes)
+            if p.size not in sizes:
+                raise exception(errc.kernel_not_supported, f"the kernel needs sub-groups of "
+                                f"{p.size}; {device.get_info(info.device.name)} has {sizes}")
+    return props
 
 
 __all__ = ["device_has", "launch_config", "properties", "sub_group_size", "work_group_size",

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import info
 from ..exceptions import errc, exception
 from ..ranges import nd_range
 from ..ranges import range as sycl_range  # not the builtin
@@ -144,8 +143,6 @@ class handler:
         command = getattr(kernel, "_vksycl_command", None)
         if command is not None:
             return command(q._device, launch, self._kernel_args, properties, q._context)
-        if properties is not None:
-            properties = _kernel_properties(properties, launch, q._device)
         return closure_launch(q, kernel, launch, properties)
 
     def host_task(self, fn: Callable[..., Any]) -> None:
@@ -256,35 +253,6 @@ def check_set_args(values: dict[int, Any], names: list[str], what: str) -> None:
     if unset:
         raise exception(errc.invalid, f"argument {unset[0]} ({names[unset[0]]}) of {what} is "
                         "not set (handler.set_arg)")
-
-
-def _kernel_properties(properties: Any, launch: Any, device: Any) -> list[Any]:
-    """The property list of a kernel launch, checked as for free function kernels: a
-    `work_group_size` must be the nd_range's local range (`errc.nd_range`), and a
-    `sub_group_size` one the device has (`errc.kernel_not_supported`)."""
-    from ..kernels.properties import sub_group_size, work_group_size
-    from ..properties import Property
-
-    if isinstance(properties, Property):
-        properties = [properties]
-    if isinstance(properties, str | bytes) or not isinstance(properties, Iterable):
-        raise exception(errc.invalid, "properties takes a list of kernel properties "
-                        f"(syclexp.properties(...)), got {type(properties).__name__}")
-    props = list(properties)
-    for p in props:
-        if p is None or isinstance(p, str | bytes | int | float):
-            raise exception(errc.invalid, f"{p!r} is not a kernel property")
-        if isinstance(p, work_group_size) and hasattr(launch, "get_local_range"):
-            local = tuple(launch.get_local_range())
-            if local != p.sizes:
-                raise exception(errc.nd_range, f"the kernel has the property "
-                                f"work_group_size{p.sizes}, launched with local range {local}")
-        if isinstance(p, sub_group_size):
-            sizes = device.get_info(info.device.sub_group_sizes)
-            if p.size not in sizes:
-                raise exception(errc.kernel_not_supported, f"the kernel needs sub-groups of "
-                                f"{p.size}; {device.get_info(info.device.name)} has {sizes}")
-    return props
 
 
 def _device_global(x: Any) -> dict[str, Any] | None:
