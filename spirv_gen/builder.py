@@ -14,7 +14,7 @@ import functools
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from .control import Loop, Selection, Switch
+from .control import ControlFlowBuilder, Loop, Selection, Switch
 from .encoder import Encoder, ScalarInfo
 from .errors import BuildError
 from .grammar import GLSL_SET, ExtInstSet, Grammar, InstructionInfo, Requirements, grammar
@@ -104,7 +104,7 @@ class Function:
         self.targets: set[int] = set()  # labels some branch goes to
 
 
-class ModuleBuilder(TypeBuilder, ResourceBuilder, Encoder):
+class ModuleBuilder(TypeBuilder, ResourceBuilder, ControlFlowBuilder, Encoder):
     """Builds one SPIR-V module.
 
     ``version`` is the SPIR-V version of the module (default 1.3, the one Vulkan 1.1
@@ -547,51 +547,6 @@ class ModuleBuilder(TypeBuilder, ResourceBuilder, Encoder):
             self.op("Return")
         else:
             self.op("ReturnValue", value)
-
-    def if_(self, condition: Id, control: str = "None") -> Selection:
-        """``with b.if_(c) as s: ...; s.else_(); ...`` — a selection with its merge block."""
-        return Selection(self, condition, control)
-
-    def loop(self, control: str | tuple = "None") -> Loop:
-        """``with b.loop() as lp: ...`` — a loop with its merge and continue blocks.
-        ``control`` is a LoopControl mask, or a tuple of the mask and its parameters, e.g.
-        ``("DependencyLength", 4)``."""
-        return Loop(self, control)
-
-    def switch(self, selector: Id, control: str = "None") -> Switch:
-        """``with b.switch(x) as sw: with sw.case(1, 2): ...`` — cases never fall through."""
-        return Switch(self, selector, control)
-
-    # used by the control-flow helpers ------------------------------------------------
-    def _emit_raw(self, opname: str, *args) -> int:
-        """Emit a control-flow instruction into the current block; returns the index of
-        its first operand word in the body (for patching a forward label)."""
-        if self._block is None:
-            self._no_block(self.grammar.instruction(opname))
-        info = self.grammar.instruction(opname)
-        words = self.encode(info, args)
-        body = self._fn.body
-        at = len(body) + 1
-        body += ((len(words) + 1) << 16 | info.opcode, *words)
-        return at
-
-    def _branch(self, target: Id) -> None:
-        self._emit_raw("OpBranch", target)
-        self._fn.targets.add(target)
-        self._block = None
-
-    def _branch_conditional(self, cond: Id, true_label: Id, false_label: Id) -> int:
-        at = self._emit_raw("OpBranchConditional", cond, true_label, false_label)
-        self._fn.targets.update((true_label, false_label))
-        self._block = None
-        return at
-
-    def _open_block(self, label: Id) -> None:
-        if self._block is not None:
-            raise BuildError(f"block %{self._block} is still open")
-        body = self._fn.body
-        body += (2 << 16 | self._label_opcode, label)
-        self._block = label
 
     # encoding ------------------------------------------------------------------------
     def _interface(self, given: list[Id] | None) -> list[Id]:

@@ -3,19 +3,67 @@
 These are the only way the builder emits labels and branches, so every construct has the
 merge instruction, merge block and continue target that SPIR-V's structured rules require.
 Each is a context manager; leaving it opens the merge block, where code continues.
+:class:`ControlFlowBuilder` is the part of :class:`~spirv_gen.builder.ModuleBuilder` that
+opens them and emits their labels and branches.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 from .errors import BuildError
 from .words import Id
 
-if TYPE_CHECKING:
-    from .builder import ModuleBuilder
+
+class ControlFlowBuilder:
+    """The control-flow half of :class:`~spirv_gen.builder.ModuleBuilder` (a mixin: it
+    uses the builder's emitter and the function and block being built)."""
+
+    def if_(self, condition: Id, control: str = "None") -> Selection:
+        """``with b.if_(c) as s: ...; s.else_(); ...`` — a selection with its merge block."""
+        return Selection(self, condition, control)
+
+    def loop(self, control: str | tuple = "None") -> Loop:
+        """``with b.loop() as lp: ...`` — a loop with its merge and continue blocks.
+        ``control`` is a LoopControl mask, or a tuple of the mask and its parameters, e.g.
+        ``("DependencyLength", 4)``."""
+        return Loop(self, control)
+
+    def switch(self, selector: Id, control: str = "None") -> Switch:
+        """``with b.switch(x) as sw: with sw.case(1, 2): ...`` — cases never fall through."""
+        return Switch(self, selector, control)
+
+    # blocks and branches, for the constructs -----------------------------------------
+    def _emit_raw(self, opname: str, *args) -> int:
+        """Emit a control-flow instruction into the current block; returns the index of
+        its first operand word in the body (for patching a forward label)."""
+        if self._block is None:
+            self._no_block(self.grammar.instruction(opname))
+        info = self.grammar.instruction(opname)
+        words = self.encode(info, args)
+        body = self._fn.body
+        at = len(body) + 1
+        body += ((len(words) + 1) << 16 | info.opcode, *words)
+        return at
+
+    def _branch(self, target: Id) -> None:
+        self._emit_raw("OpBranch", target)
+        self._fn.targets.add(target)
+        self._block = None
+
+    def _branch_conditional(self, cond: Id, true_label: Id, false_label: Id) -> int:
+        at = self._emit_raw("OpBranchConditional", cond, true_label, false_label)
+        self._fn.targets.update((true_label, false_label))
+        self._block = None
+        return at
+
+    def _open_block(self, label: Id) -> None:
+        if self._block is not None:
+            raise BuildError(f"block %{self._block} is still open")
+        body = self._fn.body
+        body += (2 << 16 | self._label_opcode, label)
+        self._block = label
 
 
 class Selection:
@@ -23,7 +71,7 @@ class Selection:
     merge from each side (None if that side left by break, continue or return): the
     predecessors for an OpPhi in the merge block."""
 
-    def __init__(self, b: ModuleBuilder, condition: Id, control: str) -> None:
+    def __init__(self, b: ControlFlowBuilder, condition: Id, control: str) -> None:
         self.b = b
         self.condition = condition
         self.control = control
@@ -90,7 +138,7 @@ class Loop:
     the two predecessors of a header phi.
     """
 
-    def __init__(self, b: ModuleBuilder, control: str | tuple) -> None:
+    def __init__(self, b: ControlFlowBuilder, control: str | tuple) -> None:
         self.b = b
         self.control = control
         self.preheader: Id | None = None
@@ -196,7 +244,7 @@ class Switch:
     """A multi-way selection; each case ends by going to the merge block (no
     fall-through). Without ``default()`` the default target is the merge block."""
 
-    def __init__(self, b: ModuleBuilder, selector: Id, control: str) -> None:
+    def __init__(self, b: ControlFlowBuilder, selector: Id, control: str) -> None:
         self.b = b
         self.selector = selector
         self.control = control
@@ -265,7 +313,7 @@ class Switch:
         return False
 
 
-def _close_to(b: ModuleBuilder, target: Id) -> Id | None:
+def _close_to(b: ControlFlowBuilder, target: Id) -> Id | None:
     """Branch from the current block to ``target`` if the block is still open; returns
     the label of the block that branched, or None."""
     label = b.current_block
@@ -275,7 +323,7 @@ def _close_to(b: ModuleBuilder, target: Id) -> Id | None:
     return label
 
 
-def _leave_loop_header(b: ModuleBuilder) -> None:
+def _leave_loop_header(b: ControlFlowBuilder) -> None:
     """A construct cannot start inside a loop header (it must end with OpLoopMerge): end
     the header first, entering the body unconditionally."""
     if b.constructs:
