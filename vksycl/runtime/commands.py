@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .engine import Bound, Buffer, Dispatch, Engine
-    from .submission import Recording
+from .engine import Bound, Buffer, Engine
+from .submission import Dispatch, Recording
 
 
 @dataclass

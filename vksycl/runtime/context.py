@@ -9,6 +9,7 @@ from typing import Any
 from .. import config, info
 from ..exceptions import errc, exception
 from .engine import Engine
+from .platform import device
 from .scheduler import Scheduler
 from .usm import Allocation, ptr
 
@@ -68,11 +69,9 @@ class context:
     """A set of devices sharing USM allocations."""
 
     def __init__(self, devices: Any = None, async_handler: Any = None) -> None:
-        from .platform import device as device_cls
-
         if devices is None:
-            devices = [device_cls()]
-        elif isinstance(devices, device_cls):
+            devices = [device()]
+        elif isinstance(devices, device):
             devices = [devices]
         self._devices = list(devices)
         if not self._devices:

@@ -21,7 +21,7 @@ import numpy as np
 from spirv_gen.binary import rename_entry_point
 
 from ..exceptions import errc, exception
-from .submission import ErrorReport, Part, Recording, Submission
+from .submission import Dispatch, ErrorReport, Part, Recording, Submission
 
 _log = logging.getLogger("vksycl.engine")
 
@@ -69,20 +69,14 @@ class Program:
         self.key = hashlib.blake2b(self.spirv, digest_size=16).digest()
 
 
-class Dispatch:
-    """One recorded dispatch: a pipeline, its work-group count and its push constants.
-    Recorded, it starts with a memory barrier on all earlier work, unless `barrier` is
-    False (a graph leaves it out where the DAG has no edge)."""
-
-    __slots__ = ("algo", "barrier", "groups", "op", "push")
-
-    def __init__(self, algo: kp.Algorithm, push: np.ndarray, groups: tuple[int, int, int],
-                 barrier: bool = True) -> None:
-        self.algo, self.push, self.groups, self.barrier = algo, push, groups, barrier
-        self.op = kp.OpAlgoDispatch(algo, push, list(groups))
-        if not barrier:
-            self.op.set_barrier(False)
-
+def _dispatch(algo: kp.Algorithm, push: np.ndarray, groups: tuple[int, int, int],
+              barrier: bool = True) -> Dispatch:
+    """A dispatch of a pipeline over `groups` work-groups with `push` constants; without
+    `barrier`, its op waits on no earlier work."""
+    op = kp.OpAlgoDispatch(algo, push, list(groups))
+    if not barrier:
+        op.set_barrier(False)
+    return Dispatch(op, algo, push, groups, barrier)
 
 
 class Engine:
@@ -203,7 +197,7 @@ class Engine:
                 self._pipelines.move_to_end(key)
             push = (np.frombuffer(push_constants, dtype=np.uint32) if push_constants
                     else _NO_PUSH)
-            op = self._ops[op_key] = Dispatch(algo, push, groups)
+            op = self._ops[op_key] = _dispatch(algo, push, groups)
             if len(self._ops) > _PIPELINE_CACHE_SIZE:
                 self._ops.pop(next(iter(self._ops)))
             return op
@@ -213,7 +207,7 @@ class Engine:
         recorded since the last barrier."""
         if not d.barrier:
             return d
-        return Dispatch(d.algo, d.push, d.groups, barrier=False)
+        return _dispatch(d.algo, d.push, d.groups, barrier=False)
 
     def _build_pipeline(self, key: tuple, program: Program, bound: Sequence[Bound],
                         push_size: int) -> kp.Algorithm:

@@ -7,15 +7,13 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import info
 from ..exceptions import errc, exception
 from ..info import event_command_status
-
-if TYPE_CHECKING:
-    from .engine import Engine
-    from .submission import Part, Submission
+from .engine import Engine
+from .submission import Part, Submission
 
 
 def consume(err: BaseException) -> bool:

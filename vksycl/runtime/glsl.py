@@ -11,6 +11,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from spirv_gen.tools import ValidationError, validate
+
 from ..config import cache_dir
 from ..exceptions import errc, exception
 
@@ -54,8 +56,6 @@ def compile_glsl(source: str, target_env: str = "vulkan1.1",
 
 
 def _validate(spirv: bytes, target_env: str) -> None:
-    from spirv_gen.tools import ValidationError, validate
-
     try:
         validate(spirv, env=target_env)
     except ValidationError as err:

@@ -6,7 +6,7 @@ import functools
 import inspect
 import operator
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -15,10 +15,22 @@ from ..ranges import nd_range
 from ..ranges import range as sycl_range  # not the builtin
 from . import device_globals, memops
 from .commands import Barrier, Command, HostTask
+from .context import context
 from .event import event
+from .platform import backend, device
 
-if TYPE_CHECKING:
-    from .queue import queue as Queue
+
+class Queue(Protocol):
+    """The `sycl.queue` a command group is submitted to, as its handler uses it (the
+    queue sits above this module: it makes the handlers)."""
+
+    recording_graph: Any  # the command_graph recording the queue, if one does
+
+    def get_device(self) -> device: ...
+
+    def get_context(self) -> context: ...
+
+    def get_backend(self) -> backend: ...
 
 
 class interop_handle:
@@ -45,11 +57,12 @@ def use_kernel_front_end(build: KernelFrontEnd) -> None:
     _kernel_front_end = build
 
 
-def closure_launch(q: Queue, kernel: Callable, launch: Any, properties: Any = None
-                   ) -> Command:
-    """The command of a Python kernel launched on `q`: what a handler enqueues, and what
-    the queue's common launch (a plain closure, no properties) builds without one."""
-    return _kernel_front_end(q._device, kernel, launch, properties, q._context)
+def closure_launch(dev: device, ctx: context, kernel: Callable, launch: Any,
+                   properties: Any = None) -> Command:
+    """The command of a Python kernel launched on a queue's device and context: what a
+    handler enqueues, and what the queue's common launch (a plain closure, no properties)
+    builds without one."""
+    return _kernel_front_end(dev, kernel, launch, properties, ctx)
 
 
 class handler:
@@ -139,11 +152,11 @@ class handler:
     def _launch(self, kernel: Callable, launch: Any, properties: Any) -> Command:
         self.launch_recipe = (kernel, launch, properties)
         # a `sycl.kernel` object builds its command from the arguments set by index
-        q = self._queue
+        dev, ctx = self._queue.get_device(), self._queue.get_context()
         command = getattr(kernel, "_vksycl_command", None)
         if command is not None:
-            return command(q._device, launch, self._kernel_args, properties, q._context)
-        return closure_launch(q, kernel, launch, properties)
+            return command(dev, launch, self._kernel_args, properties, ctx)
+        return closure_launch(dev, ctx, kernel, launch, properties)
 
     def host_task(self, fn: Callable[..., Any]) -> None:
         try:

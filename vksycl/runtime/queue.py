@@ -14,10 +14,11 @@ from ..exceptions import errc, exception, exception_list
 from ..properties import find, property
 from ..ranges import nd_range
 from ..ranges import range as sycl_range  # not the builtin
-from .commands import Command
+from .commands import Barrier, Command
 from .context import context, default_context, scheduler_for
 from .event import consume, event
 from .handler import closure_launch, handler
+from .platform import device, select_device
 
 _log = logging.getLogger("vksycl.queue")
 _RANGES = (sycl_range, nd_range)
@@ -39,9 +40,6 @@ class queue:
 
     def __init__(self, *args: Any, property_list: Iterable[Any] = (),
                  async_handler: Callable[[exception_list], None] | None = None) -> None:
-        from .platform import device as device_cls
-        from .platform import select_device
-
         ctx = None
         if args and isinstance(args[0], context):
             ctx, args = args[0], args[1:]
@@ -55,7 +53,7 @@ class queue:
         if rest:
             raise exception(errc.invalid, "queue takes ([context,] device or selector"
                             "[, async_handler][, property_list])")
-        dev = target if isinstance(target, device_cls) else select_device(target)
+        dev = target if isinstance(target, device) else select_device(target)
         if ctx is None:
             ctx = default_context(dev.get_platform())
         elif not ctx.has_device(dev):
@@ -184,7 +182,7 @@ class queue:
         `parallel_for(range, event(s), kernel)`."""
         if depends_on is None and properties is None and self.recording_graph is None and \
                 type(kernel) is FunctionType and type(launch) in _RANGES:
-            return self.execute(closure_launch(self, kernel, launch), [])
+            return self.execute(closure_launch(self._device, self._context, kernel, launch), [])
         if depends_on is not None:
             kernel, depends_on = _events_first(kernel, depends_on)
         h = handler(self)  # what _shortcut does, without a function per launch
@@ -315,6 +313,4 @@ def _events_last(where: Any, depends_on: Any) -> tuple[Any, Any]:
 
 
 def _empty() -> Command:
-    from .commands import Barrier
-
     return Barrier()

@@ -1,11 +1,15 @@
-"""Work handed to the device: submissions of recorded sequences, and the commands batched
-into one.
+"""Work handed to the device: the dispatches the engine makes, submissions of recorded
+sequences, and the commands batched into one.
 
 A `Submission` is one `vkQueueSubmit` of one sequence. Eager commands that arrive while
 the device is busy share an open batch (a `Submission` not yet submitted); each gets a
 `Part` of it. Waiting for a part, or asking whether it is done, is asking the batch, and
 waiting submits the batch first if it is still open. A batch's timestamps hold one entry
 after each dispatch, so a part's own start and end are the entries around its dispatches.
+
+The engine sits above this module and makes these objects; they reach back to it only
+through `Submitter`, what they ask of it. Kompute's objects (sequences, ops, pipelines)
+pass through here untouched: only the engine imports `kp`.
 """
 
 from __future__ import annotations
@@ -14,18 +18,52 @@ import collections
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+import numpy as np
 
 from ..exceptions import errc, exception
-
-if TYPE_CHECKING:
-    from .engine import Dispatch, Engine
 
 # sequences one recording may have in flight: replays back to back need not wait on the
 # host for the previous one (the device queue orders them)
 RECORDING_COPIES = 3
 
 ErrorReport = Callable[[BaseException], None]
+
+
+class Dispatch:
+    """One dispatch the engine made: `op`, its Kompute op, recorded into sequences as it
+    is, and the pipeline (`algo`), push constants and work-group count it was made of.
+    Recorded, it starts with a memory barrier on all earlier work, unless `barrier` is
+    False (a graph leaves it out where the DAG has no edge)."""
+
+    __slots__ = ("algo", "barrier", "groups", "op", "push")
+
+    def __init__(self, op: object, algo: object, push: np.ndarray,
+                 groups: tuple[int, int, int], barrier: bool) -> None:
+        self.op, self.algo, self.push, self.groups, self.barrier = (
+            op, algo, push, groups, barrier)
+
+
+class Submitter(Protocol):
+    """What submissions and recordings ask of the engine that made them: its lock, how
+    long a wait polls, its clock, its pool of sequences, and the submission of its open
+    batch."""
+
+    lock: threading.RLock
+    spin_wait_s: float
+    last_wait_s: float
+    timestamp_period: float
+
+    def flush(self, batch: Submission | None = None) -> None: ...
+
+    def calibrate(self, offset_ns: int) -> int: ...
+
+    def recycle(self, seq: Any, timed: bool) -> None: ...
+
+    def spare_sequence(self, timestamps: int | None = None) -> Any: ...
+
+    def adopt(self, seq: Any, recording: Recording) -> None: ...
 
 
 class Submission:
@@ -37,7 +75,7 @@ class Submission:
     __slots__ = ("_engine", "_lock", "_owner", "_sequence", "_timed", "_timestamps",
                  "checked_at", "error", "n_ops", "offset_ns", "reports", "submitted")
 
-    def __init__(self, engine: Engine, sequence: Any, timed: bool,
+    def __init__(self, engine: Submitter, sequence: Any, timed: bool,
                  owner: Recording | None = None, submitted: bool = True) -> None:
         self._engine = engine
         self._sequence: Any = sequence
@@ -219,7 +257,7 @@ class Recording:
         # sequence back through `returned`
         self._lock = threading.RLock()
 
-    def take(self, engine: Engine) -> Any:
+    def take(self, engine: Submitter) -> Any:
         with self._lock:
             while self._busy and self._busy[0].finished:
                 self._busy.popleft()
@@ -244,7 +282,7 @@ class Recording:
         for d in self.dispatches:
             seq.record(d.op)
 
-    def retire(self, engine: Engine) -> None:
+    def retire(self, engine: Submitter) -> None:
         """Replaced by an update: the sequences return to the engine's pool (now if
         idle, else when their submissions finish), so updates do not create and destroy
         command buffers."""
@@ -255,7 +293,7 @@ class Recording:
         for seq in idle:
             engine.adopt(seq, self)
 
-    def returned(self, seq: Any, engine: Engine) -> None:
+    def returned(self, seq: Any, engine: Submitter) -> None:
         """A sequence whose submission finished: kept for the next replay, or, once the
         recording is retired, given to the engine's pool (a replay after that, by a
         submission made before the update, records a sequence again)."""

@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import enum
 import typing
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..exceptions import errc, exception
 from ..types import as_dtype, pointee, pointer_dtype
-
-if TYPE_CHECKING:
-    from .allocator import Allocator, Chunk
-    from .engine import Buffer
+from .allocator import Allocator, Chunk
+from .engine import Buffer
 
 
 class alloc(enum.Enum):
