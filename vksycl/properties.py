@@ -25,6 +25,17 @@ class Property:
         return f"{type(self).__qualname__}{self._args()!r}"
 
 
+class work_group_scratch_size(Property):
+    """Kernel property (sycl_ext_oneapi_work_group_scratch_memory): bytes of dynamic
+    work-group memory for `get_work_group_scratch_memory`. Part of the vocabulary because
+    the kernel front ends size the memory by it and graphs refuse kernels that carry it."""
+
+    __slots__ = ("nbytes",)
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = int(nbytes)
+
+
 class _queue_properties:
     class in_order(Property):
         __slots__ = ()

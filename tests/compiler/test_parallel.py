@@ -15,9 +15,9 @@ from vksycl.compiler import (
     single_task_kernel,
     this_work_item,
     work_group_memory,
-    work_group_scratch_size,
 )
 from vksycl.kernels.launch import build_launch_args
+from vksycl.properties import work_group_scratch_size
 
 
 def test_nd_item_queries(q, mem):

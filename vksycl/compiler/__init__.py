@@ -34,13 +34,12 @@ from .device import (
     select_from_group,
     shift_group_left,
     shift_group_right,
-    struct,
     this_work_item,
     work_group_memory,
-    work_group_scratch_size,
 )
 from .free_function import FreeFunctionKernel, nd_range_kernel, single_task_kernel
 from .kernel import COMPILER_VERSION, CompiledKernel
+from .structs import struct
 
 __all__ = [
     "COMPILER_VERSION", "GROUP_FUNCTIONS", "MATH", "CompiledKernel", "FreeFunctionKernel",
@@ -50,5 +49,5 @@ __all__ = [
     "memory_order", "memory_scope", "minimum", "multiplies", "native", "nd_range_kernel",
     "none_of_group", "permute_group_by_xor", "plus", "private_array", "reduce_over_group",
     "select_from_group", "shift_group_left", "shift_group_right", "single_task_kernel",
-    "struct", "this_work_item", "work_group_memory", "work_group_scratch_size",
+    "struct", "this_work_item", "work_group_memory",
 ]

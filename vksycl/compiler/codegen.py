@@ -20,7 +20,6 @@ from typing import Any
 from spirv_gen import ModuleBuilder
 
 from . import ir
-from .frontend import mem_type
 from .hoist import invariant_loads, load_key
 from .passes import remove_dead_stores, straight
 from .typesys import (
@@ -34,6 +33,7 @@ from .typesys import (
     Type,
     field_offsets,
     layout,
+    mem_type,
 )
 
 SPIRV_VERSION = (1, 3)

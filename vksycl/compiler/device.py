@@ -1,5 +1,5 @@
 """The device-side API as host objects: what kernels call, and what the frontend
-recognises by identity (structs, atomics, barriers, group algorithms, local memory).
+recognises by identity (atomics, barriers, group algorithms, local memory, math).
 
 Calling device-only functions on the host raises `errc.feature_not_supported`; the math
 functions also work on the host through numpy so device functions can be tested there.
@@ -8,14 +8,11 @@ functions also work on the host through numpy so device functions can be tested 
 from __future__ import annotations
 
 import enum
-import inspect
 from typing import Any
 
 import numpy as np
 
 from ..exceptions import errc, exception, invalid
-from ..types import dtype_key, pointee
-from .typesys import PtrType, Struct, Type, scalar_of
 
 
 def _device_only(name: str) -> Any:
@@ -26,110 +23,6 @@ def _device_only(name: str) -> Any:
     fn.__qualname__ = name
     fn.__vksycl_device__ = name  # type: ignore[attr-defined]
     return fn
-
-
-# -- structs ------------------------------------------------------------------------------
-
-def type_of_annotation(t: Any) -> Type | None:
-    """The device type an annotation names (scalar, `sycl.ptr[T]`, struct class)."""
-    s = scalar_of(t) if isinstance(t, type | np.dtype) else None
-    if s is not None:
-        return s
-    st = getattr(t, "__vksycl_struct__", None)
-    if st is not None:
-        return st
-    dtype = getattr(t, "dtype", None)
-    if type(t).__name__ == "PointerType" and dtype is not None:
-        return PtrType(element_type(dtype))
-    return None
-
-
-def element_type(dtype: np.dtype) -> Type:
-    """The device type of a USM pointer's element dtype (pointer, scalar or registered
-    struct). Pointers first: their dtype is a uint64 that only its metadata tells apart."""
-    dtype = np.dtype(dtype)
-    target = pointee(dtype)
-    if target is not None:
-        return PtrType(element_type(target))
-    s = scalar_of(dtype)
-    if s is not None:
-        return s
-    st = _STRUCTS_BY_DTYPE.get(dtype_key(dtype))
-    if st is None:
-        raise invalid(f"no @sycl.struct class has the element type {dtype}")
-    return st
-
-
-_STRUCTS_BY_DTYPE: dict[Any, Struct] = {}  # by dtype_key
-
-
-def struct(cls: type) -> type:
-    """Make a class a device struct: its annotated fields, in order, are the members.
-
-    The class gets `dtype` (the numpy structured dtype of its memory layout, for USM
-    arrays of it; pointer fields hold device addresses) and keyword construction on the
-    host. A struct may derive from one struct (its fields come first); a class with an
-    `indirectly_callable` method in its hierarchy is polymorphic: a hidden type tag
-    precedes the fields, and `at` / `construct_at` reach objects in memory."""
-    from . import virtual
-    from .typesys import U32, struct_dtype
-
-    base = virtual.struct_base(cls)
-    fields: list[tuple[str, Type]] = list(base.__vksycl_struct__.fields) if base else []
-    if virtual.declares_virtual(cls) and not virtual.is_polymorphic(base or cls):
-        if base is not None:
-            raise invalid(f"struct {cls.__name__}: declares virtual methods but its base "
-                          f"{base.__name__} has none; declare them in the base")
-        fields = [(virtual.TAG_FIELD, U32)]
-    for name, ann in inspect.get_annotations(cls, eval_str=True).items():
-        if any(n == name for n, _ in fields):
-            raise invalid(f"struct {cls.__name__}: field {name} is already a field of "
-                          f"{base.__name__ if base else 'the struct'}")
-        t = type_of_annotation(ann)
-        if t is None:
-            raise invalid(f"struct {cls.__name__}: field {name} has no device type ({ann!r})")
-        fields.append((name, t))
-    st = Struct(cls.__name__, tuple(fields), cls)
-    cls.__vksycl_struct__ = st
-    cls.dtype = struct_dtype(st)
-    _STRUCTS_BY_DTYPE[dtype_key(cls.dtype)] = st
-    if virtual.is_polymorphic(cls):
-        virtual.register(cls)
-        virtual.class_ops(cls)
-    names = [n for n, _ in fields if n != virtual.TAG_FIELD]
-    defaults = {n: d for n in (*names, virtual.TAG_FIELD)
-                if (d := field_default(cls, n)) is not None}
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        if len(args) > len(names):
-            raise invalid(f"{cls.__name__} takes {len(names)} fields")
-        values = dict(defaults)
-        values.update(zip(names, args, strict=False))
-        values.update(kwargs)
-        for n in names:
-            if n not in values:
-                raise invalid(f"{cls.__name__}: field {n} is not set")
-        for n in (*names, virtual.TAG_FIELD):
-            if n in values:
-                setattr(self, n, values[n])
-
-    def __repr__(self: Any) -> str:
-        return f"{cls.__name__}(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in names) + ")"
-
-    if "__init__" not in cls.__dict__:
-        cls.__init__ = __init__
-    if "__repr__" not in cls.__dict__:
-        cls.__repr__ = __repr__
-    return cls
-
-
-def field_default(cls: type, name: str) -> Any:
-    """A field's default: the class attribute of that name on the struct or its struct
-    bases (None when there is none)."""
-    for k in cls.__mro__:
-        if hasattr(k, "__vksycl_struct__") and name in k.__dict__:
-            return k.__dict__[name]
-    return None
 
 
 # -- atomics ------------------------------------------------------------------------------
@@ -256,14 +149,6 @@ class work_group_memory:
 
 get_work_group_scratch_memory = _device_only("get_work_group_scratch_memory")
 private_array = _device_only("private_array")
-
-
-class work_group_scratch_size:
-    """Kernel property: bytes of dynamic work-group memory for
-    `get_work_group_scratch_memory`."""
-
-    def __init__(self, nbytes: int) -> None:
-        self.nbytes = int(nbytes)
 
 
 # -- free function queries ----------------------------------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 from ..exceptions import exception, invalid
 from ..properties import Property
 from ..types import as_dtype
-from .device import element_type
+from .type_registry import element_type
 
 
 class device_global_property(Property):

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import errc, exception, invalid
-from . import device as dev
 from . import virtual
+from .type_registry import type_of_annotation
 
 
 class FreeFunctionKernel:
@@ -134,7 +134,7 @@ class FreeFunctionKernel:
         origin = getattr(a, "dtype", None)
         if type(a).__name__ == "PointerType" and isinstance(origin, typing.TypeVar):
             a = type(a)(self.bindings[origin])
-        t = dev.type_of_annotation(a)
+        t = type_of_annotation(a)
         if t is None:
             raise exception(errc.build, f"{self.function.__name__}: parameter {pname} has no "
                             f"device type ({a!r})")

@@ -14,7 +14,8 @@ import numpy as np
 from . import device as dev
 from . import device_global_code as dgc
 from . import fp64math, if_device, ir, virtual
-from .frontend import kind_of, mem_type
+from .frontend.describe import kind_of
+from .structs import field_default
 from .typesys import (
     BOOL,
     F16,
@@ -26,6 +27,7 @@ from .typesys import (
     PtrType,
     Scalar,
     Struct,
+    mem_type,
     promote,
     scalar_of,
 )
@@ -495,7 +497,7 @@ class Intrinsics:
         fields = []
         for n, t in sty.fields:
             if n not in values:
-                default = dev.field_default(sty.pyclass, n)
+                default = field_default(sty.pyclass, n)
                 if default is None:
                     raise fl.err(node, f"{sty.name}: field '{n}' is not set")
                 values[n] = PyV(default)

@@ -39,7 +39,7 @@ COMPILER_VERSION = "vksycl-compiler-4"  # 2: pointers are device addresses; 3: d
 def _compiler_digest() -> str:
     """The compiler's own sources: editing the compiler invalidates the disk cache."""
     h = hashlib.sha256(COMPILER_VERSION.encode())
-    for f in sorted(Path(__file__).parent.glob("*.py")):
+    for f in sorted(Path(__file__).parent.rglob("*.py")):
         h.update(f.read_bytes())
     return h.hexdigest()
 

@@ -26,8 +26,11 @@ from . import device as dev
 from . import ir, virtual
 from .device_global import device_global
 from .device_global_code import GlobalV
-from .frontend import FunctionLowering, Restart, kind_of, mem_type, source_of
+from .frontend.describe import kind_of
+from .frontend.lowering import FunctionLowering, source_of
+from .frontend.names import Restart
 from .intrinsics import Intrinsics
+from .type_registry import element_type
 from .typesys import (
     BOOL,
     F32,
@@ -42,6 +45,7 @@ from .typesys import (
     TupleType,
     Type,
     dtype_of,
+    mem_type,
     promote,
     scalar_of,
 )
@@ -351,7 +355,7 @@ class KernelModule:
             pf = self.push_field(U64)
             self.args.append(ArgSlot(key, "device_global", decl.dtype, pf.index))
             self.device_globals[key] = decl
-            elem = dev.element_type(decl.dtype)
+            elem = element_type(decl.dtype)
             hit = self.captures[key] = GlobalV(PtrV(self.global_root(elem), pf), decl)
         return hit
 
@@ -399,7 +403,7 @@ class KernelModule:
         if isinstance(obj, device_global):
             return self.device_global(obj)
         if _is_usm_ptr(obj):
-            return self.ptr_arg(path, dev.element_type(obj.dtype))
+            return self.ptr_arg(path, element_type(obj.dtype))
         st = getattr(type(obj), "__vksycl_struct__", None)
         if st is not None:
             fields = []
@@ -489,7 +493,7 @@ class KernelModule:
         if isinstance(shape, int):
             shape = (shape,)
         shape = tuple(int(s) for s in shape)
-        elem = dev.element_type(np.dtype(dtype))
+        elem = element_type(np.dtype(dtype))
         if key is None:
             key = ("site", fl.src.filename, node.lineno, node.col_offset)
         self.group_observed = True
@@ -508,13 +512,13 @@ class KernelModule:
         length = int(np.prod(shape))
         if length <= 0:
             raise fl.err(node, "a private array needs a positive constant size")
-        elem = dev.element_type(np.dtype(dtype))
+        elem = element_type(np.dtype(dtype))
         local = fl.new_local("array", ArrayType(mem_type(elem), length))
         return PtrV(ir.PrivateRoot(elem, length, local, shape=shape), ir.Const(I32, 0))
 
     def scratch_memory(self, fl: FunctionLowering, dtype: Any, node: ast.AST) -> PtrV:
         self.group_observed = True
-        elem = dev.element_type(np.dtype(dtype))
+        elem = element_type(np.dtype(dtype))
         size = np.dtype(dtype).itemsize
         if self.spec.scratch_bytes < size:
             raise fl.err(node, "get_work_group_scratch_memory needs the kernel property "

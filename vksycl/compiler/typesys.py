@@ -129,6 +129,13 @@ def scalar_of(t: Any) -> Scalar | None:
         return None
 
 
+def mem_type(t: Type) -> Type:
+    """How a type is held in memory: bools as bytes, pointers as 64-bit addresses."""
+    if t == BOOL:
+        return Scalar("u", 8)
+    return U64 if isinstance(t, PtrType) else t
+
+
 def layout(t: Type) -> tuple[int, int]:
     """(size, alignment) in bytes of a type stored in device memory (C rules)."""
     if isinstance(t, Scalar):

@@ -17,7 +17,6 @@ gives zero.
 from __future__ import annotations
 
 import ast
-import copyreg
 import hashlib
 import inspect
 import types as pytypes
@@ -28,7 +27,9 @@ import numpy as np
 
 from ..exceptions import errc, exception, invalid
 from . import ir
-from .typesys import BOOL, I32, U32, U64, PtrType, Scalar, Struct, layout, promote
+from .source import error, function_source
+from .type_registry import element_type, type_of_annotation
+from .typesys import BOOL, I32, U32, U64, PtrType, Scalar, Struct, layout, mem_type, promote
 from .values import MethodV, ObjV, PtrV, PyV
 
 MARK = "__vksycl_indirectly_callable__"  # on a method: the set it belongs to
@@ -154,46 +155,6 @@ def _owner(cls: type, name: str, f: Any) -> type:
 
 # -- storage -----------------------------------------------------------------------------------
 
-_STORAGE: dict[tuple[type, ...], type] = {}
-
-
-class _StorageType(type):
-    """The type of `storage_for` classes: they pickle as the call that makes them, so a
-    kernel taking a pointer to storage can go to the disk cache."""
-
-
-copyreg.pickle(_StorageType, lambda c: (storage_for, c.__dict__[STORAGE]))
-
-
-def storage_for(*classes: type) -> type:
-    """`syclexp.storage_for(A, B, ...)`: an element type sized and aligned for the largest
-    of the classes, for USM memory that holds objects of any of them."""
-    from .device import struct
-
-    if not classes:
-        raise invalid("storage_for needs at least one class")
-    for c in classes:
-        if not isinstance(c, type) or not hasattr(c, "__vksycl_struct__"):
-            raise invalid(f"storage_for: {c!r} is not a @sycl.struct class")
-    hit = _STORAGE.get(classes)
-    if hit is not None:
-        return hit
-    sizes = [layout(c.__vksycl_struct__) for c in classes]
-    align = max(max(a for _, a in sizes), 4)
-    size = -(-max(s for s, _ in sizes) // align) * align
-    word = "uint64" if align == 8 else "uint32"
-    key = zlib.crc32(repr([(c.__module__, c.__qualname__) for c in classes]).encode())
-    names = ", ".join(c.__name__ for c in classes)
-    cls = _StorageType(f"storage_for({names})", (), {
-        "__annotations__": {f"_s{key:08x}_{i}": getattr(np, word) for i in
-                            range(size // align)},
-        STORAGE: classes, "__module__": __name__,
-        "__doc__": f"Storage for one object of any of {names}.",
-    })
-    _STORAGE[classes] = struct(cls)
-    return cls
-
-
 def _holds(elem: Any, cls: type) -> bool:
     """Whether memory of element type `elem` (a struct, or storage for several) is for
     objects of `cls`'s hierarchy."""
@@ -246,8 +207,6 @@ def _field(obj: ObjV, name: str) -> tuple[ir.Place, Any] | None:
     i = sty.field_index(name)
     if i < 0:
         return None
-    from .frontend import mem_type
-
     ft = sty.fields[i][1]
     return ir.Place(obj.ptr.root, obj.ptr.offset, (i,), mem_type(ft)), ft
 
@@ -361,8 +320,6 @@ def _result(fl: Any, branches: list, call: str, node: ast.AST) -> ir.Local | Non
 def check_kernel(pyfn: Any) -> None:
     """`indirectly_callable` on a kernel is ill-formed."""
     if getattr(pyfn, MARK, _UNMARKED) is not _UNMARKED:
-        from .source import error, function_source
-
         src = function_source(pyfn)
         raise error(src.filename, src.node, f"{src.name} is a kernel and is marked "
                     "indirectly_callable; the property applies to virtual methods only")
@@ -395,8 +352,6 @@ def collect_set_aspects(fl: Any, node: ast.AST) -> None:
 
 def _placeholder(m: Any, p: inspect.Parameter) -> Any:
     """A value of a parameter's annotated type (int32 when it has none)."""
-    from .device import type_of_annotation
-
     t = type_of_annotation(p.annotation) if p.annotation is not p.empty else None
     if isinstance(t, PtrType):
         return PtrV(m.global_root(t.elem), ir.Const(U64, 0))
@@ -419,8 +374,6 @@ def host_construct_at(cls: type, ptr: Any, fields: dict[str, Any]) -> None:
     except exception as ex:
         raise exception(errc.invalid, f"{cls.__name__}.construct_at on the host needs "
                         f"host-accessible memory (malloc_shared / malloc_host): {ex}") from None
-    from .device import element_type
-
     holder = cls.__vksycl_struct__
     held = element_type(ptr.dtype)
     if not _holds(held, cls) or not _fits(held, cls):
@@ -450,4 +403,4 @@ def class_ops(cls: type) -> None:
             setattr(cls, f.__name__, classmethod(f))
 
 
-__all__ = ["MARK", "OP", "class_op", "class_ops", "register", "storage_for"]
+__all__ = ["MARK", "OP", "class_op", "class_ops", "register"]

@@ -1,0 +1,51 @@
+"""The device types that host-side type names stand for: scalar types and dtypes,
+`sycl.ptr[T]` annotations, and `@sycl.struct` classes, which are registered here by their
+dtype so a USM array's element dtype leads back to its struct.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import invalid
+from ..types import dtype_key, pointee
+from .typesys import PtrType, Struct, Type, scalar_of
+
+_STRUCTS_BY_DTYPE: dict[Any, Struct] = {}  # by dtype_key
+
+
+def register_struct(st: Struct, dtype: np.dtype) -> None:
+    """Makes `dtype` (a struct class's memory layout) name the struct `st`."""
+    _STRUCTS_BY_DTYPE[dtype_key(dtype)] = st
+
+
+def type_of_annotation(t: Any) -> Type | None:
+    """The device type an annotation names (scalar, `sycl.ptr[T]`, struct class)."""
+    s = scalar_of(t) if isinstance(t, type | np.dtype) else None
+    if s is not None:
+        return s
+    st = getattr(t, "__vksycl_struct__", None)
+    if st is not None:
+        return st
+    dtype = getattr(t, "dtype", None)
+    if type(t).__name__ == "PointerType" and dtype is not None:
+        return PtrType(element_type(dtype))
+    return None
+
+
+def element_type(dtype: np.dtype) -> Type:
+    """The device type of a USM pointer's element dtype (pointer, scalar or registered
+    struct). Pointers first: their dtype is a uint64 that only its metadata tells apart."""
+    dtype = np.dtype(dtype)
+    target = pointee(dtype)
+    if target is not None:
+        return PtrType(element_type(target))
+    s = scalar_of(dtype)
+    if s is not None:
+        return s
+    st = _STRUCTS_BY_DTYPE.get(dtype_key(dtype))
+    if st is None:
+        raise invalid(f"no @sycl.struct class has the element type {dtype}")
+    return st
