@@ -2,10 +2,11 @@
 finalized into pre-recorded Vulkan command buffers, and updated in place."""
 
 from ..runtime.queue import queue_state
-from .dynamic import dynamic_command_group, dynamic_parameter
+from .command_group import dynamic_command_group
+from .core import node
 from .executable import executable_command_graph
 from .graph import command_graph
-from .node import node
+from .parameter import dynamic_parameter
 from .properties import graph_state, node_type, property
 
 __all__ = ["command_graph", "dynamic_command_group", "dynamic_parameter",

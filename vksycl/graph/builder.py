@@ -1,31 +1,18 @@
-"""The handler of command groups added through the explicit API, and how a kernel
-node's command is built again when its arguments or range change.
-
-A kernel command is rebuilt through the very launch path that built it (the handler's
-`_launch`): the compiled kernel and its pipeline come from their caches, so an update
-only packs new push constants, never compiles."""
+"""The handler of command groups added through the explicit API, and what no graph node
+may hold however it is added (7.12)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..exceptions import errc, exception
-from ..runtime.commands import Command
+from ..properties import work_group_scratch_size
 from ..runtime.event import event
 from ..runtime.handler import handler
-
-if TYPE_CHECKING:
-    from ..runtime.queue import queue
-    from .dynamic import dynamic_parameter
-    from .graph import command_graph
-
-
-def rebuild(h: handler, launch: Any = None) -> Command:
-    """The command of `h`'s kernel with its current arguments, over `launch` (by default
-    the range it was enqueued with)."""
-    kernel, old, properties = h.launch_recipe
-    return handler._launch(h, kernel, old if launch is None else launch, properties)
+from ..runtime.queue import queue
+from .core import GraphCore
+from .parameter import dynamic_parameter
 
 
 class graph_handler(handler):
@@ -33,7 +20,7 @@ class graph_handler(handler):
     the graph (registered with the node once it exists), and what only the record & replay
     API or no graph at all may hold is refused."""
 
-    def __init__(self, q: queue, graph: command_graph) -> None:
+    def __init__(self, q: queue, graph: GraphCore) -> None:
         super().__init__(q)
         self._graph = graph
         self.dynamic: list[tuple[int, dynamic_parameter]] = []
@@ -77,8 +64,6 @@ def _no_device_global(*sides: Any) -> None:
 
 def check_recordable(h: handler) -> None:
     """What no graph node may use (7.12): work-group scratch memory."""
-    from ..compiler import work_group_scratch_size
-
     recipe = h.launch_recipe
     props = recipe[2] if recipe is not None else None
     if props is None:

@@ -7,10 +7,11 @@ from typing import Any
 
 from ..exceptions import errc, exception
 from ..runtime.commands import Command, HostTask, KernelLaunch
+from .core import node
 from .properties import node_type
 
 
-def write_dot(nodes: list[Any], path: Any, verbose: bool) -> None:
+def write_dot(nodes: list[node], path: Any, verbose: bool) -> None:
     """Writes the nodes, their types, ids and kernel names (with `verbose`, arguments,
     addresses and sizes too) and their edges to `path`, which must end in ".dot"."""
     path = os.fspath(path) if isinstance(path, str | os.PathLike) else None

@@ -16,19 +16,17 @@ from __future__ import annotations
 
 import heapq
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..exceptions import errc, exception
 from ..runtime.commands import Command, GpuStep, HostStep, LowerContext, Step
 from ..runtime.context import scheduler_for
-from ..runtime.engine import Buffer, Dispatch
+from ..runtime.engine import Buffer
 from ..runtime.event import event
+from ..runtime.submission import Dispatch
 from .builder import graph_handler
-from .node import node
+from .core import GraphCore, node
 from .properties import has, node_type, property
-
-if TYPE_CHECKING:
-    from .graph import command_graph
 
 FINALIZE_PROPERTIES = (property.graph.updatable, property.graph.enable_profiling)
 _STAGING_BYTES = 4 << 20
@@ -58,7 +56,7 @@ class executable_command_graph:
     """A finalized graph: its topology is fixed; kernel nodes may be updated when it was
     finalized with `property.graph.updatable()`."""
 
-    def __init__(self, source: command_graph, props: list[Any]) -> None:
+    def __init__(self, source: GraphCore, props: list[Any]) -> None:
         self._context, self._device = source._context, source._device
         self._updatable = has(props, property.graph.updatable)
         self._profiling = has(props, property.graph.enable_profiling)
@@ -184,12 +182,10 @@ class executable_command_graph:
         """`update(node)`, `update([nodes])`, or `update(graph)` from a topologically
         identical modifiable graph: kernel nodes take their current arguments, range and
         active command group."""
-        from .graph import command_graph
-
         if not self._updatable:
             raise exception(errc.invalid, "the executable graph was finalized without "
                             "property.graph.updatable()")
-        if isinstance(target, command_graph):
+        if isinstance(target, GraphCore):
             with target._lock:
                 pairs = self._whole(target)
         else:
@@ -210,7 +206,7 @@ class executable_command_graph:
                             f"node is {n._type.name}")
         return i
 
-    def _whole(self, source: command_graph) -> list[tuple[int, Command]]:
+    def _whole(self, source: GraphCore) -> list[tuple[int, Command]]:
         if source._device != self._device or source._context != self._context:
             raise exception(errc.invalid, "update: the graphs have different devices or "
                             "contexts")

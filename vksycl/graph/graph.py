@@ -1,36 +1,35 @@
 """`syclexp.command_graph` in the modifiable state: nodes and edges, built explicitly
-(`add`, `make_edge`) or recorded from queues (recording.py)."""
+(`add`, `make_edge`) or recorded from queues (recording.py), finalized into executable
+graphs (executable.py) and printed (dot.py)."""
 
 from __future__ import annotations
 
 import contextlib
-import threading
-import weakref
 from collections.abc import Iterator
 from typing import Any
 
 from ..exceptions import errc, exception
 from ..runtime.aspects import aspect
-from ..runtime.commands import Barrier, Command
+from ..runtime.commands import Barrier
 from ..runtime.context import context
-from ..runtime.event import event
-from ..runtime.handler import handler
+from ..runtime.platform import device
 from ..runtime.queue import queue
 from .builder import check_recordable, graph_handler
-from .dynamic import dynamic_command_group
-from .node import node
+from .command_group import dynamic_command_group
+from .core import node
+from .dot import write_dot
+from .executable import FINALIZE_PROPERTIES, executable_command_graph
 from .properties import GRAPH_PROPERTIES, graph_state, has, property, property_list
-from .recording import Recording, end_all
+from .recording import Recording
 
 _NODE_PROPERTIES = (property.node.depends_on, property.node.depends_on_all_leaves)
+
 
 class command_graph(Recording):
     """`command_graph(q, property_list)` or `command_graph(ctx, dev, property_list)`.
     `command_graph[graph_state.executable]` names the executable graphs `finalize` makes."""
 
     def __init__(self, *args: Any, property_list: Any = None) -> None:
-        from ..runtime.platform import device as device_cls
-
         args_ = list(args)
         if args_ and isinstance(args_[-1], list) and property_list is None:
             property_list = args_.pop()
@@ -38,7 +37,7 @@ class command_graph(Recording):
             q = args_[0]
             ctx, dev = q.get_context(), q.get_device()
         elif len(args_) == 2 and isinstance(args_[0], context) and \
-                isinstance(args_[1], device_cls):
+                isinstance(args_[1], device):
             ctx, dev = args_
             if not ctx.has_device(dev):
                 raise exception(errc.invalid, "the graph's device is not in its context")
@@ -48,27 +47,15 @@ class command_graph(Recording):
         if not dev.has(aspect.ext_oneapi_graph) and \
                 not dev.has(aspect.ext_oneapi_limited_graph):
             raise exception(errc.invalid, "the device does not support command graphs")
-        self._properties = _props(property_list, GRAPH_PROPERTIES, "command_graph")
-        self._context, self._device = ctx, dev
-        self._queue = queue(ctx, dev)  # the handlers of explicitly added nodes use it
-        self._lock = threading.RLock()
-        self._nodes: list[node] = []
-        self._check_cycles = not has(self._properties, property.graph.no_cycle_check)
-        Recording.__init__(self)
-        weakref.finalize(self, end_all, self._recorders)  # 7.8: ends recording
+        properties = _props(property_list, GRAPH_PROPERTIES, "command_graph")
+        super().__init__(ctx, dev)
+        self._properties = properties
+        self._check_cycles = not has(properties, property.graph.no_cycle_check)
 
     def __class_getitem__(cls, state: graph_state) -> type:
         if state is graph_state.executable:
-            from .executable import executable_command_graph
-
             return executable_command_graph
         return cls
-
-    def get_context(self) -> context:
-        return self._context
-
-    def get_device(self) -> Any:
-        return self._device
 
     # -- the explicit API --------------------------------------------------------------
     def add(self, cgf: Any = None, property_list: Any = None) -> node:
@@ -108,7 +95,7 @@ class command_graph(Recording):
         if any(e != edges[0] for e in edges[1:]):
             raise exception(errc.invalid, "the command groups of a dynamic_command_group "
                             "must have the same dependencies")
-        n = self._add_node(None, None, deps + edges[0], dcg)
+        n = self._add_node(None, dcg._active_handler(), deps + edges[0])
         for h in dcg._handlers:
             for index, param in h.dynamic:
                 if (h, index) not in param._uses:
@@ -127,29 +114,9 @@ class command_graph(Recording):
                 deps += [n for n in self._nodes if not n._succs]
         return deps
 
-    def _event_nodes(self, events: list[event]) -> list[node]:
-        """The nodes recorded events name: events of this graph's recordings only."""
-        out = []
-        for e in events:
-            n = getattr(e, "_node", None)
-            if n is None or n._graph() is not self:
-                raise exception(errc.invalid, "a graph node may depend only on events "
-                                "returned by submissions recorded into the same graph")
-            out.append(n)
-        return out
-
     def _own(self, n: Any, what: str) -> None:
         if not isinstance(n, node) or n._graph() is not self:
             raise exception(errc.invalid, f"{what}: the node is not part of this graph")
-
-    def _add_node(self, command: Command | None, h: handler | None, deps: list[node],
-                  dcg: dynamic_command_group | None = None) -> node:
-        n = node._make(self, command, h, dcg)
-        for d in dict.fromkeys(deps):  # once each, in order
-            d._succs.append(n)
-            n._preds.append(d)
-        self._nodes.append(n)
-        return n
 
     def make_edge(self, src: node, dest: node) -> None:
         with self._lock:
@@ -190,9 +157,7 @@ class command_graph(Recording):
             self.end_recording(queues)
 
     # -- finalize and output -----------------------------------------------------------
-    def finalize(self, property_list: Any = None) -> Any:
-        from .executable import FINALIZE_PROPERTIES, executable_command_graph
-
+    def finalize(self, property_list: Any = None) -> executable_command_graph:
         props = _props(property_list, FINALIZE_PROPERTIES, "finalize")
         if has(props, property.graph.updatable) and \
                 not self._device.has(aspect.ext_oneapi_graph):
@@ -202,16 +167,16 @@ class command_graph(Recording):
             return executable_command_graph(self, props)
 
     def print_graph(self, path: Any, verbose: bool = False) -> None:
-        from .dot import write_dot
-
         with self._lock:
             write_dot(self._nodes, path, verbose)
 
     def __repr__(self) -> str:
         return f"syclexp.command_graph({len(self._nodes)} nodes)"
 
+
 def _props(props: Any, allowed: tuple[type, ...], what: str) -> list[Any]:
     return property_list(props, allowed, what)
+
 
 def _reaches(start: node, goal: node) -> bool:
     """Whether `goal` is reachable from `start` along edges."""

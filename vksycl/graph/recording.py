@@ -5,19 +5,19 @@ nodes with the edges their dependencies, in-order queues and barriers imply (7.2
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..exceptions import errc, exception
 from ..runtime.commands import Command
+from ..runtime.context import context
+from ..runtime.event import event
 from ..runtime.handler import handler
+from ..runtime.platform import device
+from ..runtime.queue import queue
 from .builder import check_recordable
-from .node import node, recorded_event
+from .core import GraphCore, node
 from .properties import GRAPH_PROPERTIES
 from .properties import property_list as property_list_of
-
-if TYPE_CHECKING:
-    from ..runtime.queue import queue
 
 
 class Recorder:
@@ -26,7 +26,7 @@ class Recorder:
 
     __slots__ = ("graph",)
 
-    def __init__(self, graph: Any) -> None:
+    def __init__(self, graph: Recording) -> None:
         self.graph = weakref.ref(graph)
 
     def check_dependencies(self, events: list[Any]) -> None:
@@ -39,7 +39,56 @@ class Recorder:
         graph = self.graph()
         if graph is None:  # collected while a submission was under way
             raise exception(errc.invalid, "the queue's command_graph no longer exists")
-        return graph._record(q, command, h)
+        return recorded_event(graph._record(q, command, h), self)
+
+
+class recorded_event(event):
+    """What a submission to a recording queue returns: a handle on the node it made.
+    It names the node for edges (`depends_on`) and nothing else: waiting on it or asking
+    its status is `errc.invalid` (7.11.1). It keeps the recorder that returned it: its
+    graph, weakly."""
+
+    __slots__ = ("_node", "_recorder")
+
+    def __init__(self, n: node, recorder: Recorder) -> None:
+        super().__init__()
+        self._node = n
+        self._recorder = recorder
+
+    def _refuse(self, what: str) -> None:
+        raise exception(errc.invalid, f"{what} of an event returned by a queue recording to "
+                        "a command_graph")
+
+    def wait(self) -> None:
+        self._refuse("wait")
+
+    def wait_and_throw(self) -> None:
+        self._refuse("wait")
+
+    def is_complete(self) -> bool:
+        self._refuse("the status")
+        return False
+
+    def get_info(self, param: Any) -> Any:
+        self._refuse("get_info")
+
+    def get_profiling_info(self, param: Any) -> int:
+        self._refuse("profiling information")
+        return 0
+
+    def _vksycl_record_transitively(self, q: queue) -> None:
+        """An executing queue submitting work that depends on this event starts recording
+        into the same graph (7.6.2), if that graph still records."""
+        self._vksycl_graph_still_records()._begin_transitively(q)
+
+    def _vksycl_graph_still_records(self) -> Recording:
+        """The event's graph; errc.invalid once it no longer records (asked when the
+        dependency is declared, before the command group builds its command)."""
+        graph = self._recorder.graph()
+        if graph is None or not graph._recorders:
+            raise exception(errc.invalid, "an event of a finished command_graph recording "
+                            "cannot be a dependency")
+        return graph
 
 
 class _QueueRecord:
@@ -60,19 +109,15 @@ def end_all(recorders: dict[queue, Recorder]) -> None:
     recorders.clear()
 
 
-class Recording:
-    """The recording half of `command_graph`."""
+class Recording(GraphCore):
+    """The recording half of `command_graph`: the queues recording into it, and what
+    each one recorded so far."""
 
-    # command_graph's
-    _lock: Any
-    _context: Any
-    _device: Any
-    _event_nodes: Callable[[list[Any]], list[node]]
-    _add_node: Callable[..., node]
-
-    def __init__(self) -> None:
+    def __init__(self, ctx: context, dev: device) -> None:
+        super().__init__(ctx, dev)
         self._recorders: dict[queue, Recorder] = {}
         self._queue_records: dict[queue, _QueueRecord] = {}
+        weakref.finalize(self, end_all, self._recorders)  # 7.8: ends recording
 
     def begin_recording(self, recordingQueue: Any,
                         property_list: Any = None) -> None:
@@ -118,7 +163,7 @@ class Recording:
                 if self._recorders.pop(q, None) is not None:
                     q.recording_graph = None
 
-    def _record(self, q: queue, command: Command, h: handler) -> recorded_event:
+    def _record(self, q: queue, command: Command, h: handler) -> node:
         with self._lock:
             if self._recorders.get(q) is not q.recording_graph:
                 raise exception(errc.invalid, "the queue stopped recording")
@@ -137,15 +182,13 @@ class Recording:
             rec.last = n
             if barrier:
                 rec.barrier = n
-            return recorded_event(n)
+            return n
 
 
 def _queues(x: Any) -> list[queue]:
-    from ..runtime.queue import queue as queue_cls
-
     queues = list(x) if isinstance(x, list | tuple) else [x]
     for q in queues:
-        if not isinstance(q, queue_cls):
+        if not isinstance(q, queue):
             raise exception(errc.invalid, f"expected a queue or a list of queues, got "
                             f"{type(q).__name__}")
     return queues

@@ -1,60 +1,68 @@
-"""Graph nodes, and the events a recording queue returns in place of running anything."""
+"""The modifiable graph's data: its nodes and their edges, and the state the graph shares
+with its handlers, dynamic parameters, recordings and executable graphs.
+
+A node built from a command group keeps its handler: when the node's range or arguments
+change, its command is built again through the very launch path that built it (the
+handler's `_launch`). The compiled kernel and its pipeline come from their caches, so an
+update only packs new push constants, never compiles."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..exceptions import errc, exception
 from ..ranges import nd_range
 from ..ranges import range as sycl_range
-from ..runtime.commands import Command
+from ..runtime.commands import Barrier, Command
+from ..runtime.context import context
 from ..runtime.event import event
 from ..runtime.handler import handler
-from .builder import rebuild
+from ..runtime.platform import device
+from ..runtime.queue import queue
 from .properties import NODE_TYPES, node_type
 
-if TYPE_CHECKING:
-    from .dynamic import dynamic_command_group
-    from .graph import command_graph
+_EMPTY = Barrier()
+
+
+def rebuild(h: handler, launch: Any = None) -> Command:
+    """The command of `h`'s kernel with its current arguments, over `launch` (by default
+    the range it was enqueued with)."""
+    kernel, old, properties = h.launch_recipe
+    return handler._launch(h, kernel, old if launch is None else launch, properties)
 
 
 class node:
     """One command of a graph (or none: an empty node), with its edges. A node built from
-    a command group keeps its handler, so an update builds the command again from the
-    same kernel, arguments and range."""
+    a command group keeps its handler (a dynamic command group's active one), so an update
+    builds the command again from the same kernel, arguments and range."""
 
-    __slots__ = ("__weakref__", "_dcg", "_fixed", "_graph", "_handler", "_preds",
-                 "_succs", "_type")
+    __slots__ = ("__weakref__", "_fixed", "_graph", "_handler", "_preds", "_succs", "_type")
 
     def __init__(self, *args: Any) -> None:
         raise TypeError("nodes are made by command_graph.add or by recording a queue")
 
     @classmethod
-    def _make(cls, graph: command_graph, command: Command | None, h: handler | None,
-              dcg: dynamic_command_group | None = None) -> node:
+    def _make(cls, graph: GraphCore, command: Command | None, h: handler | None) -> node:
         n = object.__new__(cls)
         n._graph = weakref.ref(graph)
         n._fixed = command
         n._handler = h
-        n._dcg = dcg
         n._preds: list[node] = []
         n._succs: list[node] = []
         n._type = NODE_TYPES.get(n._command().command_type, node_type.empty)
         return n
 
-    def _active(self) -> handler | None:
-        if self._dcg is not None:
-            return self._dcg._handlers[self._dcg.get_active_index()]
-        return self._handler
-
     def _command(self) -> Command:
-        h = self._active()
+        h = self._handler
         if h is not None and h.command is not None:
             return h.command
         return self._fixed if self._fixed is not None else _EMPTY
 
-    def get_graph(self) -> command_graph | None:
+    def get_graph(self) -> GraphCore | None:
+        """The command_graph the node belongs to (None once it is gone)."""
         return self._graph()
 
     # -- queries ---------------------------------------------------------------------
@@ -92,7 +100,7 @@ class node:
         if self._type is not node_type.kernel:
             raise exception(errc.invalid, f"only kernel nodes have a range; this node is "
                             f"{self._type.name}")
-        h = self._active()
+        h = self._handler
         if h is None or h.launch_recipe is None:
             raise exception(errc.invalid, "this kernel node was not enqueued through "
                             "handler.parallel_for / single_task or nd_launch: its range "
@@ -104,7 +112,7 @@ class node:
             raise exception(errc.invalid, f"the node's kernel runs over {old.dimensions} "
                             f"dimensions; the new range has {launch.dimensions}")
         graph = self._graph()
-        lock = graph._lock if graph is not None else _NO_LOCK
+        lock = graph._lock if graph is not None else contextlib.nullcontext()
         with lock:
             h.command = rebuild(h, launch)
 
@@ -112,68 +120,47 @@ class node:
         return f"syclexp.node({self._type.name})"
 
 
-class recorded_event(event):
-    """What a submission to a recording queue returns: a handle on the node it made.
-    It names the node for edges (`depends_on`) and nothing else: waiting on it or asking
-    its status is `errc.invalid` (7.11.1)."""
+class GraphCore:
+    """What every part of a modifiable command_graph shares: its device and context, the
+    queue the handlers of explicitly added nodes use, the lock that orders changes, and
+    the nodes in the order they were added."""
 
-    __slots__ = ("_node",)
+    def __init__(self, ctx: context, dev: device) -> None:
+        self._context, self._device = ctx, dev
+        self._queue = queue(ctx, dev)
+        self._lock = threading.RLock()
+        self._nodes: list[node] = []
 
-    def __init__(self, n: node) -> None:
-        super().__init__()
-        self._node = n
+    def get_context(self) -> context:
+        return self._context
 
-    def _refuse(self, what: str) -> None:
-        raise exception(errc.invalid, f"{what} of an event returned by a queue recording to "
-                        "a command_graph")
+    def get_device(self) -> device:
+        return self._device
 
-    def wait(self) -> None:
-        self._refuse("wait")
+    def _add_node(self, command: Command | None, h: handler | None, deps: list[node]
+                  ) -> node:
+        n = node._make(self, command, h)
+        for d in dict.fromkeys(deps):  # once each, in order
+            d._succs.append(n)
+            n._preds.append(d)
+        self._nodes.append(n)
+        return n
 
-    def wait_and_throw(self) -> None:
-        self._refuse("wait")
-
-    def is_complete(self) -> bool:
-        self._refuse("the status")
-        return False
-
-    def get_info(self, param: Any) -> Any:
-        self._refuse("get_info")
-
-    def get_profiling_info(self, param: Any) -> int:
-        self._refuse("profiling information")
-        return 0
-
-    def _vksycl_record_transitively(self, q: Any) -> None:
-        """An executing queue submitting work that depends on this event starts recording
-        into the same graph (7.6.2), if that graph still records."""
-        self._vksycl_graph_still_records()._begin_transitively(q)
-
-    def _vksycl_graph_still_records(self) -> Any:
-        """The event's graph; errc.invalid once it no longer records (asked when the
-        dependency is declared, before the command group builds its command)."""
-        graph = self._node._graph()
-        if graph is None or not graph._recorders:
-            raise exception(errc.invalid, "an event of a finished command_graph recording "
-                            "cannot be a dependency")
-        return graph
+    def _event_nodes(self, events: list[event]) -> list[node]:
+        """The nodes recorded events name: events of this graph's recordings only."""
+        out = []
+        for e in events:
+            n = getattr(e, "_node", None)
+            if n is None or n._graph() is not self:
+                raise exception(errc.invalid, "a graph node may depend only on events "
+                                "returned by submissions recorded into the same graph")
+            out.append(n)
+        return out
 
 
-class _NoLock:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-_NO_LOCK = _NoLock()
-
-
-def _empty() -> Command:
-    from ..runtime.commands import Barrier
-
-    return Barrier()
-
-
-_EMPTY = _empty()
+def modifiable(graph: Any, what: str) -> GraphCore:
+    """`graph`, which `what` takes: a modifiable command_graph."""
+    if not isinstance(graph, GraphCore):
+        raise exception(errc.invalid, f"{what} takes a modifiable command_graph, got "
+                        f"{type(graph).__name__}")
+    return graph
