@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import vksycl as sycl
 from vksycl.compiler import kernel as kernel_mod
 from vksycl.compiler import source as source_mod
-from vksycl.kernels import launch as launch_mod
+from vksycl.kernels import plans
 from vksycl.kernels.launch import compiled
 
 
@@ -57,7 +57,7 @@ def load(path: Path, text: str):
 def forget(memory: bool = True, sources: bool = True) -> None:
     if memory:
         kernel_mod._MEMORY.clear()
-        launch_mod._PREPARED.clear()
+        plans._PREPARED.clear()
     if sources:
         source_mod._BY_CODE.clear()
         source_mod._FILES.clear()

@@ -10,7 +10,7 @@ import pytest
 import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
-from vksycl.kernels import launch
+from vksycl.kernels import plans
 from vksycl.runtime.context import scheduler_for
 
 N = 256
@@ -131,7 +131,7 @@ def test_update_never_compiles(q, mem, monkeypatch):
     def no_compiling(*args, **kwargs):
         raise AssertionError("an update compiled a kernel")
 
-    monkeypatch.setattr(launch, "load_or_compile", no_compiling)
+    monkeypatch.setattr(plans, "load_or_compile", no_compiling)
     b = mem.zeros(N, np.int32)
     for v in range(2, 12):
         value.update(v)
@@ -187,12 +187,12 @@ def test_update_nd_range_of_free_function_kernel_nodes(q, mem):
     (m,) = [x for x in g.get_nodes() if x is not n]
     exe = g.finalize([updatable()])
     q.ext_oneapi_graph(exe).wait()
-    compiles = launch._PREPARED.copy()
+    compiles = plans._PREPARED.copy()
     n.update_nd_range(sycl.nd_range((N // 2,), (WG,)))
     m.update_nd_range(sycl.nd_range((N // 4,), (WG,)))
     exe.update([n, m])
     q.ext_oneapi_graph(exe).wait()
-    assert compiles == launch._PREPARED
+    assert compiles == plans._PREPARED
     want_a = np.full(N, 3, np.int32)
     want_a[: N // 2] += 3
     want_b = np.full(N, 5, np.int32)

@@ -15,7 +15,7 @@ from vksycl.compiler import kernel as kernel_cache
 from vksycl.compiler.module import KernelSpec
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
-from vksycl.kernels import launch as launch_cache
+from vksycl.kernels import cache_keys
 from vksycl.kernels.launch import compiled
 
 LOG_PATH = ""  # set by a test: only host bodies name it
@@ -453,7 +453,7 @@ def test_cache_keys_follow_device_bodies_only(q, shared, tmp_path):
 
     k = base.make(p)
     # a global only a host body names is no part of the memory key
-    assert "COUNTER" not in launch_cache._global_names(k)
+    assert "COUNTER" not in cache_keys.global_names(k)
     base.COUNTER = 41
     q.parallel_for(sycl.range(4), k).wait()
     assert view(p, 4).tolist() == [7] * 4

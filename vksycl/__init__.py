@@ -36,19 +36,9 @@ from .compiler import (
     struct,
 )
 from .exceptions import errc, exception, exception_list
-from .kernels.bundle import (
-    build,
-    bundle_state,
-    compile,
-    get_kernel_bundle,
-    get_kernel_ids,
-    has_kernel_bundle,
-    is_compatible,
-    kernel,
-    kernel_bundle,
-    kernel_id,
-    link,
-)
+from .kernels.bundle import build, bundle_state, compile, kernel, kernel_bundle, link
+from .kernels.bundle_members import get_kernel_ids, kernel_id
+from .kernels.bundle_selection import get_kernel_bundle, has_kernel_bundle, is_compatible
 from .properties import property
 from .ranges import id, nd_range, range
 from .runtime.aspects import aspect

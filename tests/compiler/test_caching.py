@@ -14,7 +14,7 @@ import pytest
 
 import vksycl as sycl
 from vksycl.compiler import kernel as kernel_cache
-from vksycl.kernels import launch as launch_cache
+from vksycl.kernels import plans as launch_cache
 from vksycl.kernels.launch import compiled
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -380,13 +380,13 @@ def test_captured_scalars_change_without_recompiling(q, mem):
 
 
 def test_large_1d_range_is_split_over_y(q, mem, monkeypatch):
-    from vksycl.kernels import launch
+    from vksycl.kernels import device_checks, plans, variants
 
     real = q.get_device().vulkan.max_compute_work_group_count
     limit = min(real[0], 4096)  # split at 4096 groups, whatever the device allows
-    monkeypatch.setattr(launch, "_limits", lambda device: (limit, real[1], real[2]))
-    launch._PREPARED.clear()
-    wg = launch._shape(sycl.range(1), q.get_device())[2][0]
+    monkeypatch.setattr(device_checks, "_limits", lambda device: (limit, real[1], real[2]))
+    plans._PREPARED.clear()
+    wg = variants.launch_shape(sycl.range(1), q.get_device())[2][0]
     n = limit * wg * 3 + 1000
     out = sycl.malloc_device(n, np.int32, q)
     check = mem.zeros(4, np.int32)

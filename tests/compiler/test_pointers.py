@@ -271,7 +271,7 @@ def _first_plus_one(t, out):
 
 def test_kernels_are_cached_apart_by_what_stored_pointers_point_to(q, mem, monkeypatch):
     from vksycl.compiler import kernel as kernel_cache
-    from vksycl.kernels import launch as launch_cache
+    from vksycl.kernels import plans as launch_cache
 
     out = mem.zeros(1, np.float32)
     floats, ints = mem.of(np.array([2.5], np.float32)), mem.of(np.array([7], np.int32))
@@ -498,7 +498,7 @@ def test_a_closure_passed_around_in_device_code_keeps_its_captures(q, mem):
 
 
 def test_closures_made_at_each_call_share_one_prepared_kernel(q, mem):
-    from vksycl.kernels import launch as launch_cache
+    from vksycl.kernels import plans as launch_cache
 
     outs = [mem.zeros(4, np.float32) for _ in range(3)]
     q.parallel_for(sycl.range(4), _scaler(outs[0], 1.0)).wait()
@@ -522,7 +522,7 @@ def _offset_writer(out, offset):
 
 def test_a_closure_default_is_part_of_the_kernel_key(q, mem, monkeypatch):
     from vksycl.compiler import kernel as kernel_cache
-    from vksycl.kernels import launch as launch_cache
+    from vksycl.kernels import plans as launch_cache
 
     out = mem.zeros(4, np.int32)
     for offset in (10, 20):

@@ -1,9 +1,11 @@
-"""Kernel identifiers, kernel bundles and kernel objects (SYCL 2020 section 4.11, with the
-free function kernel additions of seed 004 and the kernels-from-source bundles).
+"""Kernel bundles and their kernels (SYCL 2020 section 4.11, with the free function
+kernel additions of seed 004 and the kernels-from-source bundles): a `kernel_bundle` holds
+kernels for some devices of a context in one `bundle_state`, and the state transitions
+compile, link and build make new bundles from it.
 
 A `kernel` wraps an implementation that knows how to describe itself and how to build the
 command of one launch from arguments set by index (`handler.set_arg`); free function
-kernels and kernels built from GLSL or SPIR-V source provide one each.
+kernels (`bundle_members`) and kernels built from GLSL or SPIR-V source provide one each.
 """
 
 from __future__ import annotations
@@ -16,13 +18,11 @@ from typing import Any
 import spirv_gen
 
 from .. import info
-from ..compiler.free_function import FreeFunctionKernel, registered_kernels
-from ..exceptions import errc, exception, invalid
-from ..ranges import nd_range, range
+from ..exceptions import invalid
+from ..ranges import range
 from ..runtime import device_globals
-from .free_function import free_function_kernel, launch_command, plan
-from .launch import RANGE_LOCAL, compiled, unsupported
-from .properties import sub_group_size, work_group_size, work_group_size_hint
+from .bundle_members import free_member, kernel_id
+from .free_function import free_function_kernel
 
 
 class bundle_state(enum.Enum):
@@ -30,137 +30,6 @@ class bundle_state(enum.Enum):
     object = "object"
     executable = "executable"
     ext_oneapi_source = "ext_oneapi_source"
-
-
-class kernel_id:
-    """Identifies one kernel of the application: one per free function kernel (or template
-    instantiation), the same object every time it is asked for."""
-
-    __slots__ = ("_impl",)
-
-    def __init__(self, impl: Any) -> None:
-        self._impl = impl
-
-    def get_name(self) -> str:
-        return self._impl.name
-
-    def __repr__(self) -> str:
-        return f"kernel_id({self._impl.name})"
-
-
-# -- free function kernels as bundle members ---------------------------------------------------
-
-class FreeKernel:
-    """A free function kernel as a member of bundles."""
-
-    def __init__(self, k: FreeFunctionKernel) -> None:
-        self.kernel = k
-        self.name = k.name
-        self.id = kernel_id(self)
-        self._compat: dict[int, exception | None] = {}
-        self._compiled: Any = None
-
-    def _local(self) -> tuple[int, ...]:
-        for p in self.kernel.properties:
-            if isinstance(p, work_group_size | work_group_size_hint):
-                return p.sizes
-        return (1,) if self.kernel.kind == "single_task" else RANGE_LOCAL[self.kernel.dims]
-
-    def compiled(self, device: Any) -> Any:
-        """The kernel compiled for a representative launch (reflection, aspects)."""
-        if self._compiled is None:
-            k = self.kernel
-            local = self._local()
-            launch = None if k.kind == "single_task" else nd_range(local, local)
-            self._compiled = compiled(device, k, launch)
-        return self._compiled
-
-    def why_incompatible(self, device: Any) -> exception | None:
-        key = id(device.vulkan)
-        if key not in self._compat:
-            why = unsupported(device, self.compiled(device))
-            if why is None:
-                sgs = next((p for p in self.kernel.properties if isinstance(p, sub_group_size)),
-                           None)
-                if sgs is not None and sgs.size not in device.get_info(
-                        info.device.sub_group_sizes):
-                    why = exception(errc.kernel_not_supported, f"{self.name} needs sub-groups "
-                                    f"of {sgs.size}")
-            self._compat[key] = why
-        return self._compat[key]
-
-    def num_args(self) -> int:
-        return len(self.kernel.param_types())
-
-    def attributes(self) -> str:
-        return " ".join(p.attribute() for p in self.kernel.properties
-                        if hasattr(p, "attribute"))
-
-    def required_local(self) -> tuple[int, ...] | None:
-        p = next((p for p in self.kernel.properties if isinstance(p, work_group_size)), None)
-        return p.sizes if p is not None else None
-
-    def required_sub_group(self) -> int:
-        p = next((p for p in self.kernel.properties if isinstance(p, sub_group_size)), None)
-        return p.size if p is not None else 0
-
-    def binary(self, device: Any) -> bytes:
-        return self.compiled(device).binary
-
-    def memory(self, device: Any) -> tuple[int, int]:
-        """(work-group local bytes, private bytes) the compiled kernel declares."""
-        from .reflect import reflect
-
-        r = reflect(self.compiled(device).binary)
-        return r.workgroup_bytes, r.private_bytes
-
-    def command(self, device: Any, launch: Any, args: dict[int, Any], properties: Any,
-                context: Any, image: Any = None) -> Any:
-        k = self.kernel
-        if launch is None:
-            if k.kind != "single_task":
-                raise invalid(f"{k.name} is an nd_range_kernel({k.dims}); enqueue it with "
-                              "parallel_for(nd_range, kernel), not single_task")
-        elif not isinstance(launch, nd_range):
-            raise invalid(f"{k.name} is a free function kernel: enqueue it with "
-                          "parallel_for(sycl.nd_range, kernel), not with a sycl.range")
-        elif k.kind != "nd_range":
-            raise invalid(f"{k.name} is a single_task_kernel; enqueue it with single_task")
-        elif launch.dimensions != k.dims:
-            raise invalid(f"{k.name} is an nd_range_kernel({k.dims}), enqueued with a "
-                          f"{launch.dimensions}-dimensional nd_range")
-        p = plan(k)
-        return launch_command(device, k, launch, p.matched(args), properties, p, context,
-                              image)
-
-
-_FREE: dict[FreeFunctionKernel, FreeKernel] = {}
-
-
-def _free(k: FreeFunctionKernel) -> FreeKernel:
-    if k.type_vars() and not k.bindings:
-        raise invalid(f"{k.name} is a template: name one instantiation, e.g. "
-                      f"{k.name}[sycl.float32]")
-    m = _FREE.get(k)
-    if m is None:
-        m = _FREE[k] = FreeKernel(k)
-    return m
-
-
-def get_kernel_id(f: Any) -> kernel_id:
-    """`syclexp.get_kernel_id(f)`: the identifier of a free function kernel."""
-    return _free(free_function_kernel(f)).id
-
-
-def get_kernel_ids() -> list[kernel_id]:
-    """`sycl.get_kernel_ids()`: every kernel the application defined so far (free function
-    kernels and the instantiations of templates that were named)."""
-    out = []
-    for k in registered_kernels():
-        if k.type_vars() and not k.bindings:
-            continue
-        out.append(_free(k).id)
-    return out
 
 
 # -- kernel objects ----------------------------------------------------------------------------
@@ -335,7 +204,7 @@ class kernel_bundle:
             name = f.removeprefix("__sycl_kernel_")
             found = self._named.get(f) or self._named.get(name)
             return found or next((m for m in self._members if m.name == name), None)
-        m = _free(free_function_kernel(f))
+        m = free_member(free_function_kernel(f))
         return m if any(x is m for x in self._members) else None
 
     def ext_oneapi_has_kernel(self, f: Any, dev: Any = None) -> bool:
@@ -368,118 +237,6 @@ class kernel_bundle:
 
 def _has_device(devices: list[Any], dev: Any) -> bool:
     return any(d is dev or d == dev for d in devices)
-
-
-def _parse(ctx: Any, args: tuple, what: str) -> tuple[list[Any], Any, Any, bundle_state]:
-    """(devices, kernel selector, kernel ids, state) from the overloads of
-    get_kernel_bundle / has_kernel_bundle: ([f | kernel_ids,] [devices,] state) in any
-    of SYCL's orders."""
-    if not args or not isinstance(args[-1], bundle_state):
-        raise invalid(f"{what} takes the bundle state last, e.g. sycl.bundle_state.executable")
-    state = args[-1]
-    if state is bundle_state.ext_oneapi_source:
-        raise invalid(f"{what}: bundles in the ext_oneapi_source state come from "
-                      "create_kernel_bundle_from_source")
-    devices = None
-    f = None
-    ids = None
-    for a in args[:-1]:
-        if isinstance(a, list | tuple):
-            if a and all(isinstance(x, kernel_id) for x in a):
-                ids = list(a)
-            elif all(hasattr(x, "vulkan") for x in a):
-                if devices is not None:
-                    raise invalid(f"{what}: two device lists")
-                devices = list(a)
-            else:
-                raise invalid(f"{what}: expected a list of devices or of kernel ids")
-        elif isinstance(a, kernel_id):
-            ids = [a]
-        else:
-            f = a
-    if devices is None:
-        devices = list(ctx.get_devices())
-    if not devices:
-        raise invalid(f"{what}: the device list is empty")
-    for d in devices:
-        if not ctx.has_device(d):
-            raise invalid(f"{what}: device {d.vulkan.name} is not in the context")
-    return devices, f, ids, state
-
-
-def _select(devices: list[Any], f: Any, ids: Any) -> tuple[list[Any], bool]:
-    """The members, and whether they were asked for by name (then each must be
-    compatible with some device)."""
-    if f is not None:
-        return [_free(free_function_kernel(f))], True
-    if ids is not None:
-        return [i._impl for i in ids], True
-    return [_free(k) for k in registered_kernels() if not (k.type_vars() and not k.bindings)], \
-        False
-
-
-def _compatible_somewhere(m: Any, devices: list[Any]) -> bool:
-    return any(m.why_incompatible(d) is None for d in devices)
-
-
-def get_kernel_bundle(ctx: Any, *args: Any) -> kernel_bundle:
-    """`get_kernel_bundle(ctx, [f | kernel_ids,] [devices,] state)`.
-
-    With a free function kernel or kernel ids, each must be compatible with one of the
-    devices (else `errc.invalid`); without, the bundle holds every kernel of the
-    application that one of the devices can run."""
-    devices, f, ids, state = _parse(ctx, args, "get_kernel_bundle")
-    members, named = _select(devices, f, ids)
-    if named:
-        for m in members:
-            if not _compatible_somewhere(m, devices):
-                why = m.why_incompatible(devices[0])
-                raise invalid(f"kernel {m.name} is compatible with none of the devices: {why}")
-    else:
-        members = [m for m in members if _safe_compatible(m, devices)]
-    return kernel_bundle(ctx, devices, state, members)
-
-
-def _safe_compatible(m: Any, devices: list[Any]) -> bool:
-    """Compatibility for the bundle of all kernels: one that does not compile runs nowhere."""
-    try:
-        return _compatible_somewhere(m, devices)
-    except exception as ex:
-        if ex.code() is errc.build:
-            return False
-        raise
-
-
-def has_kernel_bundle(ctx: Any, *args: Any) -> bool:
-    """`has_kernel_bundle(ctx, [f | kernel_ids,] [devices,] state)`."""
-    devices, f, ids, _state = _parse(ctx, args, "has_kernel_bundle")
-    members, named = _select(devices, f, ids)
-    if not named:
-        return any(_safe_compatible(m, devices) for m in members) or not members
-    return all(_compatible_somewhere(m, devices) for m in members)
-
-
-def is_compatible(f: Any, dev: Any) -> bool:
-    """`is_compatible(f | kernel_ids, dev)`: whether `dev` can run the kernel(s): the
-    aspects and SPIR-V features they use, and their required sub-group size."""
-    if isinstance(f, list | tuple):
-        return all(i._impl.why_incompatible(dev) is None for i in f)
-    if isinstance(f, kernel_id):
-        return f._impl.why_incompatible(dev) is None
-    return _free(free_function_kernel(f)).why_incompatible(dev) is None
-
-
-def get_kernel_info(f: Any, param: Any, *where: Any) -> Any:
-    """`syclexp.get_kernel_info(f, param, ctx [, dev])` or `(f, param, q)`."""
-    if len(where) == 1 and hasattr(where[0], "get_device") and hasattr(where[0], "submit"):
-        q = where[0]
-        ctx, dev = q.get_context(), q.get_device()
-    elif len(where) in (1, 2):
-        ctx, dev = where[0], (where[1] if len(where) == 2 else None)
-    else:
-        raise invalid("get_kernel_info takes (f, param, context [, device]) or (f, param, queue)")
-    bundle = get_kernel_bundle(ctx, f, bundle_state.executable)
-    return bundle.ext_oneapi_get_kernel(f).get_info(param, dev)
 
 
 # -- state transitions (SYCL 2020 4.11.12) -----------------------------------------------------
@@ -527,6 +284,4 @@ def _transition(bundle: kernel_bundle, devices: Any, state: bundle_state) -> ker
     return kernel_bundle(bundle.get_context(), devs, state, members)
 
 
-__all__ = ["build", "bundle_state", "compile", "get_kernel_bundle", "get_kernel_id",
-           "get_kernel_ids", "get_kernel_info", "has_kernel_bundle", "is_compatible",
-           "kernel", "kernel_bundle", "kernel_id", "link"]
+__all__ = ["build", "bundle_state", "compile", "kernel", "kernel_bundle", "link"]

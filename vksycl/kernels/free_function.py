@@ -26,7 +26,8 @@ from ..runtime.handler import check_set_args, handler
 from ..runtime.queue import queue
 from ..runtime.usm import ptr as ptr_type
 from ..types import dtype_key
-from .launch import build_launch_args, immutable
+from .launch import build_launch_args
+from .plans import immutable
 from .properties import launch_config, sub_group_size, work_group_size
 
 

@@ -28,7 +28,7 @@ from ..runtime.glsl import compile_glsl
 from ..runtime.handler import check_set_args
 from ..runtime.malloc import buffer_range_limit
 from .bundle import bundle_state, kernel_bundle
-from .launch import unsupported
+from .device_checks import unsupported
 from .reflect import Reflection, reflect
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..compiler import virtual
 from ..compiler.free_function import FreeFunctionKernel, _ill_formed
+from ..compiler.structs import storage_for
 from ..exceptions import errc, exception, invalid
 from .properties import _KernelProperty
 
@@ -89,8 +90,6 @@ def check_sets(sets: tuple) -> None:
                             f"{virtual.set_name(s)}, which holds no indirectly_callable "
                             "method")
 
-
-storage_for = virtual.storage_for
 
 __all__ = ["assume_indirect_calls", "assume_indirect_calls_to", "check_sets",
            "indirect_sets", "indirectly_callable", "indirectly_callable_in", "storage_for"]

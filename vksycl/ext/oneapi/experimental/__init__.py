@@ -11,7 +11,6 @@ from ....compiler import (
     nd_range_kernel,
     single_task_kernel,
     work_group_memory,
-    work_group_scratch_size,
 )
 from ....compiler.device_global import (
     device_global,
@@ -34,9 +33,9 @@ from ....graph import (
     property,
     queue_state,
 )
-from ....kernels.bundle import (
+from ....kernels.bundle_members import get_kernel_id
+from ....kernels.bundle_selection import (
     get_kernel_bundle,
-    get_kernel_id,
     get_kernel_info,
     has_kernel_bundle,
     is_compatible,
@@ -76,6 +75,7 @@ from ....kernels.virtual import (
     indirectly_callable_in,
     storage_for,
 )
+from ....properties import work_group_scratch_size
 
 __all__ = [
     "assume_indirect_calls",

@@ -1,0 +1,139 @@
+"""Whether a device can run a compiled kernel, and how many work-groups a launch
+dispatches: the aspects, Vulkan features and sub-group operations the kernel's SPIR-V
+needs, its push-constant and work-group sizes against the device's limits, and its
+work-group counts against maxComputeWorkGroupCount.
+"""
+
+from __future__ import annotations
+
+import types as pytypes
+from typing import Any
+
+from ..compiler.kernel import CompiledKernel
+from ..exceptions import errc, exception
+from ..runtime.aspects import aspect
+from .marshal import Prepared
+from .properties import device_has
+
+# SPIR-V capabilities and the Vulkan features a device needs to accept them
+_CAPABILITY_FEATURES = {
+    "Int64": "shaderInt64", "Int16": "shaderInt16", "Int8": "shaderInt8",
+    "Float64": "shaderFloat64", "Float16": "shaderFloat16",
+    "StorageBuffer8BitAccess": "storageBuffer8BitAccess",
+    "StorageBuffer16BitAccess": "storageBuffer16BitAccess",
+    "Int64Atomics": "shaderBufferInt64Atomics",
+    "AtomicFloat32AddEXT": "shaderBufferFloat32AtomicAdd",
+    "AtomicFloat64AddEXT": "shaderBufferFloat64AtomicAdd",
+    "AtomicFloat32MinMaxEXT": "shaderBufferFloat32AtomicMinMax",
+    "AtomicFloat64MinMaxEXT": "shaderBufferFloat64AtomicMinMax",
+    "PhysicalStorageBufferAddresses": "bufferDeviceAddress",
+}
+# SPIR-V capabilities of integer types and the aspects that name them
+_CAPABILITY_ASPECTS = {"Int64": "int64", "Int16": "int16", "Int8": "int8"}
+# sub-group capabilities and their VkSubgroupFeatureFlagBits
+_SUBGROUP_BITS = {
+    "GroupNonUniform": 1, "GroupNonUniformVote": 2, "GroupNonUniformArithmetic": 4,
+    "GroupNonUniformBallot": 8, "GroupNonUniformShuffle": 16,
+    "GroupNonUniformShuffleRelative": 32,
+}
+
+
+def required_aspects(properties: Any, info: Any) -> tuple[str, ...] | None:
+    """The aspect names a device_has property lists (at launch, or a free function
+    kernel's own), or None."""
+    own = info.properties if info is not None else ()
+    for p in (*(properties or ()), *own):
+        if isinstance(p, device_has):
+            return p.names()
+    return None
+
+
+def group_counts(ck: CompiledKernel, launch: Any, device: Any) -> tuple[int, int, int]:
+    """The work-groups a launch of `ck` dispatches along x, y and z."""
+    kind, dims = ck.spec.kind, ck.spec.dims
+    if kind == "single_task":
+        return (1, 1, 1)
+    g = tuple(launch.get_global_range()) if kind == "nd_range" else tuple(launch)
+    local = list(ck.spec.local)
+    local[0] *= ck.coarsen
+    counts = [-(-g[d] // local[d]) for d in range(dims)][::-1] + [1] * (3 - dims)
+    limits = _limits(device)
+    if ck.spec.fold_groups:
+        total = counts[0] * counts[1] * counts[2]
+        x = min(total, limits[0])
+        y = -(-total // x)
+        if y > limits[1]:
+            raise exception(errc.nd_range, f"range {g} needs {total} work-groups, more "
+                            "than this device can dispatch")
+        return (x, y, 1)
+    if dims == 1 and counts[0] > limits[0]:
+        x = limits[0]
+        y = -(-counts[0] // x)
+        if y > limits[1]:
+            raise exception(errc.nd_range, f"{g[0]} work-items need more work-groups than "
+                            "this device can dispatch")
+        return (x, y, 1)
+    for c, lim in zip(counts, limits, strict=True):
+        if c > lim:
+            raise exception(errc.nd_range, f"range {g} needs {counts} work-groups; this "
+                            f"device dispatches at most {limits}")
+    return (counts[0], counts[1], counts[2])
+
+
+def too_many_groups(launch: Any, local: tuple[int, ...], device: Any) -> bool:
+    """Whether a 2-/3-dimensional launch needs more work-groups along a dimension than
+    the device dispatches (its kernel then numbers work-groups linearly)."""
+    g = tuple(launch.get_global_range()) if hasattr(launch, "get_global_range") else \
+        tuple(launch)
+    limits = _limits(device)
+    return any(-(-g[d] // local[d]) > limits[len(g) - 1 - d] for d in range(len(g)))
+
+
+def _limits(device: Any) -> tuple[int, int, int]:
+    """maxComputeWorkGroupCount of the device."""
+    return device.vulkan.max_compute_work_group_count
+
+
+def check_supported(p: Prepared, device: Any) -> None:
+    """Raises if `device` lacks an aspect, feature or limit the kernel needs; else marks
+    the device checked for it, so later launches skip the checks."""
+    ck = p.ck
+    vk = device.vulkan
+    used = [a for a in ck.aspects if a in aspect.__members__] + \
+        [_CAPABILITY_ASPECTS[c] for c in ck.capabilities if c in _CAPABILITY_ASPECTS]
+    for a in used:
+        if not device.has(getattr(aspect, a)):
+            raise exception(errc.kernel_not_supported, f"kernel {ck.name} uses {a}, which "
+                            f"{vk.name} does not support")
+    ops = vk.properties.get("subgroupSupportedOperations", 0)
+    for cap in ck.capabilities:
+        feature = _CAPABILITY_FEATURES.get(cap)
+        if feature is not None and not vk.features.get(feature, False):
+            raise exception(errc.kernel_not_supported, f"kernel {ck.name} needs the Vulkan "
+                            f"feature {feature} (SPIR-V {cap}), which {vk.name} lacks")
+        bit = _SUBGROUP_BITS.get(cap)
+        if bit is not None and not ops & bit:
+            raise exception(errc.kernel_not_supported, f"kernel {ck.name} uses sub-group "
+                            f"operations ({cap}) that {vk.name} does not support")
+    if ck.push_size > vk.max_push_constants_size:
+        raise exception(errc.kernel_argument, f"kernel {ck.name} needs {ck.push_size} bytes "
+                        f"of arguments; this device takes {vk.max_push_constants_size}")
+    n = 1
+    for s in ck.local_size:
+        n *= s
+    if n > vk.max_compute_work_group_invocations or any(
+            s > m for s, m in zip(ck.local_size, vk.max_compute_work_group_size, strict=True)):
+        raise exception(errc.nd_range, f"work-group size {ck.spec.local} exceeds this "
+                        "device's limits")
+    p.checked.add(id(vk))
+
+
+def unsupported(device: Any, ck: CompiledKernel) -> exception | None:
+    """The exception a launch of `ck` on `device` would raise for a missing feature or
+    limit (aspects, SPIR-V capabilities, push-constant size, work-group size), or None."""
+    try:
+        check_supported(pytypes.SimpleNamespace(ck=ck, checked=set()), device)
+    except exception as ex:
+        return ex
+    return None
+

@@ -1,0 +1,195 @@
+"""Argument marshalling: how a launch fetches each argument the compiled code uses
+(closure cell, module global, explicit argument, launch range) and packs them with a
+`struct.Struct` laid out as the push constants, a pointer as its 64-bit device address.
+
+A kernel whose arguments outgrow the device's push constants runs as a variant compiled
+to read them from an `ArgumentBlock`: launches write the packed bytes into host-visible
+memory and push the block's address (`ADDRESS`).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+
+from ..compiler.kernel import CompiledKernel
+from ..compiler.module import path_getter, path_name
+from ..compiler.type_registry import element_type
+from ..compiler.typesys import layout
+from ..exceptions import errc, exception
+from ..runtime import device_globals
+from ..runtime.context import scheduler_for
+from ..runtime.usm import Allocation, alloc
+from .cache_keys import signature
+
+_FORMAT = {"i": "i", "u": "I", "f": "f", "b": "I"}
+_FORMAT64 = {"i": "q", "u": "Q", "f": "d"}
+# the push constants of a kernel reading its arguments from an argument block
+ADDRESS = struct.Struct("<Q")
+
+
+def _fmt(dtype: np.dtype) -> str:
+    if dtype.itemsize == 8:
+        return _FORMAT64[dtype.kind]
+    return _FORMAT[dtype.kind]
+
+
+class Prepared:
+    """A compiled kernel plus everything needed to launch it quickly."""
+
+    __slots__ = ("attr_getters", "attr_sigs", "checked", "ck", "globals", "groups", "key",
+                 "last_launch", "launch_slots", "n", "packer", "ptrs", "scalar_paths",
+                 "scalars", "spec_getters", "variants")
+
+    def __init__(self, ck: CompiledKernel, pyfn: Any, key: Any) -> None:
+        self.ck = ck
+        self.key = key  # what it is cached under
+        self.checked: set[int] = set()
+        self.groups: dict[Any, tuple[int, int, int]] = {}
+        self.spec_getters = [path_getter(path, pyfn) for path in ck.specialized]
+        self.variants: dict[tuple, Prepared] = {ck.spec_values: self}
+        slots = sorted((a for a in ck.args if a.push_offset >= 0), key=lambda a: a.push_offset)
+        fmt, at = "<", 0
+        for a in slots:
+            if a.push_offset > at:
+                fmt += f"{a.push_offset - at}x"
+                at = a.push_offset
+            dt = np.dtype(np.uint64) if a.kind in ("ptr", "device_global") else \
+                np.dtype(a.dtype)
+            fmt += _fmt(dt)
+            at += dt.itemsize
+        if ck.args_size > at:
+            fmt += f"{ck.args_size - at}x"
+        self.packer = struct.Struct(fmt)
+        self.n = len(slots)
+        order = {id(a): k for k, a in enumerate(slots)}
+        # (getter, push position, alignment, element dtype, path) per pointer
+        self.ptrs = []
+        self.scalars = []
+        self.scalar_paths = []
+        self.launch_slots = []
+        # (launch object, its (position, value) pairs): ranges are immutable, so a launch
+        # with the same one reads none of them again
+        self.last_launch: tuple[Any, list[tuple[int, int]]] = (None, [])
+        # attributes of captured objects are read at each launch; if one changes type,
+        # the kernel is compiled again for the new types
+        self.attr_getters = [path_getter(a.path, pyfn) for a in ck.args
+                             if a.kind not in ("launch", "device_global") and
+                             _indirect_path(a.path)]
+        self.attr_sigs = tuple(signature(get(pyfn, ())) for get in self.attr_getters)
+        # (push position, metadata entry) per device_global: addresses from the database
+        by_offset = {a.push_offset: order[id(a)] for a in slots}
+        self.globals = [(by_offset[e["argument_offset"]], e) for e in ck.device_globals]
+        for a in ck.args:
+            pos = order.get(id(a), -1)
+            if a.kind == "ptr":
+                self.ptrs.append((path_getter(a.path, pyfn), pos,
+                                  layout(element_type(a.dtype))[1], a.dtype, a.path))
+            elif a.kind == "device_global":
+                continue
+            elif a.kind == "scalar":
+                self.scalars.append((path_getter(a.path, pyfn), pos, a.dtype.kind == "b"
+                                     or np.dtype(a.dtype).kind == "b"))
+                self.scalar_paths.append((pos, a.path, np.dtype(a.dtype)))
+            else:
+                self.launch_slots.append((a.path[1], a.path[2], pos))
+
+    def arguments(self, pyfn: Any, args: tuple, launch: Any, context: Any = None,
+                  device: Any = None, image: Any = None) -> bytes:
+        """The packed arguments of a launch (pointers checked); device_globals are at
+        their addresses on `device` for the kernels of `image` (a kernel bundle, or None
+        for the default image)."""
+        values: list[Any] = [0] * self.n
+        for pos, entry in self.globals:
+            values[pos] = device_globals.address(device, entry, image)
+        for get, pos, align, dtype, path in self.ptrs:
+            p = get(pyfn, args)
+            if p is None:
+                continue  # the null pointer
+            try:
+                a = p.allocation
+            except AttributeError:
+                raise exception(errc.kernel_argument, f"kernel argument {_name(path)} must "
+                                f"be a USM pointer, got {type(p).__name__}") from None
+            if a.freed:
+                a.check_live()  # raises
+            if context is not None and a.context is not context:
+                raise exception(errc.invalid, f"kernel argument {_name(path)}: pointer from "
+                                "another context")
+            address = a.address + p.byte_offset
+            if address % align:
+                raise exception(errc.kernel_argument, f"pointer {_name(path)} is not "
+                                f"aligned to its element type {dtype} ({align} bytes)")
+            values[pos] = address
+        for get, pos, is_bool in self.scalars:
+            v = get(pyfn, args)
+            values[pos] = int(bool(v)) if is_bool else v
+        if self.launch_slots:
+            known = self.last_launch
+            if known[0] is not launch:
+                known = self.last_launch = (launch, [(pos, _launch_value(launch, what, d))
+                                                     for what, d, pos in self.launch_slots])
+            for pos, value in known[1]:
+                values[pos] = value
+        try:
+            push = self.packer.pack(*values)
+        except struct.error as ex:
+            raise exception(errc.kernel_argument, self.misfit(values) or
+                            f"a kernel argument does not fit its type: {ex}") from None
+        return push
+
+    def misfit(self, values: list) -> str | None:
+        """Which scalar argument does not fit its type, and why (for the error)."""
+        for pos, path, dtype in self.scalar_paths:
+            v = values[pos]
+            if pos < 0 or dtype.kind not in "iu" or isinstance(v, float):
+                continue
+            info = np.iinfo(dtype)
+            if not info.min <= int(v) <= info.max:
+                return (f"kernel argument {_name(path)} = {v} does not fit its type "
+                        f"{dtype} (whose range is {info.min} to {info.max})")
+        return None
+
+
+def _launch_value(launch: Any, what: str, d: int) -> int:
+    if what == "range":
+        g = launch.get_global_range() if hasattr(launch, "get_global_range") else launch
+        return int(g[d])
+    return int(launch.get_offset()[d])
+
+
+def _name(path: tuple) -> str:
+    if path[0] == "param":
+        return f"#{path[1]}" + "".join(f".{p}" for p in path[2:])
+    return path_name(path)
+
+
+def _indirect_path(path: tuple) -> bool:
+    """Whether a capture path goes through attributes of a captured object or a device
+    function's cells: what it holds is not part of the key a kernel is prepared under."""
+    return path[0] == "fncell" or (path[0] != "param" and len(path) > (
+        2 if path[0] == "cell" else 3))
+
+
+class ArgumentBlock:
+    """A launch's packed arguments in host-visible device memory, for a kernel whose
+    arguments outgrow the push constants. The command keeps it alive until it completes;
+    then its memory goes back to the allocator, which reuses it only once the work
+    submitted before has completed."""
+
+    __slots__ = ("allocation",)
+
+    def __init__(self, device: Any, data: bytes) -> None:
+        allocator = scheduler_for(device).allocators[True]
+        self.allocation = Allocation(allocator, allocator.allocate(len(data)), 0, len(data),
+                                     alloc.host, None, device)
+        self.allocation.host_bytes()[:] = np.frombuffer(data, np.uint8)
+
+    @property
+    def address(self) -> int:
+        return self.allocation.address
+
+    def __del__(self) -> None:
+        self.allocation.free()

@@ -1,0 +1,275 @@
+"""Launch plans and the identity checks that let a repeated launch submit its last
+command again, without fetching or packing a single argument.
+
+A plan is what launches of one kernel on one device with one launch object share: the
+keys of the variants it runs and the last command. The prepared kernels behind plans are
+cached under the signatures of `cache_keys`. A launch gets the last command back only
+while every check below holds; each guards something that would make that command wrong:
+
+- The kernel's code, by identity, found by its id: hashing a code object hashes its
+  bytecode, which costs more than the rest of a repeated launch. The plan holds the code,
+  so its id is not reused while the plan lives.
+- The launch object, by identity: ranges are immutable, so the same object gives the same
+  shape, work-group counts and range arguments. Equal ranges in a new object just make a
+  new plan (and check their work-items once).
+- The free function kernel info, by identity: one function is a kernel per template
+  instantiation, each with its own parameter types and properties.
+- Launch properties: a launch with some never finds or keeps a plan, since they are
+  checked at each launch and choose the variant.
+- The polymorphic classes virtual calls know (`virtual.version()`): a class defined since
+  the kernel compiled may be a target of its virtual calls, so any change makes a new
+  plan, whose variants are keyed by the classes known now.
+- The captured cells, each by identity: a factory makes a new closure at each call, but the
+  objects in its cells are the arguments. The same object packs the same only if it is
+  `immutable` (numbers, pointers, None, enum members) or `_stable` (its signature cannot
+  change: device_globals, classes, functions without cells); the plan records the
+  captures only when all are. Equality would not do: 1, 1.0 and True are equal but key
+  different kernels, and comparing arbitrary objects (numpy arrays) costs or fails.
+- The globals the code reads (`global_names`), each by identity: numbers among them are
+  compiled in and functions among them are called, so rebinding one changes the kernel.
+- Kernels that read attributes of captured objects, or were compiled with captured values
+  as constants, are never recorded: those can change while the captured objects stay.
+- The pointers among the recorded captures and arguments, for being freed: a pointer is
+  immutable but its allocation is not; the last command would reach freed memory, so
+  the launch takes the full way, which raises.
+- device_globals: a kernel using them always packs its arguments, since their addresses
+  are looked up per device and kernel bundle at each launch.
+- The context, by identity: pointers were checked against the last launch's only.
+- The arguments record: explicit arguments count as the last launch's only when the very
+  tuple comes again (the free function layer keeps its converted tuple while the
+  caller's arguments are the same objects) and every argument is immutable; a list can
+  change in place, and a launch from a kernel bundle has device_globals of its own.
+
+A launch that fails a check packs its arguments; if it runs the prepared kernel of the
+plan's last launch and its bytes equal that launch's, it still gets the last command
+back, the packed bytes being exact. A launch reading its arguments from an argument block
+is never kept: the block is its own. `Plan.last` is replaced whole, so threads launching
+the same kernel never see a mix of two launches.
+
+Finding the prepared kernel has its own shortcut: captures and globals that are the very
+objects of the last launch, or pointers to the same element types (`_keyed_alike`),
+give the same key without computing it. Element types compare by identity, since numpy's
+dtype equality ignores what a pointer dtype points to.
+"""
+
+from __future__ import annotations
+
+import operator
+import types as pytypes
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from ..compiler import virtual
+from ..compiler.device_global import device_global
+from ..compiler.kernel import load_or_compile
+from ..compiler.module import frozen
+from ..exceptions import errc, exception
+from ..ranges import check_work_items
+from ..runtime.commands import KernelLaunch
+from ..runtime.usm import ptr as usm_ptr
+from .cache_keys import global_names, global_signature, signature
+from .marshal import Prepared
+from .variants import launch_shape, launch_variant
+
+_IMMUTABLE = (int, float, bool, usm_ptr, type(None))
+
+
+def immutable(v: Any) -> bool:
+    """Numbers, pointers, None and enum members: an argument that packs the same whenever
+    the same object comes again."""
+    return type(v) in _IMMUTABLE or isinstance(v, np.generic | Enum)
+
+
+def _stable(v: Any) -> bool:
+    """Whether the same object always has the same cache signature: immutable values,
+    device_globals, classes (keyed by identity), functions without cells (structs,
+    closures and other objects may change)."""
+    t = type(v)
+    return (immutable(v) or t is device_global or t is type or
+            (t is pytypes.FunctionType and not v.__closure__))
+
+
+def _keyed_alike(last: Any, now: Any) -> bool:
+    """Whether `now` gives the cache key `last` gave: the same object, or a pointer to the
+    same element type (a fresh allocation each launch)."""
+    return last is now or (type(now) is usm_ptr and type(last) is usm_ptr and
+                           now.dtype is last.dtype)
+
+
+def _all_keyed_alike(last: tuple, now: tuple) -> bool:
+    return all(map(_keyed_alike, last, now))
+
+
+_CONTENTS = operator.attrgetter("cell_contents")
+_PREPARED: dict[Any, Prepared] = {}
+# (code, launch variant) -> (captured objects, globals, Prepared) of the last launch whose
+# captures were all `_stable`: a launch capturing objects keyed alike skips the key
+_LAST: dict[Any, tuple[tuple, tuple, Prepared]] = {}
+
+
+def _prepare(pyfn: Any, captured: tuple, globals_: tuple, spec_key: tuple, spec_fn: Any
+             ) -> Prepared:
+    last = _LAST.get((pyfn.__code__, spec_key))
+    if last is not None and (all(map(operator.is_, last[0], captured)) or
+                             _all_keyed_alike(last[0], captured)) and \
+            (all(map(operator.is_, last[1], globals_)) or _all_keyed_alike(last[1], globals_)):
+        p = last[2]
+    else:
+        key = (pyfn.__code__, spec_key, tuple(signature(v) for v in captured),
+               tuple(global_signature(v) for v in globals_))
+        p = _PREPARED.get(key)
+        if p is None:
+            spec = spec_fn()
+            ck = load_or_compile(pyfn, spec, key)
+            p = _PREPARED[key] = Prepared(ck, pyfn, key)
+        if all(map(_stable, captured)) and all(map(_stable, globals_)):
+            _LAST[(pyfn.__code__, spec_key)] = (captured, globals_, p)
+    if p.attr_getters:
+        sigs = tuple(signature(get(pyfn, ())) for get in p.attr_getters)
+        if sigs != p.attr_sigs:  # an attribute changed type: the kernel for the new ones
+            key = (p.key, sigs)
+            p = _PREPARED.get(key)
+            if p is None:
+                ck = load_or_compile(pyfn, spec_fn(), key, sigs)
+                p = _PREPARED[key] = Prepared(ck, pyfn, key)
+    if p.spec_getters:  # compiled with captured values as constants: one variant per value
+        values = tuple(frozen(get(pyfn, ())) for get in p.spec_getters)
+        variant = p.variants.get(values)
+        if variant is None:
+            ck = load_or_compile(pyfn, spec_fn(), (p.key, values), values)
+            if ck.spec_values != values:
+                raise exception(errc.build, f"kernel {ck.name}: captured values changed "
+                                "while it compiled")
+            variant = p.variants[values] = Prepared(ck, pyfn, (p.key, values))
+        return variant
+    return p
+
+
+class Plan:
+    """What launches of one kernel with one launch object (ranges are immutable) and no
+    properties share: the variant keys, and the last command, which the next launch with
+    the same arguments submits again."""
+
+    __slots__ = ("classes", "code", "info", "kind", "last", "launch", "names", "prepared",
+                 "variants")
+
+    def __init__(self, pyfn: Any, launch: Any, info: Any, kind: str, variants: tuple
+                 ) -> None:
+        self.code = pyfn.__code__  # plans are found by its id: the plan keeps it alive
+        self.names = global_names(pyfn)
+        self.launch = launch
+        self.info = info
+        self.kind = kind
+        self.variants = variants  # (push-constant variant, argument-block variant)
+        self.classes = virtual.version()  # the polymorphic classes virtual calls know
+        # (prepared kernel, push constants, command, context, captures record, arguments
+        # record) of the last launch, replaced whole so threads launching the same kernel
+        # never see a mix of two launches. The arguments record is (the arguments object,
+        # the pointers among them) when every argument is immutable, else None.
+        self.last: tuple[Prepared | None, bytes, KernelLaunch | None, Any, tuple | None,
+                         tuple | None] = (None, b"", None, None, None, None)
+        # (captured objects, globals, prepared kernel, pointers among them) of the last
+        # launch whose captures were all `_stable` and whose kernel reads no attributes
+        # of them: a launch capturing objects keyed alike runs the same prepared kernel
+        self.prepared: tuple[tuple, tuple, Prepared, tuple] | None = None
+
+
+# (id of the kernel's code, id of the device) -> plan: hashing a code object hashes its
+# bytecode, which costs more than the rest of a repeated launch's checks
+_PLANS: dict[tuple[int, int], Plan] = {}
+
+
+def known_plan(pyfn: Any, info: Any, launch: Any, device: Any) -> Plan | None:
+    """The plan of the last launch of this kernel on this device, if it was made for
+    this launch object and the polymorphic classes virtual calls know are unchanged."""
+    code = pyfn.__code__
+    plan = _PLANS.get((id(code), id(device)))
+    if plan is not None and plan.code is code and plan.launch is launch and \
+            plan.info is info and plan.classes == virtual.version():
+        return plan
+    return None
+
+
+def plan_for(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) -> Plan:
+    """The plan a launch runs under: the known one, else a new one (kept when the launch
+    has no properties)."""
+    if properties is None:
+        plan = known_plan(pyfn, info, launch, device)
+        if plan is not None:
+            return plan
+    if launch is not None:  # a plan is kept per launch object, so this runs once for it
+        check_work_items(launch)
+    shape = launch_shape(launch, device)
+    if info is not None:
+        info.check_launch(shape[0], shape[1])
+    plan = new_plan(pyfn, info, launch, device, properties, shape)
+    if properties is None:
+        _PLANS[(id(pyfn.__code__), id(device))] = plan
+    return plan
+
+
+def new_plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any,
+             shape: tuple) -> Plan:
+    """A plan for a launch of this shape: its push-constant and argument-block variants."""
+    return Plan(pyfn, launch, info, shape[0], (
+        launch_variant(pyfn, info, shape, launch, device, properties),
+        launch_variant(pyfn, info, shape, launch, device, properties, True)))
+
+
+def prepared_for(pyfn: Any, plan: Plan, device: Any) -> tuple[Prepared, tuple | None]:
+    """The prepared kernel a launch runs: its arguments in push constants where they fit
+    the device's, else the variant reading them from an argument block. With it, the
+    plan's record of the captured objects when they are the very objects it holds
+    (immutable, so the same arguments unless a pointer was freed since), else None."""
+    cells = pyfn.__closure__
+    captured = tuple(map(_CONTENTS, cells)) if cells else ()
+    names = plan.names
+    globals_ = tuple(map(pyfn.__globals__.get, names)) if names else ()
+    known = plan.prepared
+    if known is not None:
+        if all(map(operator.is_, known[0], captured)) and \
+                all(map(operator.is_, known[1], globals_)):
+            return known[2], known
+        if _all_keyed_alike(known[0], captured) and _all_keyed_alike(known[1], globals_):
+            return known[2], None
+    p = _prepare(pyfn, captured, globals_, *plan.variants[0])
+    if p.ck.push_size > device.vulkan.max_push_constants_size:
+        p = _prepare(pyfn, captured, globals_, *plan.variants[1])
+    if not p.attr_getters and not p.spec_getters and all(map(_stable, captured)) and \
+            all(map(_stable, globals_)):
+        pointers = tuple(v for v in (*captured, *globals_) if type(v) is usm_ptr)
+        record = plan.prepared = (captured, globals_, p, pointers)
+        return p, record
+    return p, None
+
+
+def repeats(pyfn: Any, plan: Plan, last: tuple) -> bool:
+    """Whether a launch under `plan` runs the command of its `last` launch again, as far as
+    the kernel's captures and globals and the pointers they hold go (the caller checks
+    the context and the arguments)."""
+    record = last[4]
+    return _same_captures(pyfn, record, plan.names) and not last[0].globals and \
+        not any(map(FREED, record[3]))
+
+
+# whether a pointer's allocation was freed
+FREED = operator.attrgetter("allocation.freed")
+
+
+def arguments_record(args: tuple) -> tuple | None:
+    """(the arguments, the pointers among them) when every argument is `immutable`, else
+    None."""
+    if not args or not all(map(immutable, args)):
+        return None
+    return (args, tuple(v for v in args if type(v) is usm_ptr))
+
+
+def _same_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> bool:
+    """Whether a closure holds the very objects a plan's record holds, in its cells and
+    in the globals `names` its code reads."""
+    cells = kernel.__closure__
+    if cells is not None and not all(map(operator.is_, record[0], map(_CONTENTS, cells))):
+        return False
+    return not names or all(map(operator.is_, record[1], map(kernel.__globals__.get, names)))

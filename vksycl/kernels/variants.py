@@ -1,0 +1,65 @@
+"""Which compiled variant of a kernel a launch runs: the work-group shape of its launch
+shape, the scratch memory and required aspects its properties ask for, work-groups
+numbered linearly where a dimension has more than the device dispatches, the virtual
+call sets it may reach, and whether it reads its arguments from memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..compiler import virtual
+from ..compiler.kernel import kernel_name
+from ..compiler.module import KernelSpec
+from ..properties import work_group_scratch_size
+from .device_checks import required_aspects, too_many_groups
+from .virtual import check_sets, indirect_sets
+
+# work-group shapes for range kernels: 256 work-items where the device allows (measured
+# on an H100: 1.5x the bandwidth of 128), 128 otherwise (every Vulkan device takes 128)
+RANGE_LOCAL = {1: (256,), 2: (8, 32), 3: (2, 8, 16)}
+RANGE_LOCAL_SMALL = {1: (128,), 2: (4, 32), 3: (2, 4, 16)}
+
+
+def launch_shape(launch: Any, device: Any) -> tuple[str, int, tuple[int, ...], bool]:
+    """(kind, dimensions, work-group size, whether it has an offset) of a launch."""
+    if launch is None:
+        return "single_task", 1, (1,), False
+    if hasattr(launch, "get_local_range"):
+        local = tuple(launch.get_local_range())
+        return "nd_range", len(local), local, any(launch.get_offset())
+    dims = len(launch)
+    vk = device.vulkan
+    big = vk.max_compute_work_group_invocations >= 256 and \
+        vk.max_compute_work_group_size[0] >= 256
+    return "range", dims, (RANGE_LOCAL if big else RANGE_LOCAL_SMALL)[dims], False
+
+
+def _scratch(properties: Any) -> int:
+    for p in properties or ():
+        if isinstance(p, work_group_scratch_size):
+            return p.nbytes
+    return 0
+
+
+def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
+                   properties: Any, args_in_memory: bool = False,
+                   ) -> tuple[tuple, Callable[[], KernelSpec]]:
+    """The cache key of the kernel a launch of this shape runs, and how to make its spec."""
+    kind, dims, local, has_offset = shape
+    param_types = info.param_types() if info is not None else None
+    scratch = _scratch(properties)
+    fold = dims > 1 and too_many_groups(launch, local, device)
+    sets = indirect_sets(properties, info)
+    if sets is not None:
+        check_sets(sets)
+    has = required_aspects(properties, info)
+
+    def spec() -> KernelSpec:
+        name = info.name if info is not None else kernel_name(pyfn)
+        return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold,
+                          args_in_memory, sets, virtual.digest(sets) if sets else "", has)
+
+    return (kind, dims, local, has_offset, scratch, param_types, fold, args_in_memory, sets,
+            virtual.version() if sets else 0, has), spec
