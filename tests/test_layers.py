@@ -1,0 +1,194 @@
+"""The layering of docs/architecture.md, read from the source: which layer may import which,
+no import circles, one module that imports Kompute. Every import counts, those inside
+functions and under `if TYPE_CHECKING:` too: a circle hidden in a function is still one
+a reader has to untangle."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# the public vocabulary every layer uses; the package root holds nothing else
+VOCABULARY = {f"vksycl.{m}" for m in ("config", "exceptions", "info", "properties", "ranges",
+                                      "types")}
+# each layer and the layers it may import, lowest first (a layer may import itself)
+ALLOWED = {
+    "spirv_gen": set(),
+    "vocabulary": set(),
+    "vksycl.compiler": {"spirv_gen", "vocabulary"},
+    "vksycl.runtime": {"spirv_gen", "vocabulary"},
+    "vksycl.graph": {"vocabulary", "vksycl.runtime"},
+    "vksycl.kernels": {"spirv_gen", "vocabulary", "vksycl.compiler", "vksycl.runtime"},
+    "vksycl.ext": {"spirv_gen", "vocabulary", "vksycl.compiler", "vksycl.runtime",
+                   "vksycl.graph", "vksycl.kernels"},
+}
+# the package's own front doors sit above every layer
+TOP = {"vksycl", "vksycl.__main__"}
+
+Edge = tuple[str, str, int]  # (imported module, importing file, line)
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path, module: str, known: set[str]) -> list[tuple[str, int]]:
+    """Every module `path` imports, resolved to a module of `known` where it is one (a
+    name imported from a package is the package's submodule when it has one)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                sub = f"{source}.{alias.name}"
+                found.append((sub if sub in known else source, node.lineno))
+    return found
+
+
+def import_graph(root: Path) -> dict[str, list[Edge]]:
+    """The imports of every module of vksycl and spirv_gen under `root`."""
+    files = {module_name(p, root): p for top in ("vksycl", "spirv_gen")
+             for p in sorted((root / top).rglob("*.py"))}
+    known = set(files)
+    return {m: [(t, str(p.relative_to(root)), line) for t, line in imports_of(p, m, known)]
+            for m, p in files.items()}
+
+
+def layer_of(module: str) -> str | None:
+    if module in VOCABULARY:
+        return "vocabulary"
+    if module in TOP:
+        return "top"
+    for layer in ALLOWED:
+        if module == layer or module.startswith(layer + "."):
+            return layer
+    return None
+
+
+def layer_violations(graph: dict[str, list[Edge]]) -> list[str]:
+    """Imports that run from a layer to one it may not use, and modules in no layer."""
+    found = []
+    for module, edges in graph.items():
+        layer = layer_of(module)
+        if layer is None:
+            found.append(f"{module} belongs to no layer")
+            continue
+        if layer == "top":
+            continue
+        for target, path, line in edges:
+            to = layer_of(target)
+            if target.partition(".")[0] not in ("vksycl", "spirv_gen") or to == layer:
+                continue
+            if to not in ALLOWED[layer]:
+                found.append(f"{path}:{line}: {layer} imports {target} ({to})")
+    return found
+
+
+def import_cycles(graph: dict[str, list[Edge]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w, _, _ in graph.get(v, ()):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * len(graph)))
+    try:
+        for v in graph:
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return cycles
+
+
+def kompute_importers(graph: dict[str, list[Edge]]) -> list[str]:
+    return sorted({m for m, edges in graph.items() for t, _, _ in edges
+                   if t == "kp" or t.startswith("kp.")})
+
+
+def test_no_layer_imports_one_above_it():
+    assert layer_violations(import_graph(ROOT)) == []
+
+
+def test_no_import_circles():
+    assert import_cycles(import_graph(ROOT)) == []
+
+
+def test_only_the_engine_imports_kompute():
+    assert kompute_importers(import_graph(ROOT)) == ["vksycl.runtime.engine"]
+
+
+def test_the_package_root_holds_only_the_public_vocabulary():
+    loose = {module_name(p, ROOT) for p in (ROOT / "vksycl").glob("*.py")}
+    assert loose - TOP == VOCABULARY
+
+
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_the_checks_find_an_upward_import_a_circle_and_a_second_kompute_user(tmp_path):
+    _tree(tmp_path, {
+        "spirv_gen/__init__.py": "",
+        "vksycl/__init__.py": "from .runtime import queue\n",
+        "vksycl/exceptions.py": "",
+        "vksycl/compiler/__init__.py": "",
+        "vksycl/compiler/ir.py": "from ..exceptions import errc\n",
+        "vksycl/runtime/__init__.py": "",
+        "vksycl/runtime/engine.py": "import kp\n",
+        "vksycl/runtime/queue.py": "from .handler import handler\n",
+        "vksycl/runtime/handler.py": (
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from .queue import queue\n"
+            "def build():\n    from ..compiler import ir\n    import kp\n"),
+        "vksycl/loose.py": "",
+    })
+    graph = import_graph(tmp_path)
+    assert layer_violations(graph) == [
+        "vksycl.loose belongs to no layer",
+        "vksycl/runtime/handler.py:5: vksycl.runtime imports vksycl.compiler.ir "
+        "(vksycl.compiler)",
+    ]
+    assert import_cycles(graph) == [["vksycl.runtime.handler", "vksycl.runtime.queue"]]
+    assert kompute_importers(graph) == ["vksycl.runtime.engine", "vksycl.runtime.handler"]
