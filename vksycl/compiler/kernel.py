@@ -26,10 +26,11 @@ import spirv_gen
 from ..config import cache_dir
 from ..exceptions import errc, exception
 from ..types import dtype_key
+from .captures import captured_value, plain_object
 from .codegen import Codegen, analyse
 from .device_global import declared, device_global
 from .host_bodies import device_view
-from .module import ArgSlot, KernelModule, KernelSpec, captured_value, plain_object
+from .module import ArgSlot, KernelModule, KernelSpec
 from .source import code_span, function_source, source_text
 
 COMPILER_VERSION = "vksycl-compiler-4"  # 2: pointers are device addresses; 3: device_global;

@@ -1,5 +1,6 @@
-"""One kernel's compilation: kernel arguments, memory roots, device-function instances,
-feature use, then the passes (call tree, dead arguments, layout) and codegen.
+"""One kernel's compilation: kernel arguments, memory roots, device-function instances
+(the `DeviceCalls` part), feature use, then the passes (call tree, dead arguments, layout)
+and codegen.
 
 Kernel arguments are created lazily, the first time kernel code reads a captured value or
 parameter, so arguments a kernel never uses cost nothing. A USM pointer argument is its
@@ -11,10 +12,7 @@ argument block in device memory whose address is its one push constant.
 from __future__ import annotations
 
 import ast
-import enum
-import sys
 import types as pytypes
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,9 +22,10 @@ from ..exceptions import errc, exception
 from . import coarsen as coarsening
 from . import device as dev
 from . import ir, virtual
+from .captures import frozen, is_data, is_usm_ptr, path_name, plain_object
+from .device_calls import DeviceCalls
 from .device_global import device_global
 from .device_global_code import GlobalV
-from .frontend.describe import kind_of
 from .frontend.lowering import FunctionLowering, source_of
 from .frontend.names import Restart
 from .intrinsics import Intrinsics
@@ -42,14 +41,12 @@ from .typesys import (
     PtrType,
     Scalar,
     Struct,
-    TupleType,
     Type,
     dtype_of,
     mem_type,
-    promote,
     scalar_of,
 )
-from .values import AggV, FixedSlot, ItemV, ObjV, PtrV, PyV, TupV
+from .values import AggV, FixedSlot, ItemV, PtrV, PyV
 from .workitem import Groups, Queries
 
 MAX_RESTARTS = 32
@@ -107,82 +104,6 @@ class Lowered:
     device_globals: dict[tuple, Any] = field(default_factory=dict)
 
 
-def _is_usm_ptr(obj: Any) -> bool:
-    return hasattr(obj, "allocation") and hasattr(obj, "byte_offset") and hasattr(obj, "dtype")
-
-
-def frozen(v: Any) -> Any:
-    """A captured list as the tuple it holds now: lists are compiled in by value, and a
-    kernel is compiled again when the value changes."""
-    if isinstance(v, list):
-        return tuple(frozen(x) for x in v)
-    if isinstance(v, tuple) and any(isinstance(x, list | tuple) for x in v):
-        return tuple(frozen(x) for x in v)
-    return v
-
-
-def path_getter(path: tuple, pyfn: Any) -> Callable[[Any, tuple], Any]:
-    """How to read a capture path from (kernel function, arguments): built once, called
-    at every launch. A path starts at a closure cell of the kernel, a module global, an
-    explicit argument, or a closure cell of a device function (`("fncell", path of the
-    function, name)`), then reads attributes."""
-    fields = path[2:] if path[0] in ("cell", "param") else path[3:]
-    if path[0] == "cell":
-        i = pyfn.__code__.co_freevars.index(path[1])
-        base = lambda fn, args: fn.__closure__[i].cell_contents
-    elif path[0] == "fncell":
-        outer, name = path_getter(path[1], pyfn), path[2]
-
-        def base(fn: Any, args: tuple) -> Any:
-            f = outer(fn, args)
-            return f.__closure__[f.__code__.co_freevars.index(name)].cell_contents
-    elif path[0] == "param":
-        i = path[1]
-        base = lambda fn, args: args[i]
-    else:
-        mod, name = path[1], path[2]
-        if mod == pyfn.__module__:
-            base = lambda fn, args: fn.__globals__[name]
-        else:
-            base = lambda fn, args: sys.modules[mod].__dict__[name]
-    if not fields:
-        return base
-
-    def get(fn: Any, args: tuple) -> Any:
-        v = base(fn, args)
-        for f in fields:
-            v = getattr(v, f)
-        return v
-
-    return get
-
-
-def captured_value(pyfn: Any, path: tuple) -> Any:
-    """The value a capture path holds now, lists frozen."""
-    return frozen(path_getter(path, pyfn)(pyfn, ()))
-
-
-def path_name(path: tuple) -> str:
-    """How the user spells a capture path: `cfg.scale`."""
-    return ".".join(str(p) for p in path[1 if path[0] == "cell" else 2:])
-
-
-def _data(v: Any) -> bool:
-    """Numbers, None and tuples of them: values a kernel can be compiled for."""
-    if isinstance(v, tuple):
-        return all(_data(x) for x in v)
-    return v is None or isinstance(v, bool | int | float | complex | np.generic)
-
-
-def plain_object(obj: Any) -> bool:
-    """A user's own mutable object (not a module, class, function, enum or vksycl or
-    numpy value): its attributes are read at each launch, as captured locals are."""
-    t = type(obj)
-    return hasattr(obj, "__dict__") and not callable(obj) and not isinstance(
-        obj, type | pytypes.ModuleType | enum.Enum) and \
-        t.__module__.split(".")[0] not in ("vksycl", "numpy", "builtins")
-
-
 def push_storage(t: Scalar) -> Scalar:
     """Push constants hold 8/16-bit values and bools widened to 32 bits."""
     if t.is_bool:
@@ -192,7 +113,7 @@ def push_storage(t: Scalar) -> Scalar:
     return t
 
 
-class KernelModule:
+class KernelModule(DeviceCalls):
     def __init__(self, pyfn: Any, spec: KernelSpec) -> None:
         self.pyfn = pyfn
         self.spec = spec
@@ -386,7 +307,7 @@ class KernelModule:
         if isinstance(obj, device_global):
             return self.device_global(obj)
         if path[0] == "cell" and fl is not self.kernel_fl:
-            if _is_usm_ptr(obj) or hasattr(type(obj), "__vksycl_struct__"):
+            if is_usm_ptr(obj) or hasattr(type(obj), "__vksycl_struct__"):
                 raise fl.err(node, f"a device function captures '{path[-1]}' from its "
                              "enclosing scope, and the kernel reaches the function only as "
                              "a value; pass it as an argument")
@@ -402,7 +323,7 @@ class KernelModule:
                  runtime: bool) -> Any:
         if isinstance(obj, device_global):
             return self.device_global(obj)
-        if _is_usm_ptr(obj):
+        if is_usm_ptr(obj):
             return self.ptr_arg(path, element_type(obj.dtype))
         st = getattr(type(obj), "__vksycl_struct__", None)
         if st is not None:
@@ -437,12 +358,12 @@ class KernelModule:
         # kernel's own globals and cells are keyed by value already)
         if isinstance(obj, list):
             obj = frozen(obj)
-            if not _data(obj):
+            if not is_data(obj):
                 raise fl.err(node, f"'{path_name(path)}' is a list of values that cannot be "
                              "compiled in; capture a tuple, or a USM pointer for data")
             if path not in self.specialized:
                 self.specialized.append(path)
-        elif _data(obj) and path not in self.specialized and (
+        elif is_data(obj) and path not in self.specialized and (
                 len(path) > (2 if path[0] == "cell" else 3) or (
                     path[0] == "global" and fl is not self.kernel_fl)):
             self.specialized.append(path)
@@ -592,206 +513,6 @@ class KernelModule:
         if t.is_float and name in ("fetch_add", "fetch_sub", "fetch_min", "fetch_max"):
             what = "add" if name in ("fetch_add", "fetch_sub") else "minmax"
             self.aspects.add(f"atomic_float{t.bits}_{what}")
-
-    # -- device functions ------------------------------------------------------------------
-    def call_device_function(self, fl: FunctionLowering, pyfn: Any,
-                             named: list[tuple[str, Any]], node: ast.AST,
-                             fn_path: tuple | None = None) -> Any:
-        if pyfn in self.stack:
-            chain = " -> ".join(f.__name__ for f in self.stack[self.stack.index(pyfn):])
-            raise fl.err(node, f"recursion is not supported in device code (SPIR-V forbids "
-                         f"it): {chain} -> {pyfn.__name__}")
-        sig: list[Any] = []
-        params: list[ir.Param] = []
-        call_args: list[Any] = []
-        callee: list[tuple[str, Any]] = []
-        for name, v in named:
-            callee.append((name, self.flatten(fl, name, v, sig, params, call_args, node)))
-        key = (pyfn, tuple(sig))
-        fn = self.functions.get(key)
-        if fn is None:
-            src = source_of(pyfn, node)
-            base = pyfn.__name__
-            n = self.names.get(base, 0)
-            self.names[base] = n + 1
-            self.stack.append(pyfn)
-            try:
-                fn, cfl = self.lower_function(pyfn, src, f"{base}_{n}" if n else base, callee,
-                                              fn_path=fn_path)
-            finally:
-                self.stack.pop()
-            fn.params = params
-            self.finish_returns(cfl, fn)
-            self.functions[key] = fn
-        call = ir.Call(fn, call_args, fn.ret)
-        if fn.ret == VOID:
-            fl.emit(ir.Eval(call))
-            return PyV(None)
-        shape = getattr(fn, "ret_shape", None)
-        if shape is None:
-            return call
-        if shape[0] == "p":
-            return PtrV(shape[1], call)
-        tmp = fl.new_local("ret", fn.ret)
-        fl.emit(ir.Assign(tmp, call))
-        leaves = [ir.Extract(ir.Read(tmp), i, t) for i, t in enumerate(fn.ret.items)]
-        return _rebuild(shape, iter(leaves))
-
-    def flatten(self, fl: FunctionLowering, name: str, v: Any, sig: list, params: list,
-                call_args: list, node: ast.AST) -> Any:
-        if isinstance(v, PyV) and isinstance(v.obj, bool | int | float | np.generic):
-            v = fl.scalar(v, node)
-        if isinstance(v, ir.Value):
-            p = ir.Param(name, v.ty)
-            params.append(p)
-            call_args.append(v)
-            sig.append(("s", v.ty))
-            return ir.ArgRead(p)
-        if isinstance(v, PtrV) and isinstance(v.root, ir.GlobalRoot | ir.SharedRoot):
-            # module-scope memory (global memory, work-group arrays): the function is
-            # specialised for the root and reaches it directly; only the position (an
-            # address, or an element offset) is passed
-            pos = ir.Param(name, v.offset.ty)
-            params.append(pos)
-            call_args.append(v.offset)
-            sig.append(("b", id(v.root)))
-            return PtrV(v.root, ir.ArgRead(pos))
-        if isinstance(v, PtrV):
-            shape = v.root.shape if isinstance(v.root, ir.ParamRoot) else v.root
-            root = ir.ParamRoot(shape)
-            pbase = ir.Param(name, PtrType(v.elem, v.root.space), root)
-            root.param = pbase
-            poff = ir.Param(name + ".offset", I32)
-            params += [pbase, poff]
-            call_args += [v.root, v.offset]
-            sig.append(("p", _shape_key(shape)))
-            return PtrV(root, ir.ArgRead(poff))
-        if isinstance(v, ObjV):
-            sig.append(("o", v.cls))
-            return ObjV(v.cls, self.flatten(fl, name, v.ptr, sig, params, call_args, node))
-        if isinstance(v, AggV):
-            sig.append(("a", v.sty))
-            return AggV(v.sty, [self.flatten(fl, f"{name}.{n}", f, sig, params, call_args, node)
-                                for (n, _), f in zip(v.sty.fields, v.fields, strict=True)])
-        if isinstance(v, TupV):
-            sig.append(("t", len(v.items)))
-            return TupV([self.flatten(fl, f"{name}.{i}", f, sig, params, call_args, node)
-                         for i, f in enumerate(v.items)])
-        if isinstance(v, ItemV):
-            sig.append(("i", v.kind, v.dims))
-            return FixedSlot(v)
-        if isinstance(v, PyV):
-            try:
-                hash(v.obj)
-                sig.append(("c", v.obj))
-            except TypeError:
-                sig.append(("c", id(v.obj)))
-            return FixedSlot(v)
-        raise fl.err(node, f"cannot pass this value to a device function ({name})")
-
-    def finish_returns(self, fl: FunctionLowering, fn: ir.Function) -> None:
-        rets = fl.returns
-        values = [v for _, _, v in rets if v is not None]
-        if not values:
-            fn.ret = VOID
-            return
-        pointer = next((v for v in values if isinstance(v, PtrV)), None)
-        if pointer is not None:
-            self.pointer_returns(fl, fn, pointer)
-            return
-        if len(values) != len(rets):
-            raise fl.err(rets[0][0], f"{fn.name} returns a value on some paths only")
-        first = values[0]
-        if isinstance(first, AggV | TupV):
-            shape = _shape(first, fl, rets[0][0])
-            types: list[Scalar] | None = None
-            flat_all = []
-            for rnode, _, v in rets:
-                if _shape(v, fl, rnode) != shape:
-                    raise fl.err(rnode, "all returns must have the same structure")
-                leaves = [fl.scalar(x, rnode) for x in _leaves(v)]
-                flat_all.append(leaves)
-                lt = [x.ty for x in leaves]
-                types = lt if types is None else [promote(a, b) if a != b else a
-                                                  for a, b in zip(types, lt, strict=True)]
-            assert types is not None
-            tt = TupleType(tuple(types))
-            for (_, ret, _), leaves in zip(rets, flat_all, strict=True):
-                ret.value = ir.Compose(tt, [fl.convert(x, t) for x, t in
-                                            zip(leaves, types, strict=True)])
-            fn.ret = tt
-            fn.ret_shape = shape  # type: ignore[attr-defined]
-            return
-        runtime = [fl.scalar(v, n) for n, _, v in rets if not isinstance(v, PyV)]
-        t = runtime[0].ty if runtime else fl.scalar(values[0], rets[0][0]).ty
-        for r in runtime[1:]:
-            if r.ty != t:
-                t = BOOL if t.is_bool and r.ty.is_bool else promote(t, r.ty)
-        for rnode, ret, v in rets:
-            ret.value = fl.convert(fl.scalar(v, rnode, t), t, rnode)
-        fn.ret = t
-
-    def pointer_returns(self, fl: FunctionLowering, fn: ir.Function, first: PtrV) -> None:
-        """A function returning a pointer returns its position; the call site rebuilds the
-        pointer on the same root (returning None, or nothing, is the null pointer)."""
-        root = _static_root(first, fl, fl.returns[0][0])
-        for rnode, ret, v in fl.returns:
-            if v is None and isinstance(root, ir.GlobalRoot):
-                v = fl.null_pointer(root.elem)
-            if not isinstance(v, PtrV) or v.root is not root:
-                raise fl.err(rnode, f"{fn.name} returns a pointer to {first.elem!r} in "
-                             f"{root.space} memory on one path and {kind_of(v)} on another")
-            ret.value = v.offset
-        fn.ret = first.offset.ty
-        fn.ret_shape = ("p", root)  # type: ignore[attr-defined]
-
-
-def _shape_key(root: ir.Root) -> tuple:
-    if isinstance(root, ir.SharedRoot):
-        return ("local", root.elem, root.length)
-    if isinstance(root, ir.PrivateRoot):
-        return ("private", root.elem, root.length)
-    raise TypeError(root)
-
-
-def _static_root(p: PtrV, fl: FunctionLowering, node: ast.AST) -> ir.Root:
-    """The root of a pointer a device function returns: global or work-group memory (a
-    private array, or memory a pointer parameter carries, ends with the call)."""
-    if not isinstance(p.root, ir.GlobalRoot | ir.SharedRoot):
-        raise fl.err(node, f"a device function cannot return a pointer into "
-                     f"{p.root.space} memory; it can return pointers to global or "
-                     "work-group memory")
-    return p.root
-
-
-def _shape(v: Any, fl: FunctionLowering, node: ast.AST) -> Any:
-    if isinstance(v, AggV):
-        return ("a", v.sty, tuple(_shape(f, fl, node) for f in v.fields))
-    if isinstance(v, TupV):
-        return ("t", tuple(_shape(f, fl, node) for f in v.items))
-    if isinstance(v, PtrV):
-        return ("p", _static_root(v, fl, node))
-    return "s"
-
-
-def _leaves(v: Any) -> list[Any]:
-    if isinstance(v, AggV):
-        return [x for f in v.fields for x in _leaves(f)]
-    if isinstance(v, TupV):
-        return [x for f in v.items for x in _leaves(f)]
-    if isinstance(v, PtrV):
-        return [v.offset]
-    return [v]
-
-
-def _rebuild(shape: Any, leaves: Any) -> Any:
-    if shape == "s":
-        return next(leaves)
-    if shape[0] == "p":
-        return PtrV(shape[1], next(leaves))
-    if shape[0] == "a":
-        return AggV(shape[1], [_rebuild(s, leaves) for s in shape[2]])
-    return TupV([_rebuild(s, leaves) for s in shape[1]])
 
 
 __all__ = ["F32", "KernelModule", "KernelSpec", "Lowered"]

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..compiler.captures import path_getter, path_name
 from ..compiler.kernel import CompiledKernel
-from ..compiler.module import path_getter, path_name
 from ..compiler.type_registry import element_type
 from ..compiler.typesys import layout
 from ..exceptions import errc, exception

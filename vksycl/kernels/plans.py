@@ -62,9 +62,9 @@ from typing import Any
 import numpy as np
 
 from ..compiler import virtual
+from ..compiler.captures import frozen
 from ..compiler.device_global import device_global
 from ..compiler.kernel import load_or_compile
-from ..compiler.module import frozen
 from ..exceptions import errc, exception
 from ..ranges import check_work_items
 from ..runtime.commands import KernelLaunch

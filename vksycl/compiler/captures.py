@@ -1,0 +1,94 @@
+"""Capture paths: how a value a kernel captured is found again at each launch.
+
+The compiler records where each captured value came from (a closure cell, a module global,
+an explicit argument, then attributes) and the launch reads the same path afresh, so a
+kernel sees the values its captures hold when it runs. The compiler and the launch glue
+share these rules: what a path reads, how it is named to the user, and which values are
+compiled in rather than passed.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+import types as pytypes
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+
+def is_usm_ptr(obj: Any) -> bool:
+    return hasattr(obj, "allocation") and hasattr(obj, "byte_offset") and hasattr(obj, "dtype")
+
+
+def frozen(v: Any) -> Any:
+    """A captured list as the tuple it holds now: lists are compiled in by value, and a
+    kernel is compiled again when the value changes."""
+    if isinstance(v, list):
+        return tuple(frozen(x) for x in v)
+    if isinstance(v, tuple) and any(isinstance(x, list | tuple) for x in v):
+        return tuple(frozen(x) for x in v)
+    return v
+
+
+def path_getter(path: tuple, pyfn: Any) -> Callable[[Any, tuple], Any]:
+    """How to read a capture path from (kernel function, arguments): built once, called
+    at every launch. A path starts at a closure cell of the kernel, a module global, an
+    explicit argument, or a closure cell of a device function (`("fncell", path of the
+    function, name)`), then reads attributes."""
+    fields = path[2:] if path[0] in ("cell", "param") else path[3:]
+    if path[0] == "cell":
+        i = pyfn.__code__.co_freevars.index(path[1])
+        base = lambda fn, args: fn.__closure__[i].cell_contents
+    elif path[0] == "fncell":
+        outer, name = path_getter(path[1], pyfn), path[2]
+
+        def base(fn: Any, args: tuple) -> Any:
+            f = outer(fn, args)
+            return f.__closure__[f.__code__.co_freevars.index(name)].cell_contents
+    elif path[0] == "param":
+        i = path[1]
+        base = lambda fn, args: args[i]
+    else:
+        mod, name = path[1], path[2]
+        if mod == pyfn.__module__:
+            base = lambda fn, args: fn.__globals__[name]
+        else:
+            base = lambda fn, args: sys.modules[mod].__dict__[name]
+    if not fields:
+        return base
+
+    def get(fn: Any, args: tuple) -> Any:
+        v = base(fn, args)
+        for f in fields:
+            v = getattr(v, f)
+        return v
+
+    return get
+
+
+def captured_value(pyfn: Any, path: tuple) -> Any:
+    """The value a capture path holds now, lists frozen."""
+    return frozen(path_getter(path, pyfn)(pyfn, ()))
+
+
+def path_name(path: tuple) -> str:
+    """How the user spells a capture path: `cfg.scale`."""
+    return ".".join(str(p) for p in path[1 if path[0] == "cell" else 2:])
+
+
+def is_data(v: Any) -> bool:
+    """Numbers, None and tuples of them: values a kernel can be compiled for."""
+    if isinstance(v, tuple):
+        return all(is_data(x) for x in v)
+    return v is None or isinstance(v, bool | int | float | complex | np.generic)
+
+
+def plain_object(obj: Any) -> bool:
+    """A user's own mutable object (not a module, class, function, enum or vksycl or
+    numpy value): its attributes are read at each launch, as captured locals are."""
+    t = type(obj)
+    return hasattr(obj, "__dict__") and not callable(obj) and not isinstance(
+        obj, type | pytypes.ModuleType | enum.Enum) and \
+        t.__module__.split(".")[0] not in ("vksycl", "numpy", "builtins")
