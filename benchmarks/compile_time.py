@@ -24,7 +24,7 @@ import vksycl as sycl
 from vksycl.compiler import kernel as kernel_mod
 from vksycl.compiler import source as source_mod
 from vksycl.kernels import plans
-from vksycl.kernels.launch import compiled
+from vksycl.kernels.launch import build_launch, compiled
 
 
 def kernel_source(lines: int) -> str:
@@ -115,8 +115,6 @@ def launch_overhead(q: sycl.queue, launches: int) -> tuple[float, float, float]:
     for _ in range(launches):
         q.parallel_for(sycl.range(n), tiny).wait()
     ours = (time.perf_counter() - t) / launches
-    from vksycl.kernels.launch import build_launch
-
     dev, r = q.get_device(), sycl.range(n)
     t = time.perf_counter()
     for _ in range(launches):
@@ -160,7 +158,7 @@ def main() -> None:
     ours, raw, share = launch_overhead(q, args.launches)
     print(f"\neager tiny kernel, launch + wait: vksycl {ours * 1e6:.1f} us, raw kp "
           f"{raw * 1e6:.1f} us, ratio {ours / raw:.2f}x")
-    print(f"of which the compiler's build_launch (cached kernel: fetch arguments, pack push "
+    print(f"of which the launch glue's build_launch (cached kernel: fetch arguments, pack push "
           f"constants, build the command): {share * 1e6:.1f} us")
 
 

@@ -6,6 +6,7 @@ a reader has to untangle."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -159,6 +160,41 @@ def test_only_the_engine_imports_kompute():
 def test_the_package_root_holds_only_the_public_vocabulary():
     loose = {module_name(p, ROOT) for p in (ROOT / "vksycl").glob("*.py")}
     assert loose - TOP == VOCABULARY
+
+
+def documented_orders(text: str, modules: set[str]) -> dict[str, list[str]]:
+    """The modules each folder's paragraph under "Inside each folder" names, in the order
+    it first names them. A name in backquotes is a module of the folder, or of one of its
+    sub-packages when the folder has no module of that name (`frontend/`'s `base`)."""
+    section = text.split("## Inside each folder", 1)[1].split("\n## ", 1)[0]
+    orders = {}
+    for folder, body in re.findall(r"\*\*`([\w/]+)/`\*\*(.*?)(?=\n\*\*`|\Z)", section, re.S):
+        package = folder.replace("/", ".")
+        found: list[str] = []
+        for token in re.findall(r"`([^`]+)`", body):
+            name = token.rstrip("/").split(".")[0]
+            nested = sorted(m for m in modules
+                            if m.startswith(package + ".") and m.endswith("." + name))
+            candidates = [f"{package}.{name}", *nested]
+            module = next((m for m in candidates if m in modules), None)
+            if module is not None and module not in found:
+                found.append(module)
+        orders[package] = found
+    return orders
+
+
+def test_the_architecture_page_lists_each_folder_top_to_bottom():
+    graph = import_graph(ROOT)
+    orders = documented_orders((ROOT / "docs" / "architecture.md").read_text(), set(graph))
+    assert set(orders) == {"spirv_gen", "vksycl.compiler", "vksycl.runtime", "vksycl.graph",
+                           "vksycl.kernels"}
+    for package, order in orders.items():
+        inside = {m for m in graph if m.startswith(package + ".")}
+        assert set(order) == inside, f"{package}: unlisted {inside - set(order)}"
+        place = {m: i for i, m in enumerate(order)}
+        upward = [f"{m} imports {t}, listed below it" for m in order
+                  for t, _, _ in graph[m] if place.get(t, -1) > place[m]]
+        assert upward == []
 
 
 def _tree(root: Path, files: dict[str, str]) -> None:

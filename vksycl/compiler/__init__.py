@@ -1,7 +1,8 @@
 """The kernel compiler: Python functions to validated SPIR-V kernels.
 
 Frontend (`frontend`, `intrinsics`, `workitem`) → typed IR (`ir`) → passes and codegen
-(`codegen`) → reflection and caches (`kernel`) → launches (`launch`).
+(`codegen`) → reflection and caches (`kernel`). It knows nothing of queues: launching a
+compiled kernel is the kernel front ends' job (`vksycl.kernels.launch`).
 """
 
 from .device import (

@@ -102,7 +102,7 @@ class _QueueRecord:
         self.barrier: node | None = None
 
 
-def end_all(recorders: dict[queue, Recorder]) -> None:
+def _end_all(recorders: dict[queue, Recorder]) -> None:
     for q, r in list(recorders.items()):
         if q.recording_graph is r:
             q.recording_graph = None
@@ -117,7 +117,7 @@ class Recording(GraphCore):
         super().__init__(ctx, dev)
         self._recorders: dict[queue, Recorder] = {}
         self._queue_records: dict[queue, _QueueRecord] = {}
-        weakref.finalize(self, end_all, self._recorders)  # 7.8: ends recording
+        weakref.finalize(self, _end_all, self._recorders)  # 7.8: ends recording
 
     def begin_recording(self, recordingQueue: Any,
                         property_list: Any = None) -> None:
@@ -151,7 +151,7 @@ class Recording(GraphCore):
     def end_recording(self, recordingQueue: Any = None) -> None:
         with self._lock:
             if recordingQueue is None:
-                end_all(self._recorders)
+                _end_all(self._recorders)
                 return
             queues = _queues(recordingQueue)
             for q in queues:

@@ -15,6 +15,7 @@ from .device_checks import unsupported
 from .free_function import free_function_kernel, launch_command, plan
 from .launch import compiled
 from .properties import sub_group_size, work_group_size, work_group_size_hint
+from .reflect import reflect
 from .variants import RANGE_LOCAL
 
 
@@ -93,8 +94,6 @@ class FreeKernel:
 
     def memory(self, device: Any) -> tuple[int, int]:
         """(work-group local bytes, private bytes) the compiled kernel declares."""
-        from .reflect import reflect
-
         r = reflect(self.compiled(device).binary)
         return r.workgroup_bytes, r.private_bytes
 

@@ -21,6 +21,7 @@ import numpy as np
 from ..compiler.free_function import FreeFunctionKernel
 from ..compiler.typesys import PtrType, Scalar, Struct, dtype_of
 from ..exceptions import errc, exception, invalid
+from ..info import device as dinfo
 from ..ranges import check_work_items, nd_range
 from ..runtime.handler import check_set_args, handler
 from ..runtime.queue import queue
@@ -271,13 +272,11 @@ class Plan:
 
     def check_device(self, device: Any) -> None:
         vk = device.vulkan
-        if self.sub_group is not None:
-            from ..info import device as dinfo
-
-            if self.sub_group not in device.get_info(dinfo.sub_group_sizes):
-                raise exception(errc.kernel_not_supported, f"{self.kernel.name} needs "
-                                f"sub-groups of {self.sub_group}; {vk.name} has "
-                                f"{device.get_info(dinfo.sub_group_sizes)}")
+        if self.sub_group is not None and \
+                self.sub_group not in device.get_info(dinfo.sub_group_sizes):
+            raise exception(errc.kernel_not_supported, f"{self.kernel.name} needs "
+                            f"sub-groups of {self.sub_group}; {vk.name} has "
+                            f"{device.get_info(dinfo.sub_group_sizes)}")
         self.checked_devices.add(id(vk))
 
     def check_local(self, launch: Any) -> None:

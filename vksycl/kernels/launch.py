@@ -7,6 +7,10 @@ The first launch of a kernel shape makes a plan (`plans`): the compiled variant 
 arguments (`marshal`), checked against the device (`device_checks`). Later launches only
 fetch, pack and build the command, or, when the plan's identity checks hold, get the last
 command back, which keeps eager launches cheap.
+
+Importing this module registers `build_launch` with the runtime
+(`runtime.handler.use_kernel_front_end`): handlers and the queue's shortcut call it
+directly, with no layer between.
 """
 
 from __future__ import annotations
@@ -90,12 +94,16 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
 
 def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
                  context: Any = None) -> KernelLaunch:
-    """The command for a closure kernel (captured values become arguments). With a
-    context, every pointer argument must belong to it. Launching the function of the last
-    launch again, with the same launch object and capturing the very same objects, gets
-    the last command back after identity checks alone: a loop of launches pays for no
-    argument packing."""
-    if properties is None and type(kernel) is pytypes.FunctionType:
+    """The command for a closure kernel (captured values become arguments): what a
+    handler's `parallel_for` / `single_task` and the queue's shortcut enqueue. With a
+    context, every pointer argument must belong to it; kernel properties are checked
+    against the launch's range and device first (`launch_properties`). Launching the
+    function of the last launch again, with the same launch object and capturing the very
+    same objects, gets the last command back after identity checks alone: a loop of
+    launches pays for no argument packing."""
+    if properties is not None:
+        properties = launch_properties(properties, launch, device)
+    elif type(kernel) is pytypes.FunctionType:
         plan = known_plan(kernel, None, launch, device)
         if plan is not None:
             last = plan.last
@@ -132,15 +140,6 @@ def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None) -> C
     return prepared_for(pyfn, plan, device)[0].ck
 
 
-def _command_group_launch(device: Any, kernel: Any, launch: Any, properties: Any,
-                          context: Any) -> KernelLaunch:
-    """What a handler's `parallel_for` / `single_task` of a closure enqueues: the launch's
-    kernel properties checked against its range and device, then its command."""
-    if properties is not None:
-        properties = launch_properties(properties, launch, device)
-    return build_launch(device, kernel, launch, properties, context)
-
-
-_handler.use_kernel_front_end(_command_group_launch)
+_handler.use_kernel_front_end(build_launch)
 
 __all__ = ["build_launch", "build_launch_args", "compiled"]

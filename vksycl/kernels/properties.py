@@ -15,6 +15,7 @@ from .. import info
 from ..compiler.free_function import add_property
 from ..exceptions import errc, exception, invalid
 from ..properties import Property
+from ..runtime.aspects import aspect
 
 
 def _sizes(values: tuple[Any, ...], what: str) -> tuple[int, ...]:
@@ -84,8 +85,6 @@ class device_has(_KernelProperty):
     __slots__ = ("aspects",)
 
     def __init__(self, *aspects: Any) -> None:
-        from ..runtime.aspects import aspect
-
         for a in aspects:
             if not isinstance(a, aspect):
                 raise invalid(f"device_has takes sycl.aspect values, got {a!r}")
@@ -115,7 +114,6 @@ class launch_config:
 
     def get_properties(self) -> list[Any]:
         return self.properties
-
 
 
 def launch_properties(properties: Any, launch: Any, device: Any) -> list[Any]:

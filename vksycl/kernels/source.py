@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Iterable
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -216,8 +217,6 @@ class SourceKernel:
     def why_incompatible(self, device: Any) -> exception | None:
         key = id(device.vulkan)
         if key not in self._compat:
-            from types import SimpleNamespace
-
             ck = SimpleNamespace(name=self.name, aspects=frozenset(),
                                  capabilities=self.reflection.capabilities,
                                  push_size=self.reflection.push_size,

@@ -13,7 +13,6 @@ from typing import Any
 
 from ..compiler import virtual
 from ..compiler.free_function import FreeFunctionKernel, _ill_formed
-from ..compiler.structs import storage_for
 from ..exceptions import errc, exception, invalid
 from .properties import _KernelProperty
 
@@ -92,4 +91,4 @@ def check_sets(sets: tuple) -> None:
 
 
 __all__ = ["assume_indirect_calls", "assume_indirect_calls_to", "check_sets",
-           "indirect_sets", "indirectly_callable", "indirectly_callable_in", "storage_for"]
+           "indirect_sets", "indirectly_callable", "indirectly_callable_in"]

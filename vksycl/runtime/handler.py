@@ -25,6 +25,10 @@ class Queue(Protocol):
     queue sits above this module: it makes the handlers)."""
 
     recording_graph: Any  # the command_graph recording the queue, if one does
+    # its device and context, read as attributes on the launch path of every command
+    # group, where they cost less than `get_device()` / `get_context()`
+    _device: device
+    _context: context
 
     def get_device(self) -> device: ...
 
@@ -51,8 +55,9 @@ _kernel_front_end: KernelFrontEnd | None = None
 
 
 def use_kernel_front_end(build: KernelFrontEnd) -> None:
-    """Registers how a Python kernel becomes a command: the launch glue lives above the
-    runtime, which knows commands, not Python kernels."""
+    """Registers how a Python kernel becomes a command, its kernel properties checked on
+    the way: the launch glue and the kernel properties live above the runtime, which knows
+    commands, not Python kernels."""
     global _kernel_front_end
     _kernel_front_end = build
 
@@ -152,7 +157,8 @@ class handler:
     def _launch(self, kernel: Callable, launch: Any, properties: Any) -> Command:
         self.launch_recipe = (kernel, launch, properties)
         # a `sycl.kernel` object builds its command from the arguments set by index
-        dev, ctx = self._queue.get_device(), self._queue.get_context()
+        q = self._queue
+        dev, ctx = q._device, q._context
         command = getattr(kernel, "_vksycl_command", None)
         if command is not None:
             return command(dev, launch, self._kernel_args, properties, ctx)

@@ -23,6 +23,7 @@ from ....compiler.device_global import (
     init_mode_reprogram,
     init_mode_reset,
 )
+from ....compiler.structs import storage_for
 from ....graph import (
     command_graph,
     dynamic_command_group,
@@ -73,7 +74,6 @@ from ....kernels.virtual import (
     assume_indirect_calls_to,
     indirectly_callable,
     indirectly_callable_in,
-    storage_for,
 )
 from ....properties import work_group_scratch_size
 
