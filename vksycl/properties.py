@@ -44,8 +44,16 @@ class _queue_properties:
         __slots__ = ()
 
 
+class _reduction_properties:
+    class initialize_to_identity(Property):
+        """The reduction's result ignores the target's value when the kernel starts."""
+
+        __slots__ = ()
+
+
 class property:
     queue = _queue_properties
+    reduction = _reduction_properties
 
 
 def find(properties: Iterable[Any] | None, kind: type) -> Any:

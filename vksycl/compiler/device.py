@@ -55,7 +55,7 @@ class atomic_ref:
 
 # -- group function objects ---------------------------------------------------------------
 
-class _BinaryOp:
+class BinaryOp:
     """SYCL's function objects (sycl::plus<> ...): group algorithms in kernels read `op`;
     on the host they compute."""
 
@@ -65,39 +65,39 @@ class _BinaryOp:
         return _HOST_BINOPS[self.op](a, b)
 
 
-class plus(_BinaryOp):
+class plus(BinaryOp):
     op = "plus"
 
 
-class multiplies(_BinaryOp):
+class multiplies(BinaryOp):
     op = "multiplies"
 
 
-class minimum(_BinaryOp):
+class minimum(BinaryOp):
     op = "minimum"
 
 
-class maximum(_BinaryOp):
+class maximum(BinaryOp):
     op = "maximum"
 
 
-class bit_and(_BinaryOp):
+class bit_and(BinaryOp):
     op = "bit_and"
 
 
-class bit_or(_BinaryOp):
+class bit_or(BinaryOp):
     op = "bit_or"
 
 
-class bit_xor(_BinaryOp):
+class bit_xor(BinaryOp):
     op = "bit_xor"
 
 
-class logical_and(_BinaryOp):
+class logical_and(BinaryOp):
     op = "logical_and"
 
 
-class logical_or(_BinaryOp):
+class logical_or(BinaryOp):
     op = "logical_or"
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from . import ir
 from .frontend.describe import kind_of
 from .frontend.lowering import FunctionLowering, source_of
+from .reduction import ReducerV
 from .typesys import BOOL, I32, VOID, PtrType, Scalar, TupleType, promote
 from .values import AggV, FixedSlot, ItemV, ObjV, PtrV, PyV, TupV
 
@@ -123,6 +124,9 @@ class DeviceCalls:
             except TypeError:
                 sig.append(("c", id(v.obj)))
             return FixedSlot(v)
+        if isinstance(v, ReducerV):
+            raise fl.err(node, f"a reducer ({name}) is used in the kernel body only: combine "
+                         "there the values a device function returns")
         raise fl.err(node, f"cannot pass this value to a device function ({name})")
 
     def finish_returns(self, fl: FunctionLowering, fn: ir.Function) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import device as dev
 from . import device_global_code as dgc
-from . import if_device, ir, virtual
+from . import if_device, ir, reduction, virtual
 from .atomics import Atomics
 from .math_functions import MATH_NAMES, MathFunctions, round_even
 from .operators import Operators
@@ -63,7 +63,7 @@ class Intrinsics(Operators, MathFunctions, Atomics):
             return self.private_array(fl, args, kwargs, node)
         if isinstance(obj, type) and hasattr(obj, "__vksycl_struct__"):
             return self.construct(fl, obj.__vksycl_struct__, args, kwargs, node)
-        if isinstance(obj, type) and issubclass(obj, dev._BinaryOp):
+        if isinstance(obj, type) and issubclass(obj, dev.BinaryOp):
             return PyV(obj())
         if isinstance(obj, pytypes.BuiltinFunctionType) and getattr(builtins, obj.__name__,
                                                                     None) is obj:
@@ -212,6 +212,8 @@ class Intrinsics(Operators, MathFunctions, Atomics):
             return self.m.queries.call(fl, base, m.name, args, node)
         if isinstance(base, AtomicV):
             return self.atomic(fl, base, m.name, args, kwargs, node)
+        if isinstance(base, reduction.ReducerV):
+            return reduction.method(fl, base, m.name, args, node)
         if isinstance(base, AggV):
             fn = getattr(base.sty.pyclass, m.name)
             return fl.call_function(fn, args, kwargs, node, base)

@@ -215,6 +215,12 @@ def _fingerprint(pyfn: Any, seen: set[int], depth: int = 0) -> str:
     return h.hexdigest()
 
 
+def fingerprint(pyfn: Any) -> str:
+    """What the disk cache knows a device function by: its source, defaults, and the
+    globals and cells it reads."""
+    return _fingerprint(pyfn, set())
+
+
 def disk_key(pyfn: Any, spec: KernelSpec, extra: Any = ()) -> str:
     h = hashlib.sha256(_DIGEST.encode())
     h.update(repr(extra).encode())

@@ -29,6 +29,7 @@ from .device_global_code import GlobalV
 from .frontend.lowering import FunctionLowering, source_of
 from .frontend.names import Restart
 from .intrinsics import Intrinsics
+from .reduction import KernelReductions, ReductionSpec
 from .type_registry import element_type
 from .typesys import (
     BOOL,
@@ -77,6 +78,8 @@ class KernelSpec:
     virtual_digest: str = ""
     # the aspects a device_has property lists (names), or None without one
     device_has: tuple[str, ...] | None = None
+    # the reductions whose reducers follow the work-item parameter (reduction.py)
+    reductions: tuple[ReductionSpec, ...] = ()
 
 
 @dataclass
@@ -157,9 +160,11 @@ class KernelModule(DeviceCalls):
             bound = [(p, self.materialize(("param", i), t, node))
                      for i, (p, t) in enumerate(zip(params, spec.params, strict=True))]
         else:
-            want = 0 if spec.kind == "single_task" else 1
+            want = (0 if spec.kind == "single_task" else 1) + len(spec.reductions)
             if len(params) != want:
-                what = "no parameter" if want == 0 else "one parameter (the work-item)"
+                what = "no parameter" if want == 0 else "one parameter (the work-item)" \
+                    if want == 1 else f"{want} parameters (the work-item and a reducer for " \
+                    f"each of its {want - 1} reductions)"
                 raise exception(errc.build, f"{src.filename}:{node.lineno}: a "
                                 f"{spec.kind} kernel takes {what}, {src.name} takes "
                                 f"{len(params)}")
@@ -167,9 +172,18 @@ class KernelModule(DeviceCalls):
             if want:
                 kind = "nd_item" if spec.kind == "nd_range" else "item"
                 bound = [(params[0], FixedSlot(ItemV(kind, spec.dims)))]
+        reductions = None
+        if spec.reductions:
+            reductions = KernelReductions(self, spec.reductions,
+                                          grid_stride=spec.kind == "range" and spec.dims == 1)
+            bound += [(p, FixedSlot(r)) for p, r in zip(params[1:], reductions.reducers,
+                                                        strict=True)]
+            if reductions.item is not None:
+                self.item_override = ir.Read(reductions.item)
         virtual.check_kernel(self.pyfn)
         self.stack.append(self.pyfn)
         fn, fl = self.lower_function(self.pyfn, src, "kernel", bound, kernel=True)
+        self.item_override = None
         if spec.indirect_sets is not None:
             virtual.collect_set_aspects(fl, node)
             self.aspects.add("ext_oneapi_virtual_functions")
@@ -184,11 +198,14 @@ class KernelModule(DeviceCalls):
         # nd_range items are independent too when the code never looks at their groups
         independent = spec.kind == "range" or (
             spec.kind == "nd_range" and not spec.has_offset and not self.group_observed)
-        if independent and spec.dims == 1 and coarsening.eligible(fn.body):
+        guarded = spec.kind == "range" or (spec.kind == "nd_range" and spec.dims == 1) or \
+            spec.fold_groups
+        if reductions is not None:
+            fn = reductions.kernel(fl, fn, guarded, node)
+        elif independent and spec.dims == 1 and coarsening.eligible(fn.body):
             fn = self.coarsened(fn, src, bound)
             coarsen = coarsening.COARSEN
-        elif spec.kind == "range" or (spec.kind == "nd_range" and spec.dims == 1) or \
-                spec.fold_groups:
+        elif guarded:
             fn.body.insert(0, ir.If(self.queries.guard(), [ir.Return(None)], []))
         return Lowered(fn, [], self.args, self.push_types, list(self.shared.values()),
                        self.aspects, self.uses_subgroups,
@@ -323,6 +340,9 @@ class KernelModule(DeviceCalls):
                  runtime: bool) -> Any:
         if isinstance(obj, device_global):
             return self.device_global(obj)
+        host_only = getattr(type(obj), "__vksycl_host_only__", None)
+        if host_only is not None:
+            raise fl.err(node, f"'{path_name(path)}' is {host_only}")
         if is_usm_ptr(obj):
             return self.ptr_arg(path, element_type(obj.dtype))
         st = getattr(type(obj), "__vksycl_struct__", None)

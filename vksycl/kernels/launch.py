@@ -34,6 +34,7 @@ from .plans import (
     repeats,
 )
 from .properties import launch_properties
+from .reduction import build_reduction_launch
 from .variants import launch_shape
 
 
@@ -93,14 +94,19 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
 
 
 def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
-                 context: Any = None) -> KernelLaunch:
+                 context: Any = None, reductions: tuple = ()) -> KernelLaunch:
     """The command for a closure kernel (captured values become arguments): what a
     handler's `parallel_for` / `single_task` and the queue's shortcut enqueue. With a
     context, every pointer argument must belong to it; kernel properties are checked
     against the launch's range and device first (`launch_properties`). Launching the
     function of the last launch again, with the same launch object and capturing the very
     same objects, gets the last command back after identity checks alone: a loop of
-    launches pays for no argument packing."""
+    launches pays for no argument packing. With `reductions`, the launch of a reduction
+    kernel (`kernels/reduction.py`)."""
+    if reductions:
+        if properties is not None:
+            properties = launch_properties(properties, launch, device)
+        return build_reduction_launch(device, kernel, launch, reductions, properties, context)
     if properties is not None:
         properties = launch_properties(properties, launch, device)
     elif type(kernel) is pytypes.FunctionType:

@@ -12,6 +12,7 @@ from typing import Any
 from ..compiler import virtual
 from ..compiler.kernel import kernel_name
 from ..compiler.module import KernelSpec
+from ..compiler.reduction import ReductionSpec
 from ..properties import work_group_scratch_size
 from .device_checks import required_aspects, too_many_groups
 from .virtual import check_sets, indirect_sets
@@ -45,6 +46,7 @@ def _scratch(properties: Any) -> int:
 
 def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
                    properties: Any, args_in_memory: bool = False,
+                   reductions: tuple[ReductionSpec, ...] = (),
                    ) -> tuple[tuple, Callable[[], KernelSpec]]:
     """The cache key of the kernel a launch of this shape runs, and how to make its spec."""
     kind, dims, local, has_offset = shape
@@ -59,7 +61,8 @@ def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
     def spec() -> KernelSpec:
         name = info.name if info is not None else kernel_name(pyfn)
         return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold,
-                          args_in_memory, sets, virtual.digest(sets) if sets else "", has)
+                          args_in_memory, sets, virtual.digest(sets) if sets else "", has,
+                          reductions)
 
     return (kind, dims, local, has_offset, scratch, param_types, fold, args_in_memory, sets,
-            virtual.version() if sets else 0, has), spec
+            virtual.version() if sets else 0, has, reductions), spec

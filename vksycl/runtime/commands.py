@@ -94,6 +94,26 @@ class KernelLaunch(Command):
 
 
 @dataclass
+class ReductionLaunch(KernelLaunch):
+    """A reduction kernel's launch: its dispatch, then the same kernel again as one
+    work-group with `finish_push_constants`, combining the first dispatch's per-group
+    partials into the reductions' targets. One step, so a graph records both, and the
+    second keeps its barrier behind the first."""
+
+    finish_push_constants: bytes = b""
+    _finished: tuple | None = field(default=None, init=False, repr=False, compare=False)
+
+    def lower(self, ctx: LowerContext) -> list[Step]:
+        engine = ctx.engine
+        done = self._finished
+        if done is None or done[0] is not engine:
+            done = self._finished = (engine, engine.dispatch(
+                engine.program(self.spirv, self.entry), (1, 1, 1),
+                self.finish_push_constants, self.bound))
+        return [GpuStep([self.dispatch(engine), done[1]])]
+
+
+@dataclass
 class HostTask(Command):
     """`handler.host_task`: Python run on the host once its dependencies completed."""
 

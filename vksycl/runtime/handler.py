@@ -63,11 +63,12 @@ def use_kernel_front_end(build: KernelFrontEnd) -> None:
 
 
 def closure_launch(dev: device, ctx: context, kernel: Callable, launch: Any,
-                   properties: Any = None) -> Command:
+                   properties: Any = None, reductions: tuple = ()) -> Command:
     """The command of a Python kernel launched on a queue's device and context: what a
     handler enqueues, and what the queue's common launch (a plain closure, no properties)
-    builds without one."""
-    return _kernel_front_end(dev, kernel, launch, properties, ctx)
+    builds without one. `reductions` are the `sycl.reduction`s of `parallel_for(range,
+    reduction..., kernel)`, which the front end checks."""
+    return _kernel_front_end(dev, kernel, launch, properties, ctx, reductions)
 
 
 class handler:
@@ -83,6 +84,8 @@ class handler:
         # (kernel, launch, properties) of the kernel enqueued: a graph builds the command
         # again from it when a node's range or arguments are updated
         self.launch_recipe: tuple | None = None
+        # the reductions of the kernel enqueued (parallel_for(range, reduction..., kernel))
+        self.reductions: tuple = ()
 
     # -- dependencies ----------------------------------------------------------------
     def depends_on(self, events: event | Iterable[event]) -> None:
@@ -143,7 +146,13 @@ class handler:
     def single_task(self, kernel: Callable, properties: Any = None) -> None:
         self._set(self._launch(kernel, None, properties))
 
-    def parallel_for(self, launch: Any, kernel: Callable, properties: Any = None) -> None:
+    def parallel_for(self, launch: Any, kernel: Any, *rest: Any, properties: Any = None
+                     ) -> None:
+        """`parallel_for(range, kernel)`, or with reductions `parallel_for(range,
+        reduction..., kernel)` where the kernel takes the work-item and one reducer each."""
+        if rest:
+            self.reductions = (kernel, *rest[:-1])
+            kernel = rest[-1]
         if type(launch) is sycl_range or type(launch) is nd_range:
             self._set(self._launch(kernel, launch, properties))
             return
@@ -161,8 +170,11 @@ class handler:
         dev, ctx = q._device, q._context
         command = getattr(kernel, "_vksycl_command", None)
         if command is not None:
+            if self.reductions:
+                raise exception(errc.invalid, "reductions run in Python kernels, not in "
+                                "sycl.kernel objects")
             return command(dev, launch, self._kernel_args, properties, ctx)
-        return closure_launch(dev, ctx, kernel, launch, properties)
+        return closure_launch(dev, ctx, kernel, launch, properties, self.reductions)
 
     def host_task(self, fn: Callable[..., Any]) -> None:
         try:

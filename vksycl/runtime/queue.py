@@ -176,19 +176,25 @@ class queue:
         kernel, depends_on = _events_first(kernel, depends_on)
         return self._shortcut(lambda h: h.single_task(kernel, properties), depends_on)
 
-    def parallel_for(self, launch: Any, kernel: Callable, depends_on: Any = None,
+    def parallel_for(self, launch: Any, kernel: Any, *rest: Any, depends_on: Any = None,
                      properties: Any = None) -> event:
-        """`parallel_for(range, kernel)`, or in SYCL's order
-        `parallel_for(range, event(s), kernel)`."""
-        if depends_on is None and properties is None and self.recording_graph is None and \
-                type(kernel) is FunctionType and type(launch) in _RANGES:
+        """`parallel_for(range, kernel)`, or in SYCL's orders `parallel_for(range, event(s),
+        kernel)` and `parallel_for(range, [event(s),] reduction..., kernel)`; the events
+        may also come after the kernel or as `depends_on`."""
+        if not rest and depends_on is None and properties is None and \
+                self.recording_graph is None and type(kernel) is FunctionType and \
+                type(launch) in _RANGES:
             return self.execute(closure_launch(self._device, self._context, kernel, launch), [])
-        if depends_on is not None:
-            kernel, depends_on = _events_first(kernel, depends_on)
+        args = (kernel, *rest)
+        if depends_on is None and len(args) > 1:
+            if _are_events(args[0]):
+                depends_on, args = args[0], args[1:]
+            elif _are_events(args[-1]):
+                depends_on, args = args[-1], args[:-1]
         h = handler(self)  # what _shortcut does, without a function per launch
         if depends_on is not None:
             h.depends_on(depends_on)
-        h.parallel_for(launch, kernel, properties)
+        h.parallel_for(launch, *args, properties=properties)
         return self._enqueue(h)
 
     def memcpy(self, dest: Any, src: Any, num_bytes: int | None = None, offset: int = 0,

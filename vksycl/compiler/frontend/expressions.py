@@ -10,7 +10,7 @@ import types as pytypes
 from typing import Any
 
 from .. import device_global_code as dgc
-from .. import if_device, ir, virtual
+from .. import if_device, ir, reduction, virtual
 from ..device_global import device_global
 from ..typesys import BOOL, I32, promote
 from ..values import AggV, AtomicV, ItemV, MethodV, ObjV, PtrV, PyV, TupV
@@ -97,7 +97,7 @@ class Expressions(LoweringState):
             raise self.err(e, f"struct {base.sty.name} has no field '{e.attr}'")
         if isinstance(base, ObjV):
             return virtual.attribute(self, base, e.attr, e)
-        if isinstance(base, ItemV | AtomicV):
+        if isinstance(base, ItemV | AtomicV | reduction.ReducerV):
             return MethodV(base, e.attr)
         if isinstance(base, PtrV) and e.attr in ("get", "set"):
             return MethodV(base, e.attr)
@@ -108,6 +108,8 @@ class Expressions(LoweringState):
         index = self.expr(e.slice)
         if isinstance(base, dgc.GlobalV):
             base, index = dgc.element(self, base, index, e)
+        if isinstance(base, reduction.ReducerV):
+            return reduction.element(self, base, index, e)
         if isinstance(base, PyV) and isinstance(index, PyV):
             try:
                 return PyV(base.obj[index.obj])

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import device_global_code as dgc
-from .. import if_device, ir, virtual
+from .. import if_device, ir, reduction, virtual
 from ..type_registry import type_of_annotation
 from ..typesys import BOOL, I32, Scalar, Struct, mem_type, promote
 from ..values import AggSlot, AggV, ObjV, PtrV, PyV, ScalarSlot, TupV
@@ -86,6 +86,10 @@ class Statements(LoweringState):
 
     def stmt_AugAssign(self, s: ast.AugAssign) -> None:
         target = s.target
+        reducer = self.reducer_target(target)
+        if reducer is not None:
+            reduction.augment(self, reducer, s.op, self.expr(s.value), s)
+            return
         if isinstance(target, ast.Name):
             current = self.lookup(target.id, target)
             self.store_target(target, self.binop(s.op, current, self.expr(s.value), s))
@@ -97,6 +101,18 @@ class Statements(LoweringState):
                               place_fn)
             return
         raise self.err(s, "unsupported augmented assignment target")
+
+    def reducer_target(self, target: ast.expr) -> reduction.ReducerV | None:
+        """The reducer `s += v` or `s[j] += v` combines into, if the target is one."""
+        name = target.value if isinstance(target, ast.Subscript) else target
+        if not isinstance(name, ast.Name):
+            return None
+        base = self.lookup(name.id, name)
+        if not isinstance(base, reduction.ReducerV):
+            return None
+        if isinstance(target, ast.Subscript):
+            return reduction.element(self, base, self.expr(target.slice), target)
+        return base
 
     def store_target(self, target: ast.expr, value: Any,
                      place_fn: Callable[[Any], Any] | None = None) -> None:

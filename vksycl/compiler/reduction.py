@@ -1,0 +1,343 @@
+"""Reductions (SYCL 2020 4.9.2) in device code: the reducer parameters of a kernel body,
+and the code around the body that combines their values.
+
+A reduction kernel runs in two passes of one compiled kernel, told apart by a hidden
+argument. The first runs the body: each work-item combines into private accumulators
+(one per element of each reduction), then each work-group combines its work-items' values
+in work-group memory and writes one partial per work-group. The second runs as a single
+work-group: it combines the partials and the target's initial value (unless the
+reduction is `initialize_to_identity`) and writes the target. Both passes are recorded
+into one command, so a reduction costs no host round trip, replays in graphs, and gives
+the same result for the same launch shape every time (the order of combination is
+fixed). One-dimensional range kernels run a grid-stride loop over the range with a bounded
+number of work-groups: each work-item accumulates many items, and the partials stay few.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import ir
+from .type_registry import element_type
+from .typesys import BOOL, I32, U32, ArrayType, Scalar, mem_type
+from .values import PyV
+from .workitem import barrier, builtin
+
+# the combiners with an operator form (`s += v`), by the operator
+OPERATORS = {ast.Add: "plus", ast.Mult: "multiplies", ast.BitAnd: "bit_and",
+             ast.BitOr: "bit_or", ast.BitXor: "bit_xor"}
+# combining bools: the accumulators hold them as 0 and 1
+_ON_INTEGERS = {"logical_and": "bit_and", "logical_or": "bit_or"}
+
+
+@dataclass(frozen=True)
+class ReductionSpec:
+    """One reduction of a kernel, as far as it changes the generated code. A user
+    combiner's function is compiled in but not kept when the kernel is cached on disk:
+    `combiner_key` (a fingerprint of its code) stands for it in cache keys."""
+
+    dtype: str  # the target's element type (numpy dtype string)
+    op: str | None  # a SYCL function object's name (`plus`, ...), or None for a function
+    identity: Any
+    extent: int = 1  # elements: 1, or the length of a span
+    initialize: bool = False  # initialize_to_identity: the target's value is not read
+    combiner_key: str = ""
+    combiner: Any = field(default=None, compare=False, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "combiner"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in {**state, "combiner": None}.items():
+            object.__setattr__(self, k, v)
+
+    @property
+    def element(self) -> Scalar:
+        return element_type(np.dtype(self.dtype))  # type: ignore[return-value]
+
+    @property
+    def accumulator(self) -> Scalar:
+        """What the work-items combine in: 8- and 16-bit values widened to 32 bits (the
+        same result once stored back for integers, a more accurate one for float16),
+        bools as 0 and 1; a user combiner gets the target's own type."""
+        t = self.element
+        if self.op is None:
+            return t
+        if t.is_bool:
+            return U32
+        if t.bits < 32:
+            return Scalar("f" if t.is_float else "i" if t.is_signed else "u", 32)
+        return t
+
+
+@dataclass(eq=False)
+class ReducerV:
+    """A reducer parameter of the kernel body: its accumulators are a private array of
+    the reduction's extent, in the kernel function; `element` is `s[j]` of a span."""
+
+    index: int
+    spec: ReductionSpec
+    root: ir.PrivateRoot
+    element: ir.Value | None = None
+
+
+def reducers(specs: tuple[ReductionSpec, ...]) -> list[ReducerV]:
+    return [ReducerV(k, s, ir.PrivateRoot(s.accumulator, s.extent, ir.Local(
+        f"reducer{k}", ArrayType(mem_type(s.accumulator), s.extent)), shape=(s.extent,)))
+        for k, s in enumerate(specs)]
+
+
+@contextlib.contextmanager
+def emitting_into(fl: Any, stmts: list[ir.Stmt]) -> Iterator[list[ir.Stmt]]:
+    """Lowers into `stmts` instead of the current block (a branch being built)."""
+    saved, fl.out = fl.out, stmts
+    try:
+        yield stmts
+    finally:
+        fl.out = saved
+
+
+def combine_values(fl: Any, spec: ReductionSpec, a: ir.Value, b: ir.Value,
+                   node: ast.AST) -> ir.Value:
+    """`combiner(a, b)` on accumulator values."""
+    t = spec.accumulator
+    if spec.op is None:
+        r = fl.call_function(spec.combiner, [a, b], {}, node)
+        return fl.convert(fl.scalar(r, node, t), t, node)
+    return fl.m.groups.combine(fl, _ON_INTEGERS.get(spec.op, spec.op), a, b, node)
+
+
+def _place(r: ReducerV, index: ir.Value) -> ir.Place:
+    return ir.Place(r.root, index, (), mem_type(r.spec.accumulator))
+
+
+def combine(fl: Any, r: ReducerV, value: Any, node: ast.AST) -> None:
+    """`s.combine(v)`: the accumulator becomes combiner(accumulator, v)."""
+    if fl is not fl.m.kernel_fl:
+        raise fl.err(node, "a reducer is used in the kernel body only; pass the value to "
+                     "combine back to the body instead of the reducer")
+    spec = r.spec
+    if spec.extent > 1 and r.element is None:
+        raise fl.err(node, f"this reducer combines {spec.extent} elements (a span): "
+                     "index it, s[j].combine(v)")
+    t = spec.accumulator
+    v = fl.scalar(value, node, spec.element)
+    if v.ty.is_bool:
+        v = fl.convert(v, U32, node)
+    v = fl.convert(v, t, node)
+    place = _place(r, r.element if r.element is not None else ir.Const(I32, 0))
+    acc = ir.Load(place)
+    fl.emit(ir.Store(place, combine_values(fl, spec, acc, v, node)))
+
+
+def augment(fl: Any, r: ReducerV, op: ast.operator, value: Any, node: ast.AST) -> None:
+    """`s += v` and the other operator forms, each only for its own combiner."""
+    name = OPERATORS.get(type(op))
+    if name is None or name != r.spec.op:
+        symbol = {ast.Add: "+=", ast.Mult: "*=", ast.BitAnd: "&=", ast.BitOr: "|=",
+                  ast.BitXor: "^="}.get(type(op), type(op).__name__)
+        what = f"the {r.spec.op} combiner" if r.spec.op else "a user combiner"
+        raise fl.err(node, f"a reducer of {what} has no {symbol}; use s.combine(v)")
+    combine(fl, r, value, node)
+
+
+def element(fl: Any, r: ReducerV, index: Any, node: ast.AST) -> ReducerV:
+    """`s[j]` of a span reducer."""
+    if r.spec.extent == 1 or r.element is not None:
+        raise fl.err(node, "only a reducer of a span is indexed")
+    j = fl.convert(fl.scalar(index, node), I32, node)
+    return ReducerV(r.index, r.spec, r.root, j)
+
+
+def method(fl: Any, r: ReducerV, name: str, args: list[Any], node: ast.AST) -> Any:
+    if name != "combine" or len(args) != 1:
+        raise fl.err(node, "a reducer has one method, combine(v)")
+    combine(fl, r, args[0], node)
+    return PyV(None)
+
+
+def _without_returns(stmts: list[ir.Stmt], done: ir.Local, depth: int = 0) -> list[ir.Stmt]:
+    """The body with its `return`s turned into breaks out of the one-trip loop the kernel
+    wraps it in, so every work-item reaches the combining code after it (inside the
+    body's own loops, a flag carries the return out)."""
+    out: list[ir.Stmt] = []
+    for s in stmts:
+        if isinstance(s, ir.Return):
+            out += [ir.Break()] if depth == 0 else [ir.Assign(done, ir.Const(BOOL, True)),
+                                                     ir.Break()]
+            break  # nothing after a return runs
+        if isinstance(s, ir.If):
+            out.append(ir.If(s.cond, _without_returns(s.then, done, depth),
+                             _without_returns(s.orelse, done, depth)))
+        elif isinstance(s, ir.Switch):
+            out.append(ir.Switch(s.selector, [(v, _without_returns(b, done, depth))
+                                              for v, b in s.cases]))
+        elif isinstance(s, ir.Loop):
+            body = _without_returns(s.body, done, depth + 1)
+            out.append(ir.Loop(s.pre, s.cond, body, s.step))
+            if _returns(s.body):
+                out.append(ir.If(ir.Read(done), [ir.Break()], []))
+        else:
+            out.append(s)
+    return out
+
+
+def _returns(stmts: list[ir.Stmt]) -> bool:
+    for s in stmts:
+        if isinstance(s, ir.Return):
+            return True
+        if isinstance(s, ir.If) and (_returns(s.then) or _returns(s.orelse)):
+            return True
+        if isinstance(s, ir.Switch) and any(_returns(b) for _, b in s.cases):
+            return True
+        if isinstance(s, ir.Loop) and _returns(s.body):
+            return True
+    return False
+
+
+class KernelReductions:
+    """The code around a reduction kernel's body (see the module docstring). Built before
+    the body is lowered (the hidden arguments and the grid-stride item), completed after."""
+
+    def __init__(self, m: Any, specs: tuple[ReductionSpec, ...], grid_stride: bool) -> None:
+        self.m = m
+        self.reducers = reducers(specs)
+        n = len(specs)
+        self.targets = [m.ptr_arg(("param", 2 * k), s.element) for k, s in enumerate(specs)]
+        self.partials = [m.ptr_arg(("param", 2 * k + 1), s.accumulator)
+                         for k, s in enumerate(specs)]
+        self.finishing = m.scalar_arg(("param", 2 * n), U32)  # 0, or the partials' count
+        self.size = int(np.prod(m.local))
+        self.scratch = []
+        for k, s in enumerate(specs):
+            root = ir.SharedRoot(s.accumulator, self.size, f"reduction{k}", shape=(self.size,))
+            m.shared[("reduction", k)] = root
+            self.scratch.append(root)
+        self.item = ir.Local("reduction_item", I32) if grid_stride else None
+
+    def kernel(self, fl: Any, fn: ir.Function, guarded: bool, node: ast.AST) -> ir.Function:
+        m, L = self.m, self.size
+        lid = builtin("LocalInvocationIndex")
+        done = fl.new_local("returned", BOOL)
+        trip = [ir.Assign(done, ir.Const(BOOL, False)),
+                ir.Loop([], None, [*_without_returns(fn.body, done), ir.Break()], [])]
+        if self.item is not None:
+            item, n = self.item, m.queries.global_range(0)
+            start = ir.Op("OpIAdd", I32, [ir.Op("OpIMul", I32, [
+                builtin("WorkgroupId", 0), ir.Const(I32, L)]), lid])
+            stride = ir.Op("OpIMul", I32, [builtin("NumWorkgroups", 0), ir.Const(I32, L)])
+            main = [ir.Assign(item, start),
+                    ir.Loop([], ir.Op("OpSLessThan", BOOL, [ir.Read(item), n]), trip,
+                            [ir.Assign(item, ir.Op("OpIAdd", I32, [ir.Read(item), stride]))])]
+            fn.locals.append(item)
+        elif guarded:
+            main = [ir.If(m.queries.guard(), [], trip)]
+        else:
+            main = trip
+        group = ir.Op("OpIAdd", I32, [builtin("WorkgroupId", 0), ir.Op("OpIMul", I32, [
+            builtin("NumWorkgroups", 0), ir.Op("OpIAdd", I32, [builtin("WorkgroupId", 1), ir.Op(
+                "OpIMul", I32, [builtin("NumWorkgroups", 1), builtin("WorkgroupId", 2)])])])])
+        body: list[ir.Stmt] = []
+        finish: list[ir.Stmt] = []
+        with emitting_into(fl, body):
+            for r in self.reducers:
+                fn.locals.append(r.root.local)
+                self._each(fl, r, lambda e, r=r: fl.store(_place(r, e), self._identity(r), node))
+        body += main
+        count = ir.Op("OpBitcast", I32, [self.finishing])
+        with emitting_into(fl, body):
+            for r in self.reducers:
+                self._each(fl, r, lambda e, r=r: self._partial(fl, r, e, lid, group, node))
+        with emitting_into(fl, finish):
+            for r in self.reducers:
+                self._each(fl, r, lambda e, r=r: self._finish(fl, r, e, lid, count, node))
+        finish.append(ir.Return(None))
+        fn.body = [ir.If(ir.Op("OpINotEqual", BOOL, [self.finishing, ir.Const(U32, 0)]),
+                         finish, []), *body]
+        return fn
+
+    def _identity(self, r: ReducerV) -> ir.Value:
+        t = r.spec.accumulator
+        v = r.spec.identity
+        return ir.Const(t, int(bool(v)) if r.spec.element.is_bool else v)
+
+    def _each(self, fl: Any, r: ReducerV, emit: Any) -> None:
+        """Emits `emit(e)` for each element e of the reduction (a loop for a span)."""
+        if r.spec.extent == 1:
+            emit(ir.Const(I32, 0))
+            return
+        e = fl.new_local("element", I32)
+        step = [ir.Assign(e, ir.Op("OpIAdd", I32, [ir.Read(e), ir.Const(I32, 1)]))]
+        inner: list[ir.Stmt] = []
+        with emitting_into(fl, inner):
+            emit(ir.Read(e))
+        fl.emit(ir.Assign(e, ir.Const(I32, 0)))
+        fl.emit(ir.Loop([], ir.Op("OpSLessThan", BOOL, [ir.Read(e), ir.Const(
+            I32, r.spec.extent)]), inner, step))
+
+    def _group_value(self, fl: Any, r: ReducerV, value: ir.Value, lid: ir.Value,
+                     node: ast.AST) -> ir.Place:
+        """Combines the work-group's values in work-group memory: a tree over the
+        work-group's size, known when the kernel compiles. The result is at the place
+        returned, for work-item 0."""
+        scratch = self.scratch[r.index]
+        t = r.spec.accumulator
+        at = lambda i: ir.Place(scratch, i, (), mem_type(t))
+        fl.store(at(lid), value, node)
+        fl.emit(ir.Eval(barrier(2)))
+        n = self.size
+        while n > 1:
+            half = (n + 1) // 2
+            step: list[ir.Stmt] = []
+            with emitting_into(fl, step):
+                v = combine_values(fl, r.spec, fl.load(at(lid), node), fl.load(at(ir.Op(
+                    "OpIAdd", I32, [lid, ir.Const(I32, half)])), node), node)
+                fl.store(at(lid), v, node)
+            fl.emit(ir.If(ir.Op("OpSLessThan", BOOL, [lid, ir.Const(I32, n - half)]), step, []))
+            fl.emit(ir.Eval(barrier(2)))
+            n = half
+        return at(ir.Const(I32, 0))
+
+    def _partial(self, fl: Any, r: ReducerV, e: ir.Value, lid: ir.Value, group: ir.Value,
+                 node: ast.AST) -> None:
+        total = self._group_value(fl, r, fl.load(_place(r, e), node), lid, node)
+        slot = ir.Op("OpIAdd", I32, [ir.Op("OpIMul", I32, [group, ir.Const(
+            I32, r.spec.extent)]), e])
+        write: list[ir.Stmt] = []
+        with emitting_into(fl, write):
+            fl.store(fl.index_place(self.partials[r.index], slot, node),
+                     fl.load(total, node), node)
+        fl.emit(ir.If(ir.Op("OpIEqual", BOOL, [lid, ir.Const(I32, 0)]), write, []))
+
+    def _finish(self, fl: Any, r: ReducerV, e: ir.Value, lid: ir.Value, count: ir.Value,
+                node: ast.AST) -> None:
+        spec, t = r.spec, r.spec.accumulator
+        acc, j = fl.new_local("partial_sum", t), fl.new_local("partial", I32)
+        fl.emit(ir.Assign(acc, self._identity(r)))
+        fl.emit(ir.Assign(j, lid))
+        step: list[ir.Stmt] = []
+        with emitting_into(fl, step):
+            slot = ir.Op("OpIAdd", I32, [ir.Op("OpIMul", I32, [ir.Read(j), ir.Const(
+                I32, spec.extent)]), e])
+            v = fl.load(fl.index_place(self.partials[r.index], slot, node), node)
+            fl.emit(ir.Assign(acc, combine_values(fl, spec, ir.Read(acc), v, node)))
+        fl.emit(ir.Loop([], ir.Op("OpSLessThan", BOOL, [ir.Read(j), count]), step,
+                        [ir.Assign(j, ir.Op("OpIAdd", I32, [ir.Read(j), ir.Const(
+                            I32, self.size)]))]))
+        total = self._group_value(fl, r, ir.Read(acc), lid, node)
+        write: list[ir.Stmt] = []
+        with emitting_into(fl, write):
+            target = fl.index_place(self.targets[r.index], e, node)
+            v = fl.load(total, node)
+            if not spec.initialize:
+                first = fl.convert(fl.scalar(fl.load(target, node), node), t, node)
+                v = combine_values(fl, spec, first, v, node)
+            fl.store(target, fl.convert(v, spec.element, node), node)
+        fl.emit(ir.If(ir.Op("OpIEqual", BOOL, [lid, ir.Const(I32, 0)]), write, []))
+        fl.emit(ir.Eval(barrier(2)))
