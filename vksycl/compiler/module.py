@@ -174,16 +174,14 @@ class KernelModule(DeviceCalls):
                 bound = [(params[0], FixedSlot(ItemV(kind, spec.dims)))]
         reductions = None
         if spec.reductions:
-            reductions = KernelReductions(self, spec.reductions,
+            reductions = KernelReductions(self, spec.reductions, params[1:],
                                           grid_stride=spec.kind == "range" and spec.dims == 1)
-            bound += [(p, FixedSlot(r)) for p, r in zip(params[1:], reductions.reducers,
-                                                        strict=True)]
-            if reductions.item is not None:
-                self.item_override = ir.Read(reductions.item)
         virtual.check_kernel(self.pyfn)
         self.stack.append(self.pyfn)
-        fn, fl = self.lower_function(self.pyfn, src, "kernel", bound, kernel=True)
-        self.item_override = None
+        if reductions is None:
+            fn, fl = self.lower_function(self.pyfn, src, "kernel", bound, kernel=True)
+        else:
+            fn, fl = reductions.lower_bodies(src, bound)
         if spec.indirect_sets is not None:
             virtual.collect_set_aspects(fl, node)
             self.aspects.add("ext_oneapi_virtual_functions")

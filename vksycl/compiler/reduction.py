@@ -26,7 +26,7 @@ import numpy as np
 from . import ir
 from .type_registry import element_type
 from .typesys import BOOL, I32, U32, ArrayType, Scalar, mem_type
-from .values import PyV
+from .values import FixedSlot, PyV
 from .workitem import barrier, builtin
 
 # the combiners with an operator form (`s += v`), by the operator
@@ -201,13 +201,23 @@ def _returns(stmts: list[ir.Stmt]) -> bool:
     return False
 
 
+# copies of the body per trip of a grid-stride loop, each with accumulators of its own: the
+# loads of one trip are independent, so a GPU has this many per work-item in flight
+UNROLL = 4
+
+
 class KernelReductions:
     """The code around a reduction kernel's body (see the module docstring). Built before
     the body is lowered (the hidden arguments and the grid-stride item), completed after."""
 
-    def __init__(self, m: Any, specs: tuple[ReductionSpec, ...], grid_stride: bool) -> None:
+    def __init__(self, m: Any, specs: tuple[ReductionSpec, ...], params: list[str],
+                 grid_stride: bool) -> None:
         self.m = m
+        self.params = params  # the body's reducer parameters
         self.reducers = reducers(specs)
+        # the accumulators of the unrolled grid-stride loop's other copies of the body
+        self.copies = [reducers(specs) for _ in range(UNROLL - 1)] if grid_stride else []
+        self.bodies: list[list[ir.Stmt]] = []
         n = len(specs)
         self.targets = [m.ptr_arg(("param", 2 * k), s.element) for k, s in enumerate(specs)]
         self.partials = [m.ptr_arg(("param", 2 * k + 1), s.accumulator)
@@ -221,35 +231,84 @@ class KernelReductions:
             self.scratch.append(root)
         self.item = ir.Local("reduction_item", I32) if grid_stride else None
 
+    def _bind(self, bound: list, rs: list[ReducerV]) -> list:
+        return bound + [(p, FixedSlot(r)) for p, r in zip(self.params, rs, strict=True)]
+
+    def _stride(self) -> ir.Value:
+        return ir.Op("OpIMul", I32, [builtin("NumWorkgroups", 0), ir.Const(I32, self.size)])
+
+    def lower_bodies(self, src: Any, bound: list) -> tuple[ir.Function, Any]:
+        """The body lowered with the reducers bound: once, or for a grid-stride loop
+        once per unrolled copy (its item `k` strides on) and once for the loop's tail.
+        The tail's function is the kernel's; it takes the copies' locals."""
+        m = self.m
+        if self.item is None:
+            fn, fl = m.lower_function(m.pyfn, src, "kernel", self._bind(bound, self.reducers),
+                                      kernel=True)
+            self.bodies = [fn.body]
+            return fn, fl
+        item, copies = ir.Read(self.item), []
+        for k, rs in enumerate([self.reducers, *self.copies]):
+            m.item_override = item if k == 0 else ir.Op("OpIAdd", I32, [item, ir.Op(
+                "OpIMul", I32, [ir.Const(I32, k), self._stride()])])
+            copies.append(m.lower_function(m.pyfn, src, "kernel",
+                                           self._bind(bound, rs), kernel=True)[0])
+        m.item_override = item
+        fn, fl = m.lower_function(m.pyfn, src, "kernel", self._bind(bound, self.reducers),
+                                  kernel=True)
+        m.item_override = None
+        for c in copies:
+            fn.locals += c.locals
+        self.bodies = [*(c.body for c in copies), fn.body]
+        return fn, fl
+
     def kernel(self, fl: Any, fn: ir.Function, guarded: bool, node: ast.AST) -> ir.Function:
         m, L = self.m, self.size
         lid = builtin("LocalInvocationIndex")
         done = fl.new_local("returned", BOOL)
-        trip = [ir.Assign(done, ir.Const(BOOL, False)),
-                ir.Loop([], None, [*_without_returns(fn.body, done), ir.Break()], [])]
+
+        def trip(body: list[ir.Stmt]) -> list[ir.Stmt]:
+            return [ir.Assign(done, ir.Const(BOOL, False)),
+                    ir.Loop([], None, [*_without_returns(body, done), ir.Break()], [])]
+
         if self.item is not None:
-            item, n = self.item, m.queries.global_range(0)
+            item, n, stride = self.item, m.queries.global_range(0), self._stride()
             start = ir.Op("OpIAdd", I32, [ir.Op("OpIMul", I32, [
                 builtin("WorkgroupId", 0), ir.Const(I32, L)]), lid])
-            stride = ir.Op("OpIMul", I32, [builtin("NumWorkgroups", 0), ir.Const(I32, L)])
+            whole = ir.Op("OpISub", I32, [n, ir.Op("OpIMul", I32, [
+                ir.Const(I32, UNROLL - 1), stride])])
+
+            def advance(k: int) -> list[ir.Stmt]:
+                return [ir.Assign(item, ir.Op("OpIAdd", I32, [ir.Read(item), ir.Op(
+                    "OpIMul", I32, [ir.Const(I32, k), stride])]))]
+
+            *unrolled, tail = self.bodies
             main = [ir.Assign(item, start),
-                    ir.Loop([], ir.Op("OpSLessThan", BOOL, [ir.Read(item), n]), trip,
-                            [ir.Assign(item, ir.Op("OpIAdd", I32, [ir.Read(item), stride]))])]
+                    ir.Loop([], ir.Op("OpSLessThan", BOOL, [ir.Read(item), whole]),
+                            [s for b in unrolled for s in trip(b)], advance(UNROLL)),
+                    ir.Loop([], ir.Op("OpSLessThan", BOOL, [ir.Read(item), n]), trip(tail),
+                            advance(1))]
             fn.locals.append(item)
         elif guarded:
-            main = [ir.If(m.queries.guard(), [], trip)]
+            main = [ir.If(m.queries.guard(), [], trip(self.bodies[0]))]
         else:
-            main = trip
+            main = trip(self.bodies[0])
         group = ir.Op("OpIAdd", I32, [builtin("WorkgroupId", 0), ir.Op("OpIMul", I32, [
             builtin("NumWorkgroups", 0), ir.Op("OpIAdd", I32, [builtin("WorkgroupId", 1), ir.Op(
                 "OpIMul", I32, [builtin("NumWorkgroups", 1), builtin("WorkgroupId", 2)])])])])
         body: list[ir.Stmt] = []
         finish: list[ir.Stmt] = []
         with emitting_into(fl, body):
-            for r in self.reducers:
+            for r in [*self.reducers, *(r for rs in self.copies for r in rs)]:
                 fn.locals.append(r.root.local)
                 self._each(fl, r, lambda e, r=r: fl.store(_place(r, e), self._identity(r), node))
         body += main
+        with emitting_into(fl, body):
+            for rs in self.copies:
+                for r, c in zip(self.reducers, rs, strict=True):
+                    self._each(fl, r, lambda e, r=r, c=c: fl.store(_place(r, e), combine_values(
+                        fl, r.spec, fl.load(_place(r, e), node), fl.load(_place(c, e), node),
+                        node), node))
         count = ir.Op("OpBitcast", I32, [self.finishing])
         with emitting_into(fl, body):
             for r in self.reducers:

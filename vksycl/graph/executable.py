@@ -92,7 +92,7 @@ class executable_command_graph:
             child = command.graph
             with child._lock:
                 return [s for i in child._order for s in child._lowered[i]]
-        return command.lower(self._ctx)
+        return command.for_graph().lower(self._ctx)
 
     def _build(self) -> None:
         """Segments of GPU steps, each recorded once, and the host steps between them."""

@@ -6,6 +6,7 @@ kernel combines."""
 
 from __future__ import annotations
 
+import functools
 import types as pytypes
 import weakref
 from typing import Any
@@ -16,6 +17,7 @@ from ..compiler.device import BinaryOp
 from ..compiler.kernel import fingerprint
 from ..compiler.reduction import ReductionSpec
 from ..exceptions import errc, exception
+from ..properties import Property
 from ..properties import property as sycl_property
 from ..ranges import check_work_items, nd_range
 from ..ranges import range as sycl_range
@@ -78,6 +80,34 @@ def _known_identity(op: str, dtype: np.dtype) -> Any:
                        "minimum": info.max, "maximum": info.min}[op])
 
 
+@functools.cache
+def _identity_of(op: str, dtype: np.dtype) -> Any:
+    """The known identity of a SYCL function object on a type, as a Python value."""
+    known = _known_identity(op, dtype)
+    if known is None:
+        raise exception(errc.invalid, f"{op} does not apply to {dtype} elements")
+    return _converted(known, dtype)
+
+
+def _converted(identity: Any, dtype: np.dtype) -> Any:
+    """The identity as a value of the target's type: a number it holds exactly (integers
+    in range for integer types)."""
+    bad = exception(errc.invalid, f"identity {identity!r} is not a {dtype} value")
+    if not isinstance(identity, bool | int | float | np.generic):
+        raise bad
+    if dtype.kind in "iu" and isinstance(identity, float | np.floating):
+        if not float(identity).is_integer():
+            raise bad
+        identity = int(identity)
+    try:
+        value = dtype.type(identity)
+    except (TypeError, ValueError, OverflowError):
+        raise bad from None
+    if dtype.kind in "iu" and int(value) != int(identity):
+        raise bad
+    return value.item()
+
+
 _KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -102,6 +132,8 @@ class reduction:
                             "through its reducer, the body's parameter after the work-item")
 
     def __init__(self, target: Any, *args: Any, property_list: Any = None) -> None:
+        if property_list is None and args and _is_property_list(args[-1]):
+            *args, property_list = args  # C++'s order: the property list last
         if len(args) == 1:
             identity, combiner = None, args[0]
         elif len(args) == 2:
@@ -123,40 +155,42 @@ class reduction:
             combiner = combiner()
         if isinstance(combiner, BinaryOp):
             op, fn, key = combiner.op, None, ""
-            known = _known_identity(op, dtype)
-            if known is None and op in ("logical_and", "logical_or", "bit_and"):
-                raise exception(errc.invalid, f"{op} does not apply to {dtype} elements")
+            known = _identity_of(op, dtype)
         elif isinstance(combiner, pytypes.FunctionType):
             op, fn, key, known = None, combiner, _combiner_key(combiner), None
         else:
             raise exception(errc.invalid, "a reduction's combiner is a SYCL function object "
                             "(sycl.plus(), ...) or a Python function, got "
                             f"{type(combiner).__name__}")
-        if identity is None:
-            if known is None:
-                raise exception(errc.invalid, "a reduction with a user combiner "
-                                f"({combiner.__qualname__}) needs its identity: "
-                                "sycl.reduction(target, identity, combiner)")
-            identity = known
-        try:
-            value = np.asarray(identity).astype(dtype, casting="same_kind" if dtype.kind
-                                                != "b" else "unsafe").item()
-        except (TypeError, ValueError):
-            raise exception(errc.invalid, f"identity {identity!r} is not a {dtype} value") \
-                from None
+        if identity is not None:
+            value = _converted(identity, dtype)
+        elif known is not None:
+            value = known
+        else:
+            raise exception(errc.invalid, "a reduction with a user combiner "
+                            f"({combiner.__qualname__}) needs its identity: "
+                            "sycl.reduction(target, identity, combiner)")
+        if isinstance(property_list, Property):
+            property_list = [property_list]
         initialize = any(isinstance(p, sycl_property.reduction.initialize_to_identity)
                          for p in (property_list or ()))
         self.target = ptr
         self.spec = ReductionSpec(dtype.str, op, value, extent, initialize, key, fn)
 
 
+def _is_property_list(v: Any) -> bool:
+    return isinstance(v, Property) or (isinstance(v, list | tuple) and
+                                       all(isinstance(p, Property) for p in v))
+
+
 class _Partials:
     """A launch's per-work-group partials in device memory; the command keeps them until
     it completes, then the memory goes back to the allocator."""
 
-    __slots__ = ("allocation", "ptr")
+    __slots__ = ("allocation", "count", "ptr")
 
     def __init__(self, device: Any, context: Any, count: int, dtype: np.dtype) -> None:
+        self.count = count
         allocator = scheduler_for(device).allocators[False]
         nbytes = max(count * dtype.itemsize, 4)
         self.allocation = Allocation(allocator, allocator.allocate(nbytes), 0, nbytes,
@@ -167,9 +201,41 @@ class _Partials:
         self.allocation.free()
 
 
-# (id of the kernel's code, id of the device, the reductions) -> the plan of its last
-# launch with that launch object
-_PLANS: dict[tuple, Plan] = {}
+# (id of the kernel's code, id of the device, the reductions, the launch's values) -> its
+# plan and its work-group counts by compiled kernel: a new range object with the same
+# values (the common spelling) finds them too
+_PLANS: dict[tuple, _Entry] = {}
+
+
+class _Entry:
+    """What launches of one reduction kernel with the same launch values share: the plan,
+    the work-group counts by compiled kernel, and (prepared kernel, packed arguments,
+    command, partials, context) of the last launch, whose command a launch with the same
+    arguments submits again (eager submissions of it run one after another, so they may
+    share its partials; a graph records a copy with its own)."""
+
+    __slots__ = ("groups", "last", "plan")
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.groups: dict[int, tuple[int, int, int]] = {}
+        self.last: tuple | None = None
+
+
+def _groups(ck: Any, launch: Any, device: Any) -> tuple[int, int, int]:
+    """The work-groups of a reduction kernel's first dispatch: a bounded number for the
+    grid-stride loop of a one-dimensional range, else one per work-group of the range."""
+    if ck.spec.kind != "range" or ck.spec.dims != 1:
+        return group_counts(ck, launch, device)
+    cap = _GRID_GROUPS["cpu" if device.is_cpu() else "gpu"]
+    return (max(1, min(-(-launch[0] // ck.spec.local[0]), cap)), 1, 1)
+
+
+def _launch_key(launch: Any) -> tuple:
+    if type(launch) is sycl_range:
+        return tuple(launch)
+    return (tuple(launch.get_global_range()), tuple(launch.get_local_range()),
+            tuple(launch.get_offset()))
 
 
 def build_reduction_launch(device: Any, kernel: Any, launch: Any,
@@ -188,42 +254,77 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
         raise exception(errc.invalid, "reductions run in parallel_for over a sycl.range or "
                         "sycl.nd_range")
     specs = tuple(r.spec for r in reductions)
-    key = (id(kernel.__code__), id(device), specs)
-    plan = _PLANS.get(key) if properties is None else None
-    if plan is None or plan.code is not kernel.__code__ or plan.launch is not launch:
+    key = (id(kernel.__code__), id(device), specs, _launch_key(launch))
+    entry = _PLANS.get(key) if properties is None else None
+    if entry is None or entry.plan.code is not kernel.__code__:
         check_work_items(launch)
         shape = launch_shape(launch, device)
-        plan = Plan(kernel, launch, None, shape[0], (
+        entry = _Entry(Plan(kernel, launch, None, shape[0], (
             launch_variant(kernel, None, shape, launch, device, properties,
                            reductions=specs),
             launch_variant(kernel, None, shape, launch, device, properties, True,
-                           reductions=specs)))
+                           reductions=specs))))
         if properties is None:
             if len(_PLANS) > 256:
                 _PLANS.clear()
-            _PLANS[key] = plan
-    p, _ = prepared_for(kernel, plan, device)
+            _PLANS[key] = entry
+    p, _ = prepared_for(kernel, entry.plan, device)
     ck = p.ck
     if id(device.vulkan) not in p.checked:
         check_supported(p, device)
-    if ck.spec.kind == "range" and ck.spec.dims == 1:
-        per_group = ck.spec.local[0]
-        kind = "cpu" if device.is_cpu() else "gpu"
-        groups = (max(1, min(-(-launch[0] // per_group), _GRID_GROUPS[kind])), 1, 1)
-    else:
-        groups = group_counts(ck, launch, device)
+    groups = entry.groups.get(id(ck))
+    if groups is None:
+        groups = entry.groups[id(ck)] = _groups(ck, launch, device)
     count = groups[0] * groups[1] * groups[2]
-    partials = [_Partials(device, context, count * s.extent,
-                          s.accumulator.dtype) for s in specs]
-    hidden: list[Any] = []
+    last = entry.last
+    if last is not None and last[0] is p and last[4] is context:
+        # the arguments of the last launch, partials included: its command runs again
+        first = p.arguments(kernel, _hidden(reductions, last[3], 0), launch, context, device)
+        if first == last[1]:
+            return last[2]
+    partials = [_Partials(device, context, count * s.extent, s.accumulator.dtype)
+                for s in specs]
+    packed = (p.arguments(kernel, _hidden(reductions, partials, 0), launch, context, device),
+              p.arguments(kernel, _hidden(reductions, partials, count), launch, context,
+                          device))
+    command = _command(p, device, context, groups, packed, partials)
+    entry.last = (p, packed[0], command, partials, context)
+    return command
+
+
+def _hidden(reductions: tuple[reduction, ...], partials: list[_Partials],
+            finishing: int) -> tuple:
+    """The hidden arguments of a reduction kernel: each reduction's target and partials,
+    then 0 for the first pass or the partials' count for the finishing one."""
+    out: list[Any] = []
     for r, part in zip(reductions, partials, strict=True):
-        hidden += [r.target, part.ptr]
-    first = p.arguments(kernel, (*hidden, 0), launch, context, device)
-    finish = p.arguments(kernel, (*hidden, count), launch, context, device)
+        out += [r.target, part.ptr]
+    return (*out, finishing)
+
+
+def _command(p: Any, device: Any, context: Any, groups: tuple[int, int, int],
+             packed: tuple[bytes, bytes], partials: list[_Partials]) -> ReductionLaunch:
+    """The launch of both passes with `packed` arguments; its copy for a graph packs the
+    same arguments with partials of its own."""
+    ck = p.ck
+    first, finish = packed
     keep: tuple = tuple(partials)
     if ck.spec.args_in_memory:
         blocks = ArgumentBlock(device, first), ArgumentBlock(device, finish)
         first, finish = (ADDRESS.pack(b.address) for b in blocks)
         keep += blocks
+
+    def copy() -> ReductionLaunch:
+        fresh = [_Partials(device, context, part.count, part.ptr.dtype) for part in partials]
+        offsets = [a.push_offset for k in range(len(partials)) for a in ck.args
+                   if a.path == ("param", 2 * k + 1)]
+        repacked = []
+        for data in packed:
+            out = bytearray(data)
+            for offset, part in zip(offsets, fresh, strict=True):
+                ADDRESS.pack_into(out, offset, part.allocation.address)
+            repacked.append(bytes(out))
+        return _command(p, device, context, groups, (repacked[0], repacked[1]), fresh)
+
     return ReductionLaunch(ck.name, ck.binary, ck.entry, first, groups, keep_alive=keep,
-                           finish_push_constants=finish)
+                           finish_push_constants=finish, copy=copy)

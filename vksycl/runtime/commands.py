@@ -60,6 +60,13 @@ class Command:
     def lower(self, ctx: LowerContext) -> list[Step]:
         return []
 
+    def for_graph(self) -> Command:
+        """The command a graph records. Eager submissions of one command run one after
+        another (each dispatch waits for the work before it), but the nodes of a graph's
+        level run at once: a command whose dispatches use scratch memory of its own gives
+        each graph a copy with its own."""
+        return self
+
 
 @dataclass
 class KernelLaunch(Command):
@@ -101,7 +108,13 @@ class ReductionLaunch(KernelLaunch):
     second keeps its barrier behind the first."""
 
     finish_push_constants: bytes = b""
+    # a copy of the launch with partials of its own (for_graph)
+    copy: Callable[[], ReductionLaunch] | None = field(default=None, repr=False,
+                                                       compare=False)
     _finished: tuple | None = field(default=None, init=False, repr=False, compare=False)
+
+    def for_graph(self) -> Command:
+        return self if self.copy is None else self.copy()
 
     def lower(self, ctx: LowerContext) -> list[Step]:
         engine = ctx.engine

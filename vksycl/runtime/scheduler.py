@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Callable, Sequence
 
 from .allocator import Allocator
-from .commands import Command, GpuStep, KernelLaunch, LowerContext
+from .commands import Command, GpuStep, KernelLaunch, LowerContext, ReductionLaunch
 from .engine import Buffer, Engine
 from .event import event, host_now_ns
 from .submission import Part, Submission
@@ -53,6 +53,15 @@ class Scheduler:
             # submitted or batched, its errors raised to the caller (those of a batch it
             # joins, to the queue). The event is made once the dispatch is on its way.
             sub = engine.submit((command.dispatch(engine),), False, on_error)
+            ev = event(engine)
+            ev._submission = sub
+            ev._issued = True
+            if deps:
+                ev._deps = tuple(weakref.ref(d) for d in deps)
+            return ev
+        if ordered and type(command) is ReductionLaunch and not profiling:
+            # the same for a reduction: its dispatch and its finishing dispatch
+            sub = engine.submit(command.lower(self.eager)[0].dispatches, False, on_error)
             ev = event(engine)
             ev._submission = sub
             ev._issued = True
