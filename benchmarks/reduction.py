@@ -1,0 +1,271 @@
+"""Reductions of N float32 written as a user writes them with `sycl.reduction`, against
+torch and cupy on the same GPU, in the same process:
+
+- sum: `q.parallel_for(sycl.range(n), red, body)` with `def body(i, s): s += x[i]`;
+- max: `q.parallel_for(sycl.range(n), red, lambda i, s: s.combine(x[i]))`;
+- sum+max: both reductions in one kernel (one read of x), against torch's and cupy's
+  `x.sum()` then `x.max()` (two passes over x).
+
+Each reduction has `initialize_to_identity`, so every launch computes the whole result.
+Time is launch + wait of one call (the result in device memory, not copied back), the
+median of `--repeat` calls in each of `--rounds` rounds; the variants alternate within a
+round so a change in the machine's load hits all alike, and the median over rounds is
+reported. GB/s counts the bytes read (4 N; the pair reads x once in vksycl, twice in the
+peers' two calls). For context, a STREAM-like copy: torch `y.copy_(x)` and a vksycl copy
+kernel `y[i] = x[i]`, counting read + write. Every result is checked against numpy (sum:
+relative 1e-4 of the float64 sum; max: exactly).
+
+    .venv/bin/python benchmarks/reduction.py [--sizes 16M,256M] [--rounds 5] [--repeat 20]
+    .venv/bin/python benchmarks/reduction.py --sizes 1M,4M --rounds 2 --repeat 3  # lavapipe
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import vksycl as sycl
+
+UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_sizes(text: str) -> list[int]:
+    sizes = []
+    for part in text.split(","):
+        part = part.strip().upper()
+        scale = UNITS.get(part[-1:], 1)
+        sizes.append(int(part[:-1] if scale != 1 else part) * scale)
+    return sizes
+
+
+def init_to_identity() -> list:
+    return [sycl.property.reduction.initialize_to_identity()]
+
+
+class Case:
+    """A timed call and the check of what it computed."""
+
+    def __init__(self, name: str, impl: str, run: Callable[[], object], bytes_read: int,
+                 check: Callable[[], str] | None = None) -> None:
+        self.name, self.impl, self.run = name, impl, run
+        self.bytes_read = bytes_read
+        self.check = check
+        self.medians: list[float] = []
+
+
+def vksycl_cases(q: sycl.queue, host: np.ndarray) -> tuple[list[Case], Callable[[], None]]:
+    n = host.size
+    x = sycl.malloc_device(n, sycl.float32, q)
+    y = sycl.malloc_device(n, sycl.float32, q)
+    q.memcpy(x, host, host.nbytes).wait()
+    out = sycl.malloc_device(4, sycl.float32, q)
+    r = sycl.range(n)
+    red_sum = sycl.reduction(out, sycl.plus(), property_list=init_to_identity())
+    red_max = sycl.reduction(out + 1, sycl.maximum(), property_list=init_to_identity())
+    pair_sum = sycl.reduction(out + 2, sycl.plus(), property_list=init_to_identity())
+    pair_max = sycl.reduction(out + 3, sycl.maximum(), property_list=init_to_identity())
+
+    def body_sum(i, s):
+        s += x[i]
+
+    def body_pair(i, s, m):
+        v = x[i]
+        s += v
+        m.combine(v)
+
+    def copy(i):
+        y[i] = x[i]
+
+    def results() -> np.ndarray:
+        got = np.zeros(4, np.float32)
+        q.memcpy(got, out, 16).wait()
+        return got
+
+    cases = [
+        Case("sum", "vksycl", lambda: q.parallel_for(r, red_sum, body_sum).wait(), 4 * n,
+             lambda: check_sum(results()[0], host)),
+        Case("max", "vksycl", lambda: q.parallel_for(r, red_max,
+                                                     lambda i, s: s.combine(x[i])).wait(),
+             4 * n, lambda: check_max(results()[1], host)),
+        Case("sum+max", "vksycl", lambda: q.parallel_for(r, pair_sum, pair_max,
+                                                         body_pair).wait(), 4 * n,
+             lambda: check_sum(results()[2], host) + "; " + check_max(results()[3], host)),
+        Case("copy", "vksycl", lambda: q.parallel_for(r, copy).wait(), 8 * n,
+             lambda: check_copy(q, y, host)),
+    ]
+
+    def free() -> None:
+        q.wait()
+        for p in (x, y, out):
+            sycl.free(p, q)
+
+    return cases, free
+
+
+def torch_cases(host: np.ndarray) -> list[Case]:
+    try:
+        import torch
+    except ImportError:
+        print("torch: not importable, skipped")
+        return []
+    if not torch.cuda.is_available():
+        print("torch: no CUDA device, skipped")
+        return []
+    n = host.size
+    x = torch.from_numpy(host).cuda()
+    y = torch.empty_like(x)
+    sync = torch.cuda.synchronize
+    got: dict[str, object] = {}
+
+    def run_sum():
+        got["sum"] = x.sum()
+        sync()
+
+    def run_max():
+        got["max"] = x.max()
+        sync()
+
+    def run_pair():
+        got["pair"] = (x.sum(), x.max())
+        sync()
+
+    def run_copy():
+        y.copy_(x)
+        sync()
+
+    return [
+        Case("sum", "torch", run_sum, 4 * n, lambda: check_sum(got["sum"].item(), host)),
+        Case("max", "torch", run_max, 4 * n, lambda: check_max(got["max"].item(), host)),
+        Case("sum+max", "torch", run_pair, 8 * n,
+             lambda: check_sum(got["pair"][0].item(), host) + "; "
+             + check_max(got["pair"][1].item(), host)),
+        Case("copy", "torch", run_copy, 8 * n,
+             lambda: "ok" if bool((y == x).all()) else "copy differs"),
+    ]
+
+
+def cupy_cases(host: np.ndarray) -> list[Case]:
+    try:
+        import cupy
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception:  # no cupy, or no CUDA device
+        print("cupy: not importable or no CUDA device, skipped")
+        return []
+    n = host.size
+    x = cupy.asarray(host)
+    sync = cupy.cuda.Device().synchronize
+    got: dict[str, object] = {}
+
+    def run_sum():
+        got["sum"] = x.sum()
+        sync()
+
+    def run_max():
+        got["max"] = x.max()
+        sync()
+
+    def run_pair():
+        got["pair"] = (x.sum(), x.max())
+        sync()
+
+    return [
+        Case("sum", "cupy", run_sum, 4 * n, lambda: check_sum(float(got["sum"]), host)),
+        Case("max", "cupy", run_max, 4 * n, lambda: check_max(float(got["max"]), host)),
+        Case("sum+max", "cupy", run_pair, 8 * n,
+             lambda: check_sum(float(got["pair"][0]), host) + "; "
+             + check_max(float(got["pair"][1]), host)),
+    ]
+
+
+_REFERENCE: dict[int, tuple[float, float]] = {}
+
+
+def reference(host: np.ndarray) -> tuple[float, float]:
+    key = id(host)
+    if key not in _REFERENCE:
+        _REFERENCE[key] = (float(host.sum(dtype=np.float64)), float(host.max()))
+    return _REFERENCE[key]
+
+
+def check_sum(value: float, host: np.ndarray) -> str:
+    want = reference(host)[0]
+    rel = abs(float(value) - want) / abs(want)
+    assert rel <= 1e-4, f"sum {value} differs from numpy's {want} by {rel:.2e}"
+    return f"sum rel. err. {rel:.1e}"
+
+
+def check_max(value: float, host: np.ndarray) -> str:
+    want = reference(host)[1]
+    assert float(value) == want, f"max {value} differs from numpy's {want}"
+    return "max exact"
+
+
+def check_copy(q: sycl.queue, y, host: np.ndarray) -> str:
+    tail = np.zeros(min(host.size, 1 << 16), np.float32)
+    q.memcpy(tail, y + (host.size - tail.size), tail.nbytes).wait()
+    assert np.array_equal(tail, host[-tail.size:]), "the copy differs"
+    return "ok"
+
+
+def one_round(cases: list[Case], repeat: int) -> None:
+    for case in cases:
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            case.run()
+            times.append(time.perf_counter() - t0)
+        case.medians.append(statistics.median(times))
+
+
+def report(n: int, cases: list[Case]) -> None:
+    med = {(c.name, c.impl): statistics.median(c.medians) for c in cases}
+    print(f"\n### N = {n:,} float32 ({4 * n / 2**20:.0f} MiB)\n")
+    print("| reduction | impl | time µs | GB/s | time vs torch | check |")
+    print("|---|---|---:|---:|---:|---|")
+    for c in cases:
+        if c.name == "copy":
+            continue
+        t = med[(c.name, c.impl)]
+        vs = f"{t / med[(c.name, 'torch')]:.2f}x" if (c.name, "torch") in med else "—"
+        print(f"| {c.name} | {c.impl} | {t * 1e6:.1f} | {c.bytes_read / t / 1e9:.1f} | "
+              f"{vs} | {c.check() if c.check else ''} |")
+    refs = [f"{c.impl} {c.bytes_read / med[(c.name, c.impl)] / 1e9:.1f} GB/s"
+            for c in cases if c.name == "copy"]
+    print(f"\nSTREAM-like copy (read + write): {', '.join(refs)}; "
+          + "; ".join(f"{c.impl}: {c.check()}" for c in cases if c.name == "copy"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="16M,256M",
+                    help="element counts, comma-separated, with K/M/G (powers of 2)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=20, help="timed calls of each per round")
+    ap.add_argument("--warmup", type=int, default=3)
+    args = ap.parse_args()
+    q = sycl.queue()
+    print(f"device: {q.get_device().get_info(sycl.info.device.name)}")
+    print(f"launch + wait of one call, median of {args.repeat} calls per round, median of "
+          f"{args.rounds} rounds")
+    rng = np.random.default_rng(0)
+    for n in parse_sizes(args.sizes):
+        host = rng.random(n, dtype=np.float32)
+        ours, free = vksycl_cases(q, host)
+        cases = ours + torch_cases(host) + cupy_cases(host)
+        for case in cases:  # warm-up: compile, pipelines, pools, peers' caches
+            for _ in range(args.warmup):
+                case.run()
+        for _ in range(args.rounds):
+            one_round(cases, args.repeat)
+        report(n, cases)
+        del cases
+        free()
+        _REFERENCE.clear()
+
+
+if __name__ == "__main__":
+    main()
