@@ -106,6 +106,26 @@ def vksycl_cases(q: sycl.queue, host: np.ndarray) -> tuple[list[Case], Callable[
     return cases, free
 
 
+def peer_reductions(impl: str, x, sync, host: np.ndarray) -> list[Case]:
+    """sum, max and both, as `impl` spells them on its array `x`: `x.sum()`, `x.max()`."""
+    n = host.size
+    got: dict[str, object] = {}
+
+    def run(name: str, fn):
+        def call() -> None:
+            got[name] = fn()
+            sync()
+        return call
+
+    return [
+        Case("sum", impl, run("sum", x.sum), 4 * n, lambda: check_sum(float(got["sum"]), host)),
+        Case("max", impl, run("max", x.max), 4 * n, lambda: check_max(float(got["max"]), host)),
+        Case("sum+max", impl, run("pair", lambda: (x.sum(), x.max())), 8 * n,
+             lambda: check_sum(float(got["pair"][0]), host) + "; "
+             + check_max(float(got["pair"][1]), host)),
+    ]
+
+
 def torch_cases(host: np.ndarray) -> list[Case]:
     try:
         import torch
@@ -115,37 +135,16 @@ def torch_cases(host: np.ndarray) -> list[Case]:
     if not torch.cuda.is_available():
         print("torch: no CUDA device, skipped")
         return []
-    n = host.size
     x = torch.from_numpy(host).cuda()
     y = torch.empty_like(x)
-    sync = torch.cuda.synchronize
-    got: dict[str, object] = {}
-
-    def run_sum():
-        got["sum"] = x.sum()
-        sync()
-
-    def run_max():
-        got["max"] = x.max()
-        sync()
-
-    def run_pair():
-        got["pair"] = (x.sum(), x.max())
-        sync()
 
     def run_copy():
         y.copy_(x)
-        sync()
+        torch.cuda.synchronize()
 
-    return [
-        Case("sum", "torch", run_sum, 4 * n, lambda: check_sum(got["sum"].item(), host)),
-        Case("max", "torch", run_max, 4 * n, lambda: check_max(got["max"].item(), host)),
-        Case("sum+max", "torch", run_pair, 8 * n,
-             lambda: check_sum(got["pair"][0].item(), host) + "; "
-             + check_max(got["pair"][1].item(), host)),
-        Case("copy", "torch", run_copy, 8 * n,
-             lambda: "ok" if bool((y == x).all()) else "copy differs"),
-    ]
+    return [*peer_reductions("torch", x, torch.cuda.synchronize, host),
+            Case("copy", "torch", run_copy, 8 * host.size,
+                 lambda: "ok" if bool((y == x).all()) else "copy differs")]
 
 
 def cupy_cases(host: np.ndarray) -> list[Case]:
@@ -155,30 +154,7 @@ def cupy_cases(host: np.ndarray) -> list[Case]:
     except Exception:  # no cupy, or no CUDA device
         print("cupy: not importable or no CUDA device, skipped")
         return []
-    n = host.size
-    x = cupy.asarray(host)
-    sync = cupy.cuda.Device().synchronize
-    got: dict[str, object] = {}
-
-    def run_sum():
-        got["sum"] = x.sum()
-        sync()
-
-    def run_max():
-        got["max"] = x.max()
-        sync()
-
-    def run_pair():
-        got["pair"] = (x.sum(), x.max())
-        sync()
-
-    return [
-        Case("sum", "cupy", run_sum, 4 * n, lambda: check_sum(float(got["sum"]), host)),
-        Case("max", "cupy", run_max, 4 * n, lambda: check_max(float(got["max"]), host)),
-        Case("sum+max", "cupy", run_pair, 8 * n,
-             lambda: check_sum(float(got["pair"][0]), host) + "; "
-             + check_max(float(got["pair"][1]), host)),
-    ]
+    return peer_reductions("cupy", cupy.asarray(host), cupy.cuda.Device().synchronize, host)
 
 
 _REFERENCE: dict[int, tuple[float, float]] = {}

@@ -48,20 +48,15 @@ class Scheduler:
         engine = self.engine
         ordered = not command.runs_on_host and (not deps or all(d.ordered_on(engine)
                                                                 for d in deps))
-        if ordered and type(command) is KernelLaunch and not profiling:
-            # The common eager launch, in short: what `_run` does for one dispatch,
-            # submitted or batched, its errors raised to the caller (those of a batch it
-            # joins, to the queue). The event is made once the dispatch is on its way.
-            sub = engine.submit((command.dispatch(engine),), False, on_error)
-            ev = event(engine)
-            ev._submission = sub
-            ev._issued = True
-            if deps:
-                ev._deps = tuple(weakref.ref(d) for d in deps)
-            return ev
-        if ordered and type(command) is ReductionLaunch and not profiling:
-            # the same for a reduction: its dispatch and its finishing dispatch
-            sub = engine.submit(command.lower(self.eager)[0].dispatches, False, on_error)
+        kind = type(command)
+        if ordered and not profiling and (kind is KernelLaunch or kind is ReductionLaunch):
+            # The common eager launch, in short: what `_run` does for its dispatches (one,
+            # or a reduction's two), submitted or batched, its errors raised to the caller
+            # (those of a batch it joins, to the queue). The event is made once the
+            # dispatches are on their way.
+            dispatches = (command.dispatch(engine),) if kind is KernelLaunch else \
+                command.lower(self.eager)[0].dispatches
+            sub = engine.submit(dispatches, False, on_error)
             ev = event(engine)
             ev._submission = sub
             ev._issued = True
