@@ -278,6 +278,30 @@ def test_logical_combiners_on_bool(q, mem, usm, name, reset):
             assert usm.read(t)[0] == expected(name, x, init, reset), (x.sum(), init)
 
 
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "float32"])
+def test_logical_combiners_take_values_as_truth(q, mem, usm, dtype):
+    """A bool reducer combines a number as its truth value, as a store into bool memory and
+    C++'s conversion to `bool` do: 2, 256, -1 and 0.5 are true, 0 is false."""
+    n = 500
+    values = {"int32": [2, 256, -1, 7], "uint8": [2, 255, 1, 128],
+              "float32": [0.5, -2.5, 1e-3, 3.0]}[dtype]
+    truthy = np.resize(np.array(values, dtype), n)
+    with_zero = truthy.copy()
+    with_zero[123] = 0
+    results = []
+    for x in (truthy, with_zero):
+        a = mem.of(x)
+        for name in LOGICAL:
+            t = usm.of([name == "logical_or"], np.bool_)  # not the identity
+            q.parallel_for(sycl.range(n), sycl.reduction(t, combiner(name),
+                                                         property_list=init_to_identity()),
+                           combine_body(a)).wait()
+            results.append((name, bool(x.all()), usm.read(t).view(np.uint8)[0]))
+    want = [("logical_and", True, 1), ("logical_or", True, 1),
+            ("logical_and", False, 0), ("logical_or", False, 1)]
+    assert results == want
+
+
 def test_logical_or_of_comparisons(q, mem, usm):
     """`any(x > limit)` and `all(x >= 0)` as a user writes them."""
     n = 4099
@@ -761,6 +785,69 @@ def test_return_and_continue_inside_loops_of_the_body(q, mem, usm):
     assert usm.read(t)[0] == scale * x[finished].astype(np.int64).sum()
 
 
+def clamp10(v):
+    if v > 10:
+        return 10
+    return v
+
+
+def first_multiple_of_7(start):
+    k = start
+    while True:
+        if k % 7 == 0:
+            return k
+        k += 1
+
+
+def test_helper_functions_with_returns_and_nested_loops(q, mem, usm):
+    """Device functions with their own returns called from the body, and a return from two
+    loops deep in the body: each return leaves what it should and no more."""
+    n = 2003
+    x = np.random.default_rng(37).integers(0, 20, n).astype(np.int32)
+    a = mem.of(x)
+    t = usm.of([0], np.int32)
+    c = usm.of([0], np.int32)
+
+    def body(i, s, count):
+        s += clamp10(a[i]) + first_multiple_of_7(a[i])
+        for j in range(3):
+            k = 0
+            while k < 3:
+                if j * 3 + k == a[i] % 11:
+                    return
+                count += 1
+                k += 1
+
+    q.parallel_for(sycl.range(n), sycl.reduction(t, sycl.plus()),
+                   sycl.reduction(c, sycl.plus()), body).wait()
+    mult7 = (x + 6) // 7 * 7
+    assert usm.read(t)[0] == (np.minimum(x, 10) + mult7).sum()
+    stop = x % 11
+    assert usm.read(c)[0] == np.where(stop < 9, stop, 9).sum()
+
+
+def test_initial_value_is_read_when_the_kernel_runs(q, mem, usm):
+    """Without initialize_to_identity the target's value when the reduction runs counts:
+    a host task it depends on writes it late."""
+    n = 1000
+    x = np.arange(n, dtype=np.int32)
+    a = mem.of(x)
+    t = usm.of([1], np.int32)
+    gate = threading.Event()
+
+    def late():
+        gate.wait(5)
+        np.asarray(t)[0] = 1000
+
+    e0 = q.submit(lambda h: h.host_task(late))
+    e1 = q.parallel_for(sycl.range(n), sycl.reduction(t, sycl.plus()), combine_body(a),
+                        depends_on=e0)
+    time.sleep(0.05)
+    gate.set()
+    e1.wait()
+    assert usm.read(t)[0] == 1000 + x.sum()
+
+
 @pytest.mark.parametrize("shape", [(1000003,), (1031, 33), (7, 9, 1029)])
 def test_every_item_runs_once(q, mem, usm, shape):
     """The body's side effects happen once for each item, beside the reduction."""
@@ -841,6 +928,50 @@ def test_user_function_combiner_on_integers_in_nd_range(q, mem, usm):
     assert usm.read(t)[0] == x.sum() + 5
 
 
+def pick_larger_magnitude(a, b):
+    return a if abs(a) > abs(b) else b
+
+
+def absmax_through_a_helper(a, b):
+    return pick_larger_magnitude(a, b)
+
+
+def builtin_max(a, b):
+    return max(a, b)
+
+
+def test_user_combiners_calling_functions_and_shared_by_types(q, mem, usm):
+    """A combiner that calls another device function, one that calls the builtin max, and
+    one combiner used by two reductions of different types in one kernel."""
+    n = 3001
+    x = np.random.default_rng(40).uniform(-5, 5, n).astype(np.float32)
+    x[2000] = -9.5
+    xi = (x * 10).astype(np.int32)
+    a, ai = mem.of(x), mem.of(xi)
+    big = usm.of([0.0], np.float32)
+    top = usm.of([-1e9], np.float32)
+    top_i = usm.of([-(1 << 30)], np.int32)
+    total = usm.of([0.0], np.float64)
+    total_i = usm.of([0], np.int64)
+
+    def body(i, b, t, ti, s, si):
+        b.combine(a[i])
+        t.combine(a[i])
+        ti.combine(ai[i])
+        s.combine(a[i])
+        si.combine(ai[i])
+
+    q.parallel_for(sycl.range(n), sycl.reduction(big, 0.0, absmax_through_a_helper),
+                   sycl.reduction(top, float("-inf"), builtin_max),
+                   sycl.reduction(top_i, int(np.iinfo(np.int32).min), builtin_max),
+                   sycl.reduction(total, 0.0, add), sycl.reduction(total_i, 0, add),
+                   body).wait()
+    assert usm.read(big)[0] == -9.5
+    assert usm.read(top)[0] == x.max() and usm.read(top_i)[0] == xi.max()
+    check(usm.read(total), x.astype(np.float64).sum(), np.float64)
+    assert usm.read(total_i)[0] == xi.astype(np.int64).sum()
+
+
 # -- span (array) reductions -------------------------------------------------------------------
 
 @pytest.mark.parametrize("reset", [False, True], ids=["initial", "identity"])
@@ -858,6 +989,36 @@ def test_span_histogram(q, mem, usm, reset):
                                                  property_list=props(reset)), body).wait()
     want = np.bincount(x % 16, minlength=16) + (0 if reset else init)
     np.testing.assert_array_equal(usm.read(h, 16), want)
+
+
+def test_span_of_one_element_is_still_a_span(q, mem, usm):
+    """`sycl.span(p, 1)` makes an array reduction of one element: its reducer is indexed
+    (`s[0] += v`), as for any span."""
+    a = mem.of(np.arange(10, dtype=np.int32))
+    t = usm.of([5], np.int32)
+    m = usm.of([5], np.int32)
+
+    def body(i, s, mx):
+        s[0] += a[i]
+        mx[0].combine(a[i])
+
+    q.parallel_for(sycl.range(10), sycl.reduction(sycl.span(t, 1), sycl.plus()),
+                   sycl.reduction(sycl.span(m, 1), sycl.maximum()), body).wait()
+    assert usm.read(t)[0] == 50 and usm.read(m)[0] == 9
+
+
+def test_byte_histogram_of_256_bins(q, mem, usm):
+    """A span of 256 counters indexed by a byte, as a user counts bytes."""
+    n = 20011
+    x = np.random.default_rng(36).integers(0, 256, n).astype(np.uint8)
+    a = mem.of(x)
+    h = usm.of(np.full(256, 7, np.uint32))
+
+    def body(i, s):
+        s[a[i]] += 1
+
+    q.parallel_for(sycl.range(n), sycl.reduction(sycl.span(h, 256), sycl.plus()), body).wait()
+    np.testing.assert_array_equal(usm.read(h, 256), 7 + np.bincount(x, minlength=256))
 
 
 def test_span_of_floats_with_combine_and_max(q, mem, usm):
@@ -1160,15 +1321,65 @@ def test_graph_replays(q, rq, mem, usm, how, reset):
     assert usm.read(t)[0] == 5  # nothing ran while building
     exe = g.finalize()
     total = 5
-    for k in range(3):
+    for k in range(4):
         x = rng.integers(0, 1000, n).astype(np.int32)
         np.asarray(a)[:n] = x
         if reset:
             usm.write(t, [-99])
+        elif k == 3:  # the value the target holds when the replay runs is combined
+            usm.write(t, [100000])
+            total = 100000
         q.ext_oneapi_graph(exe).wait()
         total += int(x.sum())
         assert usm.read(t)[0] == (x.sum() if reset else total), k
         assert usm.read(m)[0] == x.max(), k
+
+
+def test_graph_replays_in_flight_and_beside_eager_launches(q, mem, usm):
+    """Ten replays submitted without waiting accumulate ten times; eager launches of the
+    same kernel into another target between them keep their own partial results."""
+    n = 30011
+    x = np.random.default_rng(38).integers(0, 1 << 20, n).astype(np.int64)
+    a = mem.of(x)
+    t = usm.of([3], np.int64)
+    other = usm.of([0], np.int64)
+    body = combine_body(a)
+    g = syclexp.command_graph(q)
+    g.add(lambda h: h.parallel_for(sycl.range(n), sycl.reduction(t, sycl.plus()), body))
+    exe = g.finalize()
+    events = []
+    for _ in range(10):
+        q.ext_oneapi_graph(exe)
+        events.append(q.parallel_for(sycl.range(n), sycl.reduction(
+            other, sycl.plus(), property_list=init_to_identity()), body, depends_on=events))
+    q.wait()
+    assert usm.read(t)[0] == 3 + 10 * x.sum()
+    assert usm.read(other)[0] == x.sum()
+
+
+def test_graph_update_of_the_range_of_a_reduction_node(q, mem, usm):
+    n = 5000
+    x = np.random.default_rng(39).integers(0, 100, n).astype(np.int32)
+    a = mem.of(x)
+    t = usm.of([0], np.int32)
+    red = sycl.reduction(t, sycl.plus(), property_list=init_to_identity())
+    g = syclexp.command_graph(q)
+    node = g.add(lambda h: h.parallel_for(sycl.range(n), red, combine_body(a)))
+    g2 = syclexp.command_graph(q)
+    node2 = g2.add(lambda h: h.parallel_for(sycl.nd_range((4096,), (64,)), red,
+                                            lambda it, s: s.combine(a[it.get_global_id(0)])))
+    exe = g.finalize([syclexp.property.graph.updatable()])
+    exe2 = g2.finalize([syclexp.property.graph.updatable()])
+    for m in (n, 7, 4999, 1):
+        node.update_range(sycl.range(m))
+        exe.update(node)
+        q.ext_oneapi_graph(exe).wait()
+        assert usm.read(t)[0] == x[:m].sum(), m
+    for m, wg in ((4096, 64), (96, 32), (1024, 1)):
+        node2.update_nd_range(sycl.nd_range((m,), (wg,)))
+        exe2.update(node2)
+        q.ext_oneapi_graph(exe2).wait()
+        assert usm.read(t)[0] == x[:m].sum(), (m, wg)
 
 
 def test_graph_with_a_fill_before_the_reduction_and_nd_range(q, rq, mem, usm):
@@ -1226,11 +1437,32 @@ def test_user_function_needs_an_identity(usm):
     raises(sycl.errc.invalid, lambda: sycl.reduction(sycl.span(t, 1), add))
 
 
+def test_span_must_lie_inside_its_allocation(usm):
+    p = usm.of(np.zeros(4, np.int32))
+    raises(sycl.errc.invalid, lambda: sycl.reduction(sycl.span(p, 5), sycl.plus()))
+    raises(sycl.errc.invalid, lambda: sycl.reduction(sycl.span(p + 2, 3), sycl.plus()))
+    raises(sycl.errc.invalid, lambda: sycl.reduction(sycl.span(p, 0), sycl.plus()))
+
+
 @pytest.mark.parametrize("target", [np.zeros(1, np.int32), 5, [1, 2], None],
                          ids=["ndarray", "int", "list", "None"])
 def test_target_must_be_a_usm_pointer_or_span(target):
     raises(sycl.errc.invalid, lambda: sycl.reduction(target, sycl.plus()))
     raises(sycl.errc.invalid, lambda: sycl.reduction(target, 0, sycl.plus()))
+
+
+@pytest.mark.parametrize("name", ["bit_and", "bit_or", "bit_xor", "logical_and",
+                                  "logical_or"])
+def test_bitwise_and_logical_combiners_refuse_floats(q, mem, usm, name):
+    """C++ has no `bit_or<float>`: the reduction is refused (when it is made or when the
+    kernel builds), and nothing runs."""
+    a = mem.of(np.full(8, 1.5, np.float32))
+    t = usm.of([2.5], np.float32)
+    with pytest.raises(sycl.exception):
+        q.parallel_for(sycl.range(8), sycl.reduction(t, combiner(name)),
+                       combine_body(a)).wait()
+    q.wait()
+    assert usm.read(t)[0] == 2.5
 
 
 def k_times_on_plus(a):
@@ -1370,3 +1602,197 @@ def test_a_type_the_device_lacks_is_refused_before_anything_runs(q, usm, monkeyp
     monkeypatch.delenv("VKSYCL_HIDE_ASPECTS")
     q.wait()
     assert usm.read(t)[0] == 3
+
+
+# -- regressions -------------------------------------------------------------------------------
+
+def three_reads_of(a, it):
+    """A device function handed the work-item, which hands it on."""
+    return a[it] + a_at_ids(a, it)
+
+
+def a_at_ids(a, it):
+    return a[it.get_linear_id()] + a[it.get_id(0)]
+
+
+def count_visit(hits, it):
+    hits[it] = hits[it] + 1
+
+
+def test_device_functions_given_the_work_item_in_the_grid_stride_loop(q, mem, usm):
+    """A one-dimensional range runs several copies of the body per trip of its grid-stride
+    loop, each with its own item. A device function handed the item (and one it hands
+    the item on to) must see the item of the copy that calls it: it was an internal
+    compiler error (the function read another function's local), and one instance for
+    all copies would give each trip's items the first copy's id. The range is long
+    enough for the unrolled trips on a GPU's work-group count too."""
+    n = 2_200_003
+    x = np.random.default_rng(41).integers(0, 100, n).astype(np.int32)
+    a = mem.of(x)
+    hits = mem.zeros(n, np.int32)
+    t = usm.of([0], np.int64)
+
+    def body(i, s):
+        count_visit(hits, i)
+        s += three_reads_of(a, i)
+
+    q.parallel_for(sycl.range(n), sycl.reduction(t, sycl.plus()), body).wait()
+    assert np.all(mem.view(hits, n) == 1)
+    assert usm.read(t)[0] == 3 * x.astype(np.int64).sum()
+
+
+def test_a_reducer_bound_to_another_name(q, mem, usm):
+    """`t = s; t += v` combines into the reducer `s` names (as C++'s `auto &t = s`), and
+    `e = s[j]` is the element `j` named then, whatever `j` names later. Both were build
+    errors ('cannot hold ReducerV in a variable')."""
+    n = 1000
+    t = usm.of([0], np.int32)
+    h = usm.of(np.zeros(4, np.int32))
+
+    def body(i, s, hist):
+        alias = s
+        alias += 1
+        alias.combine(2)
+        j = i % 4
+        e = hist[j]
+        j = 3
+        e += 1
+        hist[j] += 10
+        whole = hist
+        whole[0].combine(100)
+
+    q.parallel_for(sycl.range(n), sycl.reduction(t, sycl.plus()),
+                   sycl.reduction(sycl.span(h, 4), sycl.plus()), body).wait()
+    assert usm.read(t)[0] == 3 * n
+    np.testing.assert_array_equal(usm.read(h, 4), [250 + 100 * n, 250, 250, 250 + 10 * n])
+
+
+def both_true(a, b):
+    return a and b
+
+
+def either_true(a, b):
+    return a or b
+
+
+def larger_of(a, b):
+    return a if a > b else b
+
+
+@pytest.mark.parametrize("launch", [sycl.range(5003), sycl.nd_range((5000,), (100,))],
+                         ids=["range", "nd_range"])
+def test_user_function_combiners_on_bool_and_int8(q, mem, usm, launch):
+    """User combiners accumulate in the target's own type: for bools that is bytes in
+    memory, which combining wrote without converting (an internal compiler error)."""
+    n = 5000
+    flags = np.ones(n + 3, np.bool_)
+    flags[1234] = False
+    small = ((np.arange(n + 3) % 100) - 50).astype(np.int8)
+    f, s8 = mem.of(flags), mem.of(small)
+    every = usm.of([True], np.bool_)
+    some = usm.of([False], np.bool_)
+    top = usm.of([-100], np.int8)
+
+    def body(k, e, o, m):
+        e.combine(f[k])
+        o.combine(not f[k])
+        m.combine(s8[k])
+
+    def nd_body(it, e, o, m):
+        k = it.get_global_id(0)
+        e.combine(f[k])
+        o.combine(not f[k])
+        m.combine(s8[k])
+
+    q.parallel_for(launch, sycl.reduction(every, True, both_true),
+                   sycl.reduction(some, False, either_true),
+                   sycl.reduction(top, -128, larger_of),
+                   nd_body if isinstance(launch, sycl.nd_range) else body).wait()
+    assert not usm.read(every)[0]
+    assert usm.read(some)[0]
+    assert usm.read(top)[0] == 49
+
+
+def test_values_become_the_target_type_before_combining(q, mem, usm):
+    """As C++'s `combine(const T&)`: an int32 combined into an int8 or uint8 target wraps
+    to the target's type first. The maximum of 300 and 100 into an int8 is 100 (300 wraps
+    to 44); widening 300 into the accumulator gave 300, stored as 44."""
+    x = np.tile(np.array([300, 100, -200, 5], np.int32), 250)
+    a = mem.of(x)
+    top = usm.of([-128], np.int8)
+    low = usm.of([255], np.uint8)
+    q.parallel_for(sycl.range(x.size), sycl.reduction(top, sycl.maximum()),
+                   sycl.reduction(low, sycl.minimum()),
+                   lambda i, m, lo: (m.combine(a[i]), lo.combine(a[i]))).wait()
+    assert usm.read(top)[0] == x.astype(np.int8).max() == 100
+    assert usm.read(low)[0] == x.astype(np.uint8).min() == 5
+
+
+@pytest.mark.parametrize("dtype, identity", [
+    ("int32", 0.0), ("int32", 1.5), ("int64", np.float32(1.0)), ("uint8", 300),
+    ("uint64", -1), ("bool", 300), ("bool", 1.0), ("float16", 1e10), ("float32", 1e300),
+    ("int32", "0"), ("float32", 1 + 2j)])
+def test_an_identity_of_another_type_is_refused(usm, dtype, identity):
+    """An identity is a value of the target's type (C++ deduces one type for both): a
+    float for an integer or bool target, an integer the type does not hold, or a float
+    that overflows the target's type is errc.invalid. 0.0 for an int32 target, 300 for a
+    bool one and 1e10 for a float16 one were taken."""
+    t = usm.of([0], dtype)
+    raises(sycl.errc.invalid, lambda: sycl.reduction(t, identity, sycl.plus()))
+
+
+def test_a_range_of_2_31_minus_1_items(q, usm):
+    """The grid-stride loop's item steps past 2**31 - 1 after the last items of the
+    largest range: compared as signed numbers it turned negative and the loop ran on
+    (each item counted twice, negative indices read). Compared unsigned, every item runs
+    once. Nothing is read, so this costs about a second on lavapipe."""
+    n = (1 << 31) - 1
+    count = usm.of([0], np.int64)
+    low = usm.of([0], np.int32)
+    high = usm.of([0], np.int32)
+    q.parallel_for(sycl.range(n), sycl.reduction(count, sycl.plus()),
+                   sycl.reduction(low, sycl.minimum()), sycl.reduction(high, sycl.maximum()),
+                   lambda i, c, lo, hi: (c.combine(sycl.int64(1)), lo.combine(i),
+                                         hi.combine(i))).wait()
+    assert usm.read(count)[0] == n
+    assert usm.read(low)[0] == 0 and usm.read(high)[0] == n - 1
+
+
+def test_an_executable_graph_keeps_its_partials(q, rq, mem, usm):
+    """A graph records a copy of a reduction's command with partials of its own, and must
+    keep that copy while it may run: it was dropped once lowered, its partials went back
+    to the allocator, and replays wrote them into memory allocated after finalize."""
+    n, wg = 64 * 12, 64
+    x = np.arange(n, dtype=np.int64)
+    a = mem.of(x)
+    t = usm.of([0], np.int64)
+    g = syclexp.command_graph(q)
+    g.add(lambda h: h.parallel_for(
+        sycl.nd_range((n,), (wg,)), sycl.reduction(t, sycl.plus(), init_to_identity()),
+        lambda it, s: s.combine(a[it.get_global_id(0)])))
+    exe = g.finalize()
+    q.wait()
+    later = [usm.of(np.full(n // wg, -7, np.int64), kind="device") for _ in range(8)]
+    for _ in range(2):
+        q.ext_oneapi_graph(exe).wait()
+        assert usm.read(t)[0] == x.sum()
+    for p in later:
+        np.testing.assert_array_equal(usm.read(p, n // wg), -7)
+
+
+def test_more_partials_than_32_bit_indices_reach_are_refused(q, usm, monkeypatch):
+    """The kernel indexes its partials (a work-group's for each element of a span) with
+    32-bit integers: a launch needing more than 2**31 - 1 is errc.nd_range before any
+    memory is taken, not partials written out of bounds. The work-group count of a huge
+    range is stood in for."""
+    from vksycl.kernels import reduction as host_side
+
+    monkeypatch.setattr(host_side, "group_counts", lambda ck, launch, device: (65535, 20000, 1))
+    h = usm.of([1, 2], np.int32)
+    before = sycl.usm_memory_stats(q)["in_use"]
+    message = raises(sycl.errc.nd_range, lambda: q.parallel_for(
+        sycl.range(61, 67), sycl.reduction(sycl.span(h, 2), sycl.plus()),
+        lambda it, s: s[0].combine(1)).wait())
+    assert "2621400000 partial results" in message
+    assert sycl.usm_memory_stats(q)["in_use"] <= before
+    np.testing.assert_array_equal(usm.read(h, 2), [1, 2])

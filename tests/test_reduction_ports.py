@@ -14,12 +14,13 @@ Left out everywhere, and why:
 - the internal strategy selection of reduction_internal*.hpp (vksycl has one
   implementation: the scenarios run through it).
 
-Files not ported: reduction_placeholder*.cpp and reduction_resource_leak_dw.cpp (buffers
-and accessors), reduction_complex_nums.cpp (complex numbers), reduction_dynamic_span.cpp
-(a C++ compile-time error for dynamic-extent spans; Python spans have run-time lengths),
-reduction_deterministic.cpp (the experimental `deterministic` property is not part of the
-API), reduction_ctor.cpp's reducer internals (`reducer_type`, `getIdentityContainer`),
-whose observable part (known identities and one combine of two values) is ported.
+Files not ported: reduction_resource_leak_dw.cpp (buffers and accessors; placeholder
+accessor tests likewise, none is in the directory now), reduction_complex_nums.cpp
+(complex numbers), reduction_dynamic_span.cpp (a C++ compile-time error for dynamic-extent
+spans; Python spans have run-time lengths), reduction_deterministic.cpp (the experimental
+`deterministic` property is not part of the API), reduction_ctor.cpp's reducer internals
+(`reducer_type`, `getIdentityContainer`), whose observable part (known identities and one
+combine of two values) is ported.
 
 DPC++'s reducer_skip tests pass their filter to a `test()` wrapper that drops it (the
 filter never reached the kernel there); the ports apply it, as the tests intend.
@@ -953,10 +954,10 @@ def test_nd_ext_type(q, usm, dtype, aspect):
 
 @pytest.mark.parametrize("reset", [False, True], ids=["initial", "identity"])
 def test_internal_shapes(q, usm, reset):
-    """Ports reduction_internal_{range_1dim,range_2dim,range_3dim,nd_range_1dim}.cpp through
-    reduction_internal.hpp: `Red.combine(T{1})` into a device USM target set to 19 by a
-    kernel, with and without initialize_to_identity (its strategy loop has one strategy
-    here)."""
+    """Ports reduction_internal.cpp and reduction_internal_{range_1dim,range_2dim,
+    range_3dim,nd_range_1dim}.cpp (through reduction_internal.hpp): `Red.combine(T{1})`
+    into a device USM target set to 19 by a kernel, with and without
+    initialize_to_identity (its strategy loop has one strategy here)."""
     t = usm.of([0], np.int32, kind="device")
 
     def set_init():

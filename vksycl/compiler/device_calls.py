@@ -30,6 +30,7 @@ class DeviceCalls:
     functions: dict[tuple, ir.Function]
     names: dict[str, int]
     stack: list[Any]
+    item_override: ir.Value | None
 
     def call_device_function(self, fl: FunctionLowering, pyfn: Any,
                              named: list[tuple[str, Any]], node: ast.AST,
@@ -44,6 +45,16 @@ class DeviceCalls:
         callee: list[tuple[str, Any]] = []
         for name, v in named:
             callee.append((name, self.flatten(fl, name, v, sig, params, call_args, node)))
+        override = self.item_override
+        item_id: ir.Param | None = None
+        if override is not None and any(s[0] == "i" for s in sig):
+            # A copy of the body (a grid-stride or coarsened one) numbers its work-item
+            # with a local of the kernel: a function handed the item gets that id as a
+            # parameter, so every copy calls one instance with its own id.
+            item_id = ir.Param("item.id", override.ty)
+            params.append(item_id)
+            call_args.append(override)
+            sig.append(("item_id",))
         key = (pyfn, tuple(sig))
         fn = self.functions.get(key)
         if fn is None:
@@ -52,11 +63,13 @@ class DeviceCalls:
             n = self.names.get(base, 0)
             self.names[base] = n + 1
             self.stack.append(pyfn)
+            self.item_override = None if item_id is None else ir.ArgRead(item_id)
             try:
                 fn, cfl = self.lower_function(pyfn, src, f"{base}_{n}" if n else base, callee,
                                               fn_path=fn_path)
             finally:
                 self.stack.pop()
+                self.item_override = override
             fn.params = params
             self.finish_returns(cfl, fn)
             self.functions[key] = fn

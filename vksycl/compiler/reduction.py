@@ -46,6 +46,7 @@ class ReductionSpec:
     op: str | None  # a SYCL function object's name (`plus`, ...), or None for a function
     identity: Any
     extent: int = 1  # elements: 1, or the length of a span
+    span: bool = False  # a span's reducer is indexed (s[j]), whatever its length
     initialize: bool = False  # initialize_to_identity: the target's value is not read
     combiner_key: str = ""
     combiner: Any = field(default=None, compare=False, repr=False)
@@ -123,17 +124,16 @@ def combine(fl: Any, r: ReducerV, value: Any, node: ast.AST) -> None:
         raise fl.err(node, "a reducer is used in the kernel body only; pass the value to "
                      "combine back to the body instead of the reducer")
     spec = r.spec
-    if spec.extent > 1 and r.element is None:
+    if spec.span and r.element is None:
         raise fl.err(node, f"this reducer combines {spec.extent} elements (a span): "
                      "index it, s[j].combine(v)")
-    t = spec.accumulator
+    # as C++'s combine(const T&): the value becomes the target's type first (a number's
+    # truth for a bool, a wrapped value for a narrow integer), then the accumulator's
     v = fl.scalar(value, node, spec.element)
-    if v.ty.is_bool:
-        v = fl.convert(v, U32, node)
-    v = fl.convert(v, t, node)
+    v = fl.convert(fl.convert(v, spec.element, node), spec.accumulator, node)
     place = _place(r, r.element if r.element is not None else ir.Const(I32, 0))
-    acc = ir.Load(place)
-    fl.emit(ir.Store(place, combine_values(fl, spec, acc, v, node)))
+    # through load and store: the accumulators of a user combiner on bools hold bytes
+    fl.store(place, combine_values(fl, spec, fl.load(place, node), v, node), node)
 
 
 def augment(fl: Any, r: ReducerV, op: ast.operator, value: Any, node: ast.AST) -> None:
@@ -148,11 +148,13 @@ def augment(fl: Any, r: ReducerV, op: ast.operator, value: Any, node: ast.AST) -
 
 
 def element(fl: Any, r: ReducerV, index: Any, node: ast.AST) -> ReducerV:
-    """`s[j]` of a span reducer."""
-    if r.spec.extent == 1 or r.element is not None:
+    """`s[j]` of a span reducer. The index is read here, as Python reads it: a name bound
+    to the element (`e = s[j]`) keeps combining into it when `j` changes."""
+    if not r.spec.span or r.element is not None:
         raise fl.err(node, "only a reducer of a span is indexed")
-    j = fl.convert(fl.scalar(index, node), I32, node)
-    return ReducerV(r.index, r.spec, r.root, j)
+    j = fl.new_local("reducer_element", I32)
+    fl.emit(ir.Assign(j, fl.convert(fl.scalar(index, node), I32, node)))
+    return ReducerV(r.index, r.spec, r.root, ir.Read(j))
 
 
 def method(fl: Any, r: ReducerV, name: str, args: list[Any], node: ast.AST) -> Any:
@@ -215,8 +217,10 @@ class KernelReductions:
         self.m = m
         self.params = params  # the body's reducer parameters
         self.reducers = reducers(specs)
-        # the accumulators of the unrolled grid-stride loop's other copies of the body
-        self.copies = [reducers(specs) for _ in range(UNROLL - 1)] if grid_stride else []
+        # the accumulators of the unrolled grid-stride loop's other copies of the body;
+        # spans are not unrolled: each copy would hold every element's accumulator
+        unroll = UNROLL if not any(s.span for s in specs) else 1
+        self.copies = [reducers(specs) for _ in range(unroll - 1)] if grid_stride else []
         self.bodies: list[list[ir.Stmt]] = []
         n = len(specs)
         self.targets = [m.ptr_arg(("param", 2 * k), s.element) for k, s in enumerate(specs)]
@@ -275,19 +279,24 @@ class KernelReductions:
             item, n, stride = self.item, m.queries.global_range(0), self._stride()
             start = ir.Op("OpIAdd", I32, [ir.Op("OpIMul", I32, [
                 builtin("WorkgroupId", 0), ir.Const(I32, L)]), lid])
-            whole = ir.Op("OpISub", I32, [n, ir.Op("OpIMul", I32, [
-                ir.Const(I32, UNROLL - 1), stride])])
 
             def advance(k: int) -> list[ir.Stmt]:
                 return [ir.Assign(item, ir.Op("OpIAdd", I32, [ir.Read(item), ir.Op(
                     "OpIMul", I32, [ir.Const(I32, k), stride])]))]
 
+            def before_end(k: int) -> ir.Value:
+                """Whether item + k strides is in the range. Compared unsigned: a range
+                of up to 2**31 - 1 items steps past 2**31 - 1, which stays below 2**32
+                but would be negative as a signed number."""
+                last = ir.Op("OpIAdd", I32, [ir.Read(item), ir.Op(
+                    "OpIMul", I32, [ir.Const(I32, k), stride])]) if k else ir.Read(item)
+                return ir.Op("OpULessThan", BOOL, [last, n])
+
             *unrolled, tail = self.bodies
             main = [ir.Assign(item, start),
-                    ir.Loop([], ir.Op("OpSLessThan", BOOL, [ir.Read(item), whole]),
-                            [s for b in unrolled for s in trip(b)], advance(UNROLL)),
-                    ir.Loop([], ir.Op("OpSLessThan", BOOL, [ir.Read(item), n]), trip(tail),
-                            advance(1))]
+                    ir.Loop([], before_end(len(unrolled) - 1),
+                            [s for b in unrolled for s in trip(b)], advance(len(unrolled))),
+                    ir.Loop([], before_end(0), trip(tail), advance(1))]
             fn.locals.append(item)
         elif guarded:
             main = [ir.If(m.queries.guard(), [], trip(self.bodies[0]))]

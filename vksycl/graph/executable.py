@@ -45,6 +45,9 @@ class GraphRun(Command):
     def __init__(self, graph: executable_command_graph) -> None:
         self.graph = graph
         self.steps = graph._steps  # as submitted: later updates do not reach it
+        # the commands those steps run, with the memory their dispatches use (a
+        # reduction's partials): an update does not free it under this submission
+        self.keep_alive = tuple(graph._held)
         self.runs_on_host = graph._runs_on_host
         self.profiled = graph._profiling
 
@@ -70,7 +73,10 @@ class executable_command_graph:
         self._engine = scheduler_for(self._device).engine
         self._staging: list[Buffer] = []
         self._ctx = LowerContext(self._engine, self._staging_buffer)
-        self._lowered = [self._lower(c) for c in self._commands]
+        # what each node records (Command.for_graph): the graph keeps it while its steps
+        # are recorded, since a copy's memory goes back to the allocator with it
+        self._held = [c.for_graph() for c in self._commands]
+        self._lowered = [self._lower(c) for c in self._held]
         self._lock = threading.RLock()
         self._last: event | None = None  # the last submission, for graphs with host steps
         self._build()
@@ -92,7 +98,7 @@ class executable_command_graph:
             child = command.graph
             with child._lock:
                 return [s for i in child._order for s in child._lowered[i]]
-        return command.for_graph().lower(self._ctx)
+        return command.lower(self._ctx)
 
     def _build(self) -> None:
         """Segments of GPU steps, each recorded once, and the host steps between them."""
@@ -242,10 +248,12 @@ class executable_command_graph:
         for i, command in pairs:
             if command is self._commands[i]:
                 continue
-            lowered = self._lower(command)
+            own = command.for_graph()
+            lowered = self._lower(own)
             gpu = [s.dispatches for s in lowered if isinstance(s, GpuStep)]
             old = [s for s in self._lowered[i] if isinstance(s, GpuStep)]
             self._commands[i] = command
+            self._held[i] = own
             self._lowered[i] = lowered
             reshaped = reshaped or len(gpu) != len(old) or not all(gpu) or \
                 any(isinstance(s, HostStep) for s in lowered)

@@ -19,7 +19,7 @@ from ..compiler.reduction import ReductionSpec
 from ..exceptions import errc, exception
 from ..properties import Property
 from ..properties import property as sycl_property
-from ..ranges import check_work_items, nd_range
+from ..ranges import MAX_WORK_ITEMS, check_work_items, nd_range
 from ..ranges import range as sycl_range
 from ..runtime.commands import ReductionLaunch
 from ..runtime.context import scheduler_for
@@ -68,6 +68,8 @@ def _known_identity(op: str, dtype: np.dtype) -> Any:
                 "maximum": False}.get(op)
     if op == "logical_and" or op == "logical_or":
         return None
+    if dtype.kind == "f" and op.startswith("bit_"):
+        return None
     if op in ("plus", "bit_or", "bit_xor"):
         return dtype.type(0)
     if op == "multiplies":
@@ -91,20 +93,23 @@ def _identity_of(op: str, dtype: np.dtype) -> Any:
 
 
 def _converted(identity: Any, dtype: np.dtype) -> Any:
-    """The identity as a value of the target's type: a number it holds exactly (integers
-    in range for integer types)."""
+    """The identity as a value of the target's type: a number it holds exactly (for an
+    integer or bool target an integer in its range, as C++ deduces one type for the
+    target and the identity; for a float target any number whose conversion does not
+    overflow)."""
     bad = exception(errc.invalid, f"identity {identity!r} is not a {dtype} value")
-    if not isinstance(identity, bool | int | float | np.generic):
+    exact = dtype.kind in "biu"
+    if not isinstance(identity, bool | int | float | np.bool_ | np.integer | np.floating) \
+            or (exact and isinstance(identity, float | np.floating)):
         raise bad
-    if dtype.kind in "iu" and isinstance(identity, float | np.floating):
-        if not float(identity).is_integer():
-            raise bad
-        identity = int(identity)
     try:
-        value = dtype.type(identity)
+        with np.errstate(over="ignore"):
+            value = dtype.type(identity)
     except (TypeError, ValueError, OverflowError):
         raise bad from None
-    if dtype.kind in "iu" and int(value) != int(identity):
+    if exact and int(value) != int(identity):
+        raise bad
+    if not exact and np.isinf(value) and not np.isinf(identity):
         raise bad
     return value.item()
 
@@ -176,7 +181,8 @@ class reduction:
         initialize = any(isinstance(p, sycl_property.reduction.initialize_to_identity)
                          for p in (property_list or ()))
         self.target = ptr
-        self.spec = ReductionSpec(dtype.str, op, value, extent, initialize, key, fn)
+        self.spec = ReductionSpec(dtype.str, op, value, extent, isinstance(target, span),
+                                  initialize, key, fn)
 
 
 def _is_property_list(v: Any) -> bool:
@@ -225,11 +231,22 @@ class _Entry:
 
 def _groups(ck: Any, launch: Any, device: Any) -> tuple[int, int, int]:
     """The work-groups of a reduction kernel's first dispatch: a bounded number for the
-    grid-stride loop of a one-dimensional range, else one per work-group of the range."""
+    grid-stride loop of a one-dimensional range, else one per work-group of the range.
+    The kernel indexes the partials (one per work-group and element of a reduction) with
+    32-bit integers, so a launch with more than 2**31 - 1 of them is refused rather than
+    left to write past its partials."""
     if ck.spec.kind != "range" or ck.spec.dims != 1:
-        return group_counts(ck, launch, device)
-    cap = _GRID_GROUPS["cpu" if device.is_cpu() else "gpu"]
-    return (max(1, min(-(-launch[0] // ck.spec.local[0]), cap)), 1, 1)
+        groups = group_counts(ck, launch, device)
+    else:
+        cap = _GRID_GROUPS["cpu" if device.is_cpu() else "gpu"]
+        groups = (max(1, min(-(-launch[0] // ck.spec.local[0]), cap)), 1, 1)
+    count = groups[0] * groups[1] * groups[2]
+    extent = max(s.extent for s in ck.spec.reductions)
+    if count * extent > MAX_WORK_ITEMS:
+        raise exception(errc.nd_range, f"{launch!r} needs {count * extent} partial results "
+                        f"({count} work-groups, {extent} elements each): more than 2**31 - 1 "
+                        "(use a smaller range or span)")
+    return groups
 
 
 def _launch_key(launch: Any) -> tuple:

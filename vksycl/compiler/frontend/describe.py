@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ir
+from ..reduction import ReducerV
 from ..values import AggV, ItemV, ObjV, PtrV, PyV, TupV
 
 
@@ -32,6 +33,8 @@ def kind_of(v: Any) -> str:
         return "a tuple"
     if isinstance(v, ItemV):
         return f"a {v.kind}"
+    if isinstance(v, ReducerV):
+        return "a reducer" if v.element is None else "a reducer's element"
     if isinstance(v, PyV):
         return describe(v.obj)
     if v is None:
