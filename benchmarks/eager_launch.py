@@ -1,7 +1,9 @@
 """Eager launches of a tiny kernel (`x[i] += 1` over 64 items), in one run against the
 floor Kompute allows and the CUDA peers on the same GPU:
 
-- vksycl: a closure `q.parallel_for(range, body)`;
+- vksycl: a closure `q.parallel_for(range, body)`, spelled as users write it (the same
+  range object, a new `sycl.range` each call, a plain int, an in-order queue, a
+  `q.submit` command group);
 - raw kp: the same compiled SPIR-V as one pre-built `kp.OpAlgoDispatch`, recorded into a
   sequence and submitted per launch (sequences reused from a ring once complete);
 - torch: `x.add_(1)` on a CUDA tensor;
@@ -31,7 +33,16 @@ import vksycl as sycl
 N = 64
 
 
-def vksycl_case(q: sycl.queue) -> tuple[Callable[[], object], Callable[[], None], Callable]:
+# how a user writes the launch: the benchmark's original spelling (the same range object
+# every time) and the common ones
+SPELLINGS = ("same range object", "new sycl.range", "int range", "in-order queue",
+             "q.submit command group")
+
+
+def vksycl_case(q: sycl.queue, spelling: str
+                ) -> tuple[Callable[[], object], Callable[[], None], Callable]:
+    if spelling == "in-order queue":
+        q = sycl.queue(q.get_device(), property_list=[sycl.property.queue.in_order()])
     x = sycl.malloc_device(N, sycl.float32, q)
     q.fill(x, np.float32(0), N).wait()
     rng = sycl.range(N)
@@ -42,9 +53,17 @@ def vksycl_case(q: sycl.queue) -> tuple[Callable[[], object], Callable[[], None]
     def check(launched: int) -> None:
         out = np.zeros(N, np.float32)
         q.memcpy(out, x, N * 4).wait()
-        assert np.all(out == launched), out[:4]
+        assert np.all(out == launched), (spelling, out[:4])
 
-    return (lambda: q.parallel_for(rng, body)), q.wait, check
+    launch = {
+        "same range object": lambda: q.parallel_for(rng, body),
+        "new sycl.range": lambda: q.parallel_for(sycl.range(N), body),
+        "int range": lambda: q.parallel_for(N, body),
+        "in-order queue": lambda: q.parallel_for(sycl.range(N), body),
+        "q.submit command group": lambda: q.submit(
+            lambda h: h.parallel_for(sycl.range(N), body)),
+    }[spelling]
+    return launch, q.wait, check
 
 
 def raw_kp_case(q: sycl.queue):
@@ -147,23 +166,23 @@ def main() -> None:
     N = args.items
     q = sycl.queue()
     print(f"device: {q.get_device().get_info(sycl.info.device.name)}; {N} items, x += 1")
-    cases = {"vksycl": vksycl_case(q), "raw kp": raw_kp_case(q), "torch": torch_case(),
-             "cupy RawKernel": cupy_case()}
+    cases = {f"vksycl, {s}": vksycl_case(q, s) for s in SPELLINGS}
+    cases |= {"raw kp": raw_kp_case(q), "torch": torch_case(), "cupy RawKernel": cupy_case()}
     cases = {k: v for k, v in cases.items() if v is not None}
-    launched = 0
+    launched = dict.fromkeys(cases, 0)
     for name, (launch, wait, _) in cases.items():  # warm-up: compile, pipelines, pools
         for _ in range(50):
             launch()
         wait()
-        if name == "vksycl":
-            launched += 50
+        launched[name] += 50
     results: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
     for _ in range(args.rounds):
         for name, (launch, wait, _) in cases.items():
             results[name].append(one_round(launch, wait, args.singles, args.async_launches))
-            if name == "vksycl":
-                launched += args.singles + args.async_launches
-    cases["vksycl"][2](launched)
+            launched[name] += args.singles + args.async_launches
+    for name, (_, _, check) in cases.items():
+        if check is not None:
+            check(launched[name])
     med = {k: (statistics.median(r[0] for r in v), statistics.median(r[1] for r in v))
            for k, v in results.items()}
     print(f"median of {args.rounds} rounds; async: {args.async_launches} launches, one wait")
@@ -174,7 +193,7 @@ def main() -> None:
         if "torch" in med:
             vs = f"{single / med['torch'][0]:.2f}x, {many / med['torch'][1]:.2f}x"
         print(f"| {name} | {single * 1e6:.1f} | {many * 1e6:.1f} | {vs} |")
-    print("(vksycl results checked: every launch added 1)")
+    print("(vksycl results checked, every spelling: every launch added 1)")
 
 
 if __name__ == "__main__":

@@ -227,3 +227,38 @@ def test_the_same_free_function_arguments_on_a_freed_pointer_are_refused(q):
         syclexp.single_task(q, add_one, x)
     assert err.value.code() == sycl.errc.invalid
     assert "freed" in str(err.value)
+
+
+@pytest.mark.parametrize("spelling", ["new range", "int", "tuple", "new nd_range"])
+def test_a_new_launch_object_with_the_same_values_finds_the_plan(q, monkeypatch, spelling):
+    """`q.parallel_for(sycl.range(n), body)` with a new range each call (the common
+    spelling), a plain int or tuple, or a new nd_range: one plan for every launch, found by
+    the launch's values; a range of other values still gets a plan of its own."""
+    from vksycl.kernels import plans
+
+    made = []
+    real = plans.new_plan
+    monkeypatch.setattr(plans, "new_plan", lambda *a: made.append(a[2]) or real(*a))
+    out = sycl.malloc_shared(N, sycl.int32, q)
+    q.memset(out, 0, N * 4).wait()
+
+    def by_id(i):
+        out[i] = out[i] + 1
+
+    def by_nd_item(it):
+        g = it.get_global_id(0)
+        out[g] = out[g] + 1
+
+    body = by_nd_item if spelling == "new nd_range" else by_id
+
+    launch = {"new range": lambda n: sycl.range(n), "int": lambda n: n,
+              "tuple": lambda n: (n,), "new nd_range": lambda n: sycl.nd_range((n,), (16,))}
+    for _ in range(5):
+        q.parallel_for(launch[spelling](N), body).wait()
+    assert len(made) == 1
+    q.parallel_for(launch[spelling](N // 2), body).wait()
+    assert len(made) == 2
+    expected = np.full(N, 5, np.int32)
+    expected[: N // 2] += 1
+    np.testing.assert_array_equal(np.asarray(out), expected)
+    sycl.free(out, q)

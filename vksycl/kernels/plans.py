@@ -182,14 +182,22 @@ _PLANS: dict[tuple[int, int], Plan] = {}
 
 
 def known_plan(pyfn: Any, info: Any, launch: Any, device: Any) -> Plan | None:
-    """The plan of the last launch of this kernel on this device, if it was made for
-    this launch object and the polymorphic classes virtual calls know are unchanged."""
+    """The plan of the last launch of this kernel on this device, if it was made for a
+    launch of the same type and values (a new `sycl.range(n)` per call, the common
+    spelling, finds it: ranges are tuples, compared in C) and the polymorphic classes
+    virtual calls know are unchanged. The plan takes the newest launch object, so a
+    launch repeating it is found by identity."""
     code = pyfn.__code__
     plan = _PLANS.get((id(code), id(device)))
-    if plan is not None and plan.code is code and plan.launch is launch and \
-            plan.info is info and plan.classes == virtual.version():
-        return plan
-    return None
+    if plan is None or plan.code is not code or plan.info is not info or \
+            plan.classes != virtual.version():
+        return None
+    known = plan.launch
+    if known is not launch:
+        if type(known) is not type(launch) or known != launch:
+            return None
+        plan.launch = launch
+    return plan
 
 
 def plan_for(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) -> Plan:
