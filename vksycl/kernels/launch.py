@@ -99,8 +99,8 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
     handler's `parallel_for` / `single_task` and the queue's shortcut enqueue. With a
     context, every pointer argument must belong to it; kernel properties are checked
     against the launch's range and device first (`launch_properties`). Launching the
-    function of the last launch again, with the same launch object and capturing the very
-    same objects, gets the last command back after identity checks alone: a loop of
+    function of the last launch again, over a launch of the same values and capturing the
+    very same objects, gets the last command back after identity checks alone: a loop of
     launches pays for no argument packing. With `reductions`, the launch of a reduction
     kernel (`kernels/reduction.py`)."""
     if reductions:
