@@ -55,3 +55,53 @@ def mem(q: sycl.queue):
     yield m
     q.wait()
     m.free()
+
+
+ALLOC = {"device": sycl.malloc_device, "shared": sycl.malloc_shared, "host": sycl.malloc_host}
+
+
+class Usm:
+    """Targets and inputs in USM of any kind, written and read with memcpy (device memory is
+    not host-accessible), freed when the test ends."""
+
+    def __init__(self, q: sycl.queue) -> None:
+        self.q = q
+        self.ptrs: list = []
+
+    def of(self, values, dtype=None, kind: str = "shared", q: sycl.queue | None = None):
+        q = q or self.q
+        a = np.ascontiguousarray(np.asarray(values, dtype=dtype).reshape(-1))
+        p = ALLOC[kind](max(a.size, 1), a.dtype, q)
+        if a.size:
+            q.memcpy(p, a, a.nbytes).wait()
+        self.ptrs.append((p, q))
+        return p
+
+    def read(self, p, n: int = 1) -> np.ndarray:
+        out = np.empty(n, p.dtype)
+        self.q.memcpy(out, p, out.nbytes).wait()
+        return out
+
+    def write(self, p, values) -> None:
+        a = np.ascontiguousarray(np.asarray(values, p.dtype).reshape(-1))
+        self.q.memcpy(p, a, a.nbytes).wait()
+
+    def free(self) -> None:
+        for p, q in self.ptrs:
+            sycl.free(p, q)
+
+
+@pytest.fixture
+def usm(q: sycl.queue):
+    u = Usm(q)
+    yield u
+    q.wait()
+    u.free()
+
+
+@pytest.fixture
+def ordered_usm(ordered_q: sycl.queue):
+    u = Usm(ordered_q)
+    yield u
+    ordered_q.wait()
+    u.free()

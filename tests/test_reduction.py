@@ -24,7 +24,6 @@ FLOATS = ["float16", "float32", "float64"]
 ARITHMETIC = ("plus", "multiplies", "minimum", "maximum")
 BITWISE = ("bit_and", "bit_or", "bit_xor")
 LOGICAL = ("logical_and", "logical_or")
-ALLOC = {"device": sycl.malloc_device, "shared": sycl.malloc_shared, "host": sycl.malloc_host}
 
 
 def init_to_identity() -> list:
@@ -151,45 +150,6 @@ def check(got, want, dtype, exact: bool = False) -> None:
 def expected(name: str, x: np.ndarray, init, reset: bool):
     """The final value of a target holding `init` reduced over x."""
     return reference(name, x if reset else np.append(x, np.asarray(init, x.dtype)))
-
-
-class Usm:
-    """Targets and inputs in USM of any kind, written and read with memcpy (device memory is
-    not host-accessible), freed when the test ends."""
-
-    def __init__(self, q: sycl.queue) -> None:
-        self.q = q
-        self.ptrs: list = []
-
-    def of(self, values, dtype=None, kind: str = "shared", q: sycl.queue | None = None):
-        q = q or self.q
-        a = np.ascontiguousarray(np.asarray(values, dtype=dtype).reshape(-1))
-        p = ALLOC[kind](max(a.size, 1), a.dtype, q)
-        if a.size:
-            q.memcpy(p, a, a.nbytes).wait()
-        self.ptrs.append((p, q))
-        return p
-
-    def read(self, p, n: int = 1) -> np.ndarray:
-        out = np.empty(n, p.dtype)
-        self.q.memcpy(out, p, out.nbytes).wait()
-        return out
-
-    def write(self, p, values) -> None:
-        a = np.ascontiguousarray(np.asarray(values, p.dtype).reshape(-1))
-        self.q.memcpy(p, a, a.nbytes).wait()
-
-    def free(self) -> None:
-        for p, q in self.ptrs:
-            sycl.free(p, q)
-
-
-@pytest.fixture
-def usm(q):
-    u = Usm(q)
-    yield u
-    q.wait()
-    u.free()
 
 
 def combine_body(a):
@@ -1157,9 +1117,9 @@ def test_out_of_order_queue_chains_reductions_by_events(q, mem, usm):
     assert usm.read(t)[0] == 7 + 5 * x.sum()
 
 
-def test_in_order_queue(ordered_q):
+def test_in_order_queue(ordered_q, ordered_usm):
     q = ordered_q
-    u = Usm(q)
+    u = ordered_usm
     n = 3001
     x = np.random.default_rng(27).uniform(0, 1, n).astype(np.float32)
     a = u.of(x, kind="device")
@@ -1175,7 +1135,6 @@ def test_in_order_queue(ordered_q):
     q.wait()
     check(u.read(t), 4 * x.astype(np.float64).sum() + 6000.0, np.float32)
     check(u.read(m), x.max(), np.float32, exact=True)
-    u.free()
 
 
 def test_independent_reductions_in_flight_at_once(q, mem, usm):

@@ -35,7 +35,6 @@ import vksycl as sycl
 
 INT_MAX, INT_MIN = np.iinfo(np.int32).max, np.iinfo(np.int32).min
 INF = np.inf
-ALLOC = {"device": sycl.malloc_device, "shared": sycl.malloc_shared, "host": sycl.malloc_host}
 OPS = {"plus": np.add, "multiplies": np.multiply, "minimum": np.minimum,
        "maximum": np.maximum, "bit_and": np.bitwise_and, "bit_or": np.bitwise_or,
        "bit_xor": np.bitwise_xor}
@@ -117,37 +116,6 @@ def check_results(got, want, dtype, op, n_items: int) -> None:
         assert diff <= max_diff, f"computed {got}, expected {want}, diff {diff} > {max_diff}"
     else:
         assert got == np.asarray(want).astype(dt), f"computed {got}, expected {want}"
-
-
-class Usm:
-    def __init__(self, q: sycl.queue) -> None:
-        self.q = q
-        self.ptrs: list = []
-
-    def of(self, values, dtype=None, kind: str = "shared"):
-        a = np.ascontiguousarray(np.asarray(values, dtype=dtype).reshape(-1))
-        p = ALLOC[kind](max(a.size, 1), a.dtype, self.q)
-        if a.size:
-            self.q.memcpy(p, a, a.nbytes).wait()
-        self.ptrs.append(p)
-        return p
-
-    def read(self, p, n: int = 1) -> np.ndarray:
-        out = np.empty(n, p.dtype)
-        self.q.memcpy(out, p, out.nbytes).wait()
-        return out
-
-    def free(self) -> None:
-        for p in self.ptrs:
-            sycl.free(p, self.q)
-
-
-@pytest.fixture
-def usm(q):
-    u = Usm(q)
-    yield u
-    q.wait()
-    u.free()
 
 
 def combiner(op):

@@ -173,19 +173,19 @@ def _indirect_path(path: tuple) -> bool:
         2 if path[0] == "cell" else 3))
 
 
-class ArgumentBlock:
-    """A launch's packed arguments in host-visible device memory, for a kernel whose
-    arguments outgrow the push constants. The command keeps it alive until it completes;
-    then its memory goes back to the allocator, which reuses it only once the work
-    submitted before has completed."""
+class LaunchMemory:
+    """Memory a launch's command owns (its argument block, a reduction's partials). The
+    command keeps it alive until it completes; then its memory goes back to the
+    allocator, which reuses it only once the work submitted before has completed."""
 
     __slots__ = ("allocation",)
 
-    def __init__(self, device: Any, data: bytes) -> None:
-        allocator = scheduler_for(device).allocators[True]
-        self.allocation = Allocation(allocator, allocator.allocate(len(data)), 0, len(data),
-                                     alloc.host, None, device)
-        self.allocation.host_bytes()[:] = np.frombuffer(data, np.uint8)
+    def __init__(self, device: Any, nbytes: int, host_visible: bool,
+                 context: Any = None) -> None:
+        allocator = scheduler_for(device).allocators[host_visible]
+        self.allocation = Allocation(allocator, allocator.allocate(nbytes), 0, nbytes,
+                                     alloc.host if host_visible else alloc.device, context,
+                                     device)
 
     @property
     def address(self) -> int:
@@ -193,3 +193,14 @@ class ArgumentBlock:
 
     def __del__(self) -> None:
         self.allocation.free()
+
+
+class ArgumentBlock(LaunchMemory):
+    """A launch's packed arguments in host-visible memory, for a kernel whose arguments
+    outgrow the push constants."""
+
+    __slots__ = ()
+
+    def __init__(self, device: Any, data: bytes) -> None:
+        super().__init__(device, len(data), True)
+        self.allocation.host_bytes()[:] = np.frombuffer(data, np.uint8)

@@ -22,11 +22,9 @@ from ..properties import property as sycl_property
 from ..ranges import MAX_WORK_ITEMS, check_work_items, nd_range
 from ..ranges import range as sycl_range
 from ..runtime.commands import ReductionLaunch
-from ..runtime.context import scheduler_for
-from ..runtime.usm import Allocation, alloc
 from ..runtime.usm import ptr as usm_ptr
 from .device_checks import check_supported, group_counts
-from .marshal import ADDRESS, ArgumentBlock
+from .marshal import ADDRESS, ArgumentBlock, LaunchMemory
 from .plans import Plan, prepared_for
 from .variants import launch_shape, launch_variant
 
@@ -190,22 +188,15 @@ def _is_property_list(v: Any) -> bool:
                                        all(isinstance(p, Property) for p in v))
 
 
-class _Partials:
-    """A launch's per-work-group partials in device memory; the command keeps them until
-    it completes, then the memory goes back to the allocator."""
+class _Partials(LaunchMemory):
+    """A launch's per-work-group partials in device memory."""
 
-    __slots__ = ("allocation", "count", "ptr")
+    __slots__ = ("count", "ptr")
 
     def __init__(self, device: Any, context: Any, count: int, dtype: np.dtype) -> None:
+        super().__init__(device, max(count * dtype.itemsize, 4), False, context)
         self.count = count
-        allocator = scheduler_for(device).allocators[False]
-        nbytes = max(count * dtype.itemsize, 4)
-        self.allocation = Allocation(allocator, allocator.allocate(nbytes), 0, nbytes,
-                                     alloc.device, context, device)
         self.ptr = usm_ptr(self.allocation, 0, dtype)
-
-    def __del__(self) -> None:
-        self.allocation.free()
 
 
 # (id of the kernel's code, id of the device, the reductions, the launch's values) -> its

@@ -154,25 +154,25 @@ class Statements(LoweringState):
             return ObjV(v.cls, self.snapshot(v.ptr))
         return v
 
+    def subscript_place(self, node: ast.Subscript) -> ir.Place:
+        """Where `base[index]` is in memory (a device_global's element too)."""
+        base = self.value(node.value)
+        index = self.expr(node.slice)
+        if isinstance(base, dgc.GlobalV):
+            base, index = dgc.element(self, base, index, node)
+        return self.index_place(base, index, node)
+
     def lvalue(self, target: ast.Subscript | ast.Attribute) -> Callable[[Any], Any]:
         """A function that stores its argument to the target, or loads it when given None
         (the target's sub-expressions are evaluated once)."""
         if isinstance(target, ast.Subscript):
-            base = self.value(target.value)
-            index = self.expr(target.slice)
-            if isinstance(base, dgc.GlobalV):
-                base, index = dgc.element(self, base, index, target)
-            place = self.index_place(base, index, target)
+            place = self.subscript_place(target)
             return lambda v: self.load(place, target) if v is None else \
                 self.store(place, v, target)
         base_node = target.value
         attr = target.attr
         if isinstance(base_node, ast.Subscript):
-            base = self.value(base_node.value)
-            index = self.expr(base_node.slice)
-            if isinstance(base, dgc.GlobalV):
-                base, index = dgc.element(self, base, index, base_node)
-            place = self.index_place(base, index, base_node)
+            place = self.subscript_place(base_node)
             sty = place.ty
             if not isinstance(sty, Struct):
                 raise self.err(target, f"{sty!r} has no field '{attr}'")
