@@ -3,10 +3,12 @@ torch and cupy on the same GPU, in the same process:
 
 - sum: `q.parallel_for(sycl.range(n), red, body)` with `def body(i, s): s += x[i]`;
 - max: `q.parallel_for(sycl.range(n), red, lambda i, s: s.combine(x[i]))`;
+- sum again as a `q.submit` command group on an in-order queue;
 - sum+max: both reductions in one kernel (one read of x), against torch's and cupy's
   `x.sum()` then `x.max()` (two passes over x).
 
-Each reduction has `initialize_to_identity`, so every launch computes the whole result.
+Every call makes its range and reductions anew, as user code does; each reduction has
+`initialize_to_identity`, so every launch computes the whole result.
 Time is launch + wait of one call (the result in device memory, not copied back), the
 median of `--repeat` calls in each of `--rounds` rounds; the variants alternate within a
 round so a change in the machine's load hits all alike, and the median over rounds is
@@ -62,12 +64,12 @@ def vksycl_cases(q: sycl.queue, host: np.ndarray) -> tuple[list[Case], Callable[
     x = sycl.malloc_device(n, sycl.float32, q)
     y = sycl.malloc_device(n, sycl.float32, q)
     q.memcpy(x, host, host.nbytes).wait()
-    out = sycl.malloc_device(4, sycl.float32, q)
-    r = sycl.range(n)
-    red_sum = sycl.reduction(out, sycl.plus(), property_list=init_to_identity())
-    red_max = sycl.reduction(out + 1, sycl.maximum(), property_list=init_to_identity())
-    pair_sum = sycl.reduction(out + 2, sycl.plus(), property_list=init_to_identity())
-    pair_max = sycl.reduction(out + 3, sycl.maximum(), property_list=init_to_identity())
+    out = sycl.malloc_device(5, sycl.float32, q)
+    ordered = sycl.queue(q.get_context(), q.get_device(),
+                         property_list=[sycl.property.queue.in_order()])
+
+    def red(k: int, combiner) -> sycl.reduction:  # a new reduction per call, as users write
+        return sycl.reduction(out + k, combiner, property_list=init_to_identity())
 
     def body_sum(i, s):
         s += x[i]
@@ -81,20 +83,24 @@ def vksycl_cases(q: sycl.queue, host: np.ndarray) -> tuple[list[Case], Callable[
         y[i] = x[i]
 
     def results() -> np.ndarray:
-        got = np.zeros(4, np.float32)
-        q.memcpy(got, out, 16).wait()
+        got = np.zeros(5, np.float32)
+        q.memcpy(got, out, 20).wait()
         return got
 
     cases = [
-        Case("sum", "vksycl", lambda: q.parallel_for(r, red_sum, body_sum).wait(), 4 * n,
-             lambda: check_sum(results()[0], host)),
-        Case("max", "vksycl", lambda: q.parallel_for(r, red_max,
-                                                     lambda i, s: s.combine(x[i])).wait(),
-             4 * n, lambda: check_max(results()[1], host)),
-        Case("sum+max", "vksycl", lambda: q.parallel_for(r, pair_sum, pair_max,
-                                                         body_pair).wait(), 4 * n,
-             lambda: check_sum(results()[2], host) + "; " + check_max(results()[3], host)),
-        Case("copy", "vksycl", lambda: q.parallel_for(r, copy).wait(), 8 * n,
+        Case("sum", "vksycl", lambda: q.parallel_for(
+            sycl.range(n), red(0, sycl.plus()), body_sum).wait(), 4 * n,
+            lambda: check_sum(results()[0], host)),
+        Case("sum", "vksycl, in-order q.submit", lambda: ordered.submit(
+            lambda h: h.parallel_for(sycl.range(n), red(4, sycl.plus()), body_sum)).wait(),
+            4 * n, lambda: check_sum(results()[4], host)),
+        Case("max", "vksycl", lambda: q.parallel_for(
+            sycl.range(n), red(1, sycl.maximum()), lambda i, s: s.combine(x[i])).wait(),
+            4 * n, lambda: check_max(results()[1], host)),
+        Case("sum+max", "vksycl", lambda: q.parallel_for(
+            sycl.range(n), red(2, sycl.plus()), red(3, sycl.maximum()), body_pair).wait(),
+            4 * n, lambda: check_sum(results()[2], host) + "; " + check_max(results()[3], host)),
+        Case("copy", "vksycl", lambda: q.parallel_for(sycl.range(n), copy).wait(), 8 * n,
              lambda: check_copy(q, y, host)),
     ]
 
