@@ -13,8 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # the public vocabulary every layer uses; the package root holds nothing else
-VOCABULARY = {f"vksycl.{m}" for m in ("config", "exceptions", "info", "properties", "ranges",
-                                      "types")}
+VOCABULARY = {f"vksycl.{m}" for m in ("access", "config", "exceptions", "info", "properties",
+                                      "ranges", "types")}
 # each layer and the layers it may import, lowest first (a layer may import itself)
 ALLOWED = {
     "spirv_gen": set(),

@@ -5,6 +5,7 @@
 """
 
 from . import info
+from .access import access_mode, no_init, read_only, read_write, write_only
 from .compiler import MATH as _MATH
 from .compiler import (
     all_of_group,
@@ -43,6 +44,7 @@ from .kernels.reduction import reduction, span
 from .properties import property
 from .ranges import id, nd_range, range
 from .runtime.aspects import aspect
+from .runtime.buffers import accessor, buffer, host_accessor, local_accessor
 from .runtime.context import context
 from .runtime.event import event
 from .runtime.handler import handler, interop_handle
@@ -100,6 +102,8 @@ globals().update(_MATH)
 
 __all__ = [
     "accelerator_selector_v",
+    "access_mode",
+    "accessor",
     "aligned_alloc_device",
     "aligned_alloc_host",
     "aligned_alloc_shared",
@@ -113,6 +117,7 @@ __all__ = [
     "bit_or",
     "bit_xor",
     "bool_",
+    "buffer",
     "build",
     "bundle_state",
     "compile",
@@ -140,6 +145,7 @@ __all__ = [
     "half",
     "handler",
     "has_kernel_bundle",
+    "host_accessor",
     "id",
     "inclusive_scan_over_group",
     "info",
@@ -153,6 +159,7 @@ __all__ = [
     "kernel_bundle",
     "kernel_id",
     "link",
+    "local_accessor",
     "logical_and",
     "logical_or",
     "malloc",
@@ -166,6 +173,7 @@ __all__ = [
     "multiplies",
     "native",
     "nd_range",
+    "no_init",
     "none_of_group",
     "permute_group_by_xor",
     "platform",
@@ -175,6 +183,8 @@ __all__ = [
     "ptr",
     "queue",
     "range",
+    "read_only",
+    "read_write",
     "reduce_over_group",
     "reduction",
     "select_from_group",
@@ -189,4 +199,5 @@ __all__ = [
     "usm",
     "usm_memory_stats",
     "usm_release_cached",
+    "write_only",
 ]

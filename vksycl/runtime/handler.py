@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
@@ -50,6 +51,16 @@ class interop_handle:
         return self._queue
 
 
+_launching = threading.local()
+
+
+def launching_handler() -> handler | None:
+    """The command group whose kernel this thread is building, if any: an accessor a
+    kernel uses must be one the command group requires, or its buffer would go
+    untracked."""
+    return getattr(_launching, "handler", None)
+
+
 KernelFrontEnd = Callable[..., Command]
 _kernel_front_end: KernelFrontEnd | None = None
 
@@ -86,6 +97,9 @@ class handler:
         self.launch_recipe: tuple | None = None
         # the reductions of the kernel enqueued (parallel_for(range, reduction..., kernel))
         self.reductions: tuple = ()
+        # the buffer accessors the command group uses: they order it after earlier
+        # command groups on the same memory
+        self.requirements: list[Any] = []
 
     # -- dependencies ----------------------------------------------------------------
     def depends_on(self, events: event | Iterable[event]) -> None:
@@ -115,6 +129,19 @@ class handler:
             still_recording = getattr(e, "_vksycl_graph_still_records", None)
             if still_recording is not None:
                 still_recording()
+
+    def require(self, acc: Any) -> None:
+        """Makes the command group use an accessor's buffer (a placeholder accessor, or
+        one made with this handler, which calls this itself)."""
+        if hasattr(acc, "_vksycl_dynamic_parameter"):
+            raise exception(errc.invalid, "require(dynamic_parameter) is for command groups "
+                            "added to a command_graph with command_graph.add")
+        if getattr(type(acc), "__vksycl_accessor__", None) != "global":
+            raise exception(errc.invalid, "require takes a sycl.accessor, got "
+                            f"{type(acc).__name__}")
+        acc.bind(self._queue)
+        if not any(r is acc for r in self.requirements):
+            self.requirements.append(acc)
 
     @property
     def dependencies(self) -> list[event]:
@@ -169,12 +196,17 @@ class handler:
         q = self._queue
         dev, ctx = q._device, q._context
         command = getattr(kernel, "_vksycl_command", None)
-        if command is not None:
-            if self.reductions:
-                raise exception(errc.invalid, "reductions run in Python kernels, not in "
-                                "sycl.kernel objects")
-            return command(dev, launch, self._kernel_args, properties, ctx)
-        return closure_launch(dev, ctx, kernel, launch, properties, self.reductions)
+        outer = getattr(_launching, "handler", None)
+        _launching.handler = self
+        try:
+            if command is not None:
+                if self.reductions:
+                    raise exception(errc.invalid, "reductions run in Python kernels, not in "
+                                    "sycl.kernel objects")
+                return command(dev, launch, self._kernel_args, properties, ctx)
+            return closure_launch(dev, ctx, kernel, launch, properties, self.reductions)
+        finally:
+            _launching.handler = outer
 
     def host_task(self, fn: Callable[..., Any]) -> None:
         try:
@@ -223,6 +255,9 @@ class handler:
         """`copy(src, dest, count)`: count elements of the source's element type; with a
         device_global on one side, `count` defaults to all its elements and `start_index`
         counts elements into the variable."""
+        if _is_accessor(src) or _is_accessor(dest):
+            self._accessor_copy(src, dest, count, start_index)
+            return
         itemsize = _itemsize(src, dest)
         g = _device_global(dest) or _device_global(src)
         if g is None:
@@ -238,16 +273,68 @@ class handler:
                             f"device_global {g['unique_id']} has {g['size'] // itemsize}")
         self.memcpy(dest, src, n * itemsize, first * itemsize)
 
+    def _accessor_copy(self, src: Any, dest: Any, count: Any, start_index: Any) -> None:
+        """`copy(acc, dest)` / `copy(src, acc)` / `copy(acc, acc)`: the whole accessed
+        range, into or from a USM pointer, a numpy array or another accessor."""
+        if count is not None or start_index:
+            raise exception(errc.invalid, "copy with an accessor copies its whole range: "
+                            "no count or start_index")
+        if _is_accessor(src) and _is_accessor(dest) and \
+                np.dtype(src.dtype).itemsize != np.dtype(dest.dtype).itemsize:
+            raise exception(errc.invalid, f"copy from {src.dtype} to {dest.dtype} elements")
+        if _is_accessor(src):
+            s = src.span("copy source")
+            d = dest.span("copy destination") if _is_accessor(dest) else memops.resolve(
+                dest, s.nbytes, self._queue, "copy destination", writable=True)
+            if _is_accessor(dest) and d.nbytes < s.nbytes:
+                raise exception(errc.invalid, f"copy of {s.nbytes} bytes into an accessor of "
+                                f"{d.nbytes}")
+        else:
+            d = dest.span("copy destination")
+            s = memops.resolve(src, d.nbytes, self._queue, "copy source", writable=False)
+        if _is_accessor(src) and not src.access_mode.reads:
+            raise exception(errc.invalid, "copy from a write_only accessor")
+        if _is_accessor(dest) and not dest.access_mode.writes:
+            raise exception(errc.invalid, "copy into a read_only accessor")
+        self._set(memops.MemCopy(s, d))
+
+    def fill(self, ptr: Any, pattern: Any, count: int | None = None) -> None:
+        """`fill(ptr, pattern, count)`, or `fill(acc, value)` over an accessor's range."""
+        if _is_accessor(ptr):
+            if count is not None:
+                raise exception(errc.invalid, "fill(acc, value) fills the accessor's whole "
+                                "range: no count")
+            if not ptr.access_mode.writes:
+                raise exception(errc.invalid, "fill through a read_only accessor")
+            raw = _pattern_bytes(ptr, pattern)
+            if len(raw) != np.dtype(ptr.dtype).itemsize:
+                raise exception(errc.invalid, f"fill(acc, value): the value has {len(raw)} "
+                                f"bytes, an element of the accessor {np.dtype(ptr.dtype)}")
+            self._set(memops.Fill(ptr.span("fill"), raw))
+            return
+        if count is None:
+            raise exception(errc.invalid, "fill(ptr, pattern, count) takes a count")
+        raw = _pattern_bytes(ptr, pattern)
+        d = memops.resolve(ptr, _size(count, "fill") * len(raw), self._queue, "fill",
+                           writable=True)
+        self._set(memops.Fill(d, raw))
+
+    def update_host(self, acc: Any) -> None:
+        """Brings the host copy of an accessor's buffer up to date once the command
+        group's dependencies are done (SYCL 2020 handler::update_host)."""
+        if not _is_accessor(acc):
+            raise exception(errc.invalid, f"update_host takes a sycl.accessor, got "
+                            f"{type(acc).__name__}")
+        storage = acc.buffer._storage
+        command, done = storage.host_update(acc.span("update_host"))
+        self._set(command)
+        self.enqueued = [done]
+
     def memset(self, ptr: Any, value: int, num_bytes: int) -> None:
         d = memops.resolve(ptr, _size(num_bytes, "memset"), self._queue, "memset", writable=True)
         fill = memops.Fill(d, bytes([int(value) & 0xFF]))
         fill.command_type = "memset"
         self._set(fill)
-
-    def fill(self, ptr: Any, pattern: Any, count: int) -> None:
-        raw = _pattern_bytes(ptr, pattern)
-        d = memops.resolve(ptr, _size(count, "fill") * len(raw), self._queue, "fill", writable=True)
-        self._set(memops.Fill(d, raw))
 
     def prefetch(self, ptr: Any, num_bytes: int) -> None:
         memops.resolve(ptr, _size(num_bytes, "prefetch"), self._queue, "prefetch", writable=False)
@@ -284,6 +371,10 @@ def check_set_args(values: dict[int, Any], names: list[str], what: str) -> None:
     if unset:
         raise exception(errc.invalid, f"argument {unset[0]} ({names[unset[0]]}) of {what} is "
                         "not set (handler.set_arg)")
+
+
+def _is_accessor(x: Any) -> bool:
+    return getattr(type(x), "__vksycl_accessor__", None) == "global"
 
 
 def _device_global(x: Any) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ from ..exceptions import errc, exception, exception_list
 from ..properties import find, property
 from ..ranges import nd_range
 from ..ranges import range as sycl_range  # not the builtin
+from . import buffers
 from .commands import Barrier, Command
 from .context import context, default_context, scheduler_for
 from .event import consume, event
@@ -121,7 +122,13 @@ class queue:
                     begin(self)
         if self.recording_graph is not None:
             return self.recording_graph._record_from_queue(self, command, h)
-        ev = self.execute(command, h.dependencies)
+        if h.requirements:
+            with buffers.lock:
+                ev = self.execute(command, [*h.dependencies,
+                                            *buffers.acquire(h.requirements, self)])
+                buffers.record(h.requirements, ev)
+        else:
+            ev = self.execute(command, h.dependencies)
         for hook in h.enqueued:
             hook(ev)
         return ev

@@ -1,0 +1,386 @@
+"""Buffers and host accessors: construction, views, write-back, copies and fills through
+accessors, and every error path (raised before anything runs, no data changed)."""
+
+import numpy as np
+import pytest
+
+import vksycl as sycl
+
+
+def errc_of(excinfo) -> sycl.errc:
+    return excinfo.value.code()
+
+
+# -- construction and queries --------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(7,), (3, 5), (2, 3, 4)])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.float32, np.float16,
+                                   np.int64])
+def test_buffer_over_an_array_round_trips_through_the_device(q, shape, dtype):
+    a = (np.arange(np.prod(shape)) % 100).astype(dtype).reshape(shape)
+    want = a.copy()
+    out = np.zeros_like(a)
+    with sycl.buffer(a) as buf:
+        assert tuple(buf.get_range()) == shape
+        assert buf.size() == a.size and buf.byte_size() == a.nbytes
+        assert buf.dtype == a.dtype and not buf.is_sub_buffer()
+
+        def cg(h):
+            h.copy(sycl.accessor(buf, h, sycl.read_only), out)
+        q.submit(cg).wait()
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(a, want)  # read only: nothing written back
+
+
+@pytest.mark.parametrize("spelling", ["range", "tuple", "int", "keyword"])
+def test_buffer_without_host_data(q, spelling):
+    make = {"range": lambda: sycl.buffer(sycl.range(4, 8), np.float32),
+            "tuple": lambda: sycl.buffer((4, 8), np.float32),
+            "int": lambda: sycl.buffer(32, np.float32),
+            "keyword": lambda: sycl.buffer(sycl.range(32), dtype=np.float32)}
+    buf = make[spelling]()
+    assert buf.size() == 32 and buf.byte_size() == 128
+    q.submit(lambda h: h.fill(sycl.accessor(buf, h, sycl.write_only, sycl.no_init),
+                              np.float32(2.5))).wait()
+    with sycl.host_accessor(buf, sycl.read_only) as view:
+        assert view.shape == tuple(buf.get_range())
+        assert (view == 2.5).all()
+
+
+@pytest.mark.parametrize("bad, message", [
+    (lambda: sycl.buffer(sycl.range(0), np.float32), "at least one element"),
+    (lambda: sycl.buffer(np.zeros((2, 2, 2, 2))), "1 to 3 dimensions"),
+    (lambda: sycl.buffer(sycl.range(1 << 31), np.uint8), "32-bit"),
+    (lambda: sycl.buffer(sycl.range(8)), "needs an element type"),
+    (lambda: sycl.buffer(np.zeros(8, np.float32), dtype=np.int32), "view the array"),
+    (lambda: sycl.buffer(np.zeros(8, np.float32), sycl.range(9)), "does not hold"),
+    (lambda: sycl.buffer("abc", np.float32), "takes a sycl.range"),
+])
+def test_bad_buffers_are_refused(bad, message):
+    with pytest.raises(sycl.exception, match=message) as e:
+        bad()
+    assert errc_of(e) == sycl.errc.invalid
+
+
+def test_buffer_over_array_with_explicit_range(q):
+    a = np.arange(12, dtype=np.int32)
+    with sycl.buffer(a, sycl.range(3, 4)) as buf:
+        assert tuple(buf.get_range()) == (3, 4)
+        with sycl.host_accessor(buf) as v:
+            assert v[2, 3] == 11
+            v[2, 3] = 100
+    assert a[11] == 100
+
+
+# -- host accessors --------------------------------------------------------------------------
+def test_host_accessor_is_a_live_view_whose_writes_reach_later_commands(q):
+    buf = sycl.buffer(sycl.range(16), np.int32)
+    with sycl.host_accessor(buf, sycl.write_only) as v:
+        v[:] = np.arange(16)
+    out = np.zeros(16, np.int32)
+    q.submit(lambda h: h.copy(sycl.accessor(buf, h, sycl.read_only), out)).wait()
+    np.testing.assert_array_equal(out, np.arange(16))
+    q.submit(lambda h: h.fill(sycl.accessor(buf, h), np.int32(-3)))
+    # no wait: the host accessor waits for the fill
+    ha = sycl.host_accessor(buf, sycl.read_only)
+    assert (np.asarray(ha) == -3).all() and len(ha) == 16 and ha[5] == -3
+    ha.release()
+
+
+def test_read_only_host_accessor_refuses_writes(q):
+    buf = sycl.buffer(np.zeros(4, np.float32))
+    ha = sycl.host_accessor(buf, sycl.read_only)
+    with pytest.raises(sycl.exception, match="read_only") as e:
+        ha[0] = 1.0
+    assert errc_of(e) == sycl.errc.invalid
+    with pytest.raises(ValueError):
+        np.asarray(ha)[0] = 1.0  # the numpy view is read-only too
+    ha.release()
+    with pytest.raises(sycl.exception, match="released"):
+        ha[0]
+
+
+def test_ranged_host_accessor_views_its_region(q):
+    a = np.arange(24, dtype=np.int32).reshape(4, 6)
+    with sycl.buffer(a) as buf, sycl.host_accessor(buf, access_range=sycl.range(2, 3),
+                                                   access_offset=sycl.id(1, 2)) as v:
+        np.testing.assert_array_equal(v, [[8, 9, 10], [14, 15, 16]])
+        v[:] = 0
+    assert a[1:3, 2:5].sum() == 0 and a[0].sum() == 15
+
+
+def test_second_conflicting_host_accessor_is_an_error_not_a_hang(q):
+    buf = sycl.buffer(np.zeros(4, np.float32))
+    first = sycl.host_accessor(buf)
+    with pytest.raises(sycl.exception, match="open host_accessor") as e:
+        sycl.host_accessor(buf, sycl.read_only)
+    assert errc_of(e) == sycl.errc.invalid
+    first.release()
+    with sycl.host_accessor(buf, sycl.read_only) as v1, \
+            sycl.host_accessor(buf, sycl.read_only) as v2:  # readers share
+        assert v1.sum() == v2.sum() == 0
+
+
+def test_commands_wait_for_an_open_host_accessor(q):
+    buf = sycl.buffer(np.zeros(8, np.int32))
+    ha = sycl.host_accessor(buf)
+    out = np.zeros(8, np.int32)
+    e = q.submit(lambda h: h.copy(sycl.accessor(buf, h, sycl.read_only), out))
+    ha[:] = 7  # written after the command was submitted, before it may run
+    assert not e.is_complete()
+    ha.release()
+    e.wait()
+    np.testing.assert_array_equal(out, 7)
+
+
+# -- write-back ---------------------------------------------------------------------------------
+def test_write_back_on_with_exit_release_and_destructor(q):
+    for how in ("with", "release", "del"):
+        a = np.zeros(8, np.float32)
+        buf = sycl.buffer(a)
+        q.submit(lambda h, buf=buf: h.fill(sycl.accessor(buf, h), np.float32(4)))
+        if how == "with":
+            with buf:
+                pass
+        elif how == "release":
+            buf.release()
+        else:
+            del buf
+        np.testing.assert_array_equal(a, 4)
+
+
+def test_set_final_data_redirects_or_stops_write_back(q):
+    a, other = np.zeros(8, np.int32), np.zeros(8, np.int32)
+    with sycl.buffer(a) as buf:
+        buf.set_final_data(other)
+        q.submit(lambda h: h.fill(sycl.accessor(buf, h), np.int32(9)))
+    np.testing.assert_array_equal(other, 9)
+    np.testing.assert_array_equal(a, 0)
+    b = np.zeros(8, np.int32)
+    with sycl.buffer(b) as buf:
+        buf.set_final_data(None)
+        assert not buf.writes_back()
+        q.submit(lambda h: h.fill(sycl.accessor(buf, h), np.int32(9)))
+    np.testing.assert_array_equal(b, 0)
+    c = np.zeros(8, np.int32)
+    with sycl.buffer(c) as buf:
+        buf.set_write_back(False)
+        q.submit(lambda h: h.fill(sycl.accessor(buf, h), np.int32(9)))
+    np.testing.assert_array_equal(c, 0)
+
+
+def test_no_write_back_when_nothing_could_write(q):
+    a = np.arange(8, dtype=np.int32)
+    final = np.full(8, -1, np.int32)
+    with sycl.buffer(a) as buf:
+        buf.set_final_data(final)
+        out = np.zeros(8, np.int32)
+        q.submit(lambda h: h.copy(sycl.accessor(buf, h, sycl.read_only), out)).wait()
+        with sycl.host_accessor(buf, sycl.read_only):
+            pass
+    np.testing.assert_array_equal(final, -1)
+
+
+def test_read_only_and_strided_arrays(q):
+    ro = np.arange(8, dtype=np.int32)
+    ro.flags.writeable = False
+    with sycl.buffer(ro) as buf:
+        q.submit(lambda h: h.fill(sycl.accessor(buf, h), np.int32(1)))
+        with sycl.host_accessor(buf, sycl.read_only) as v:
+            assert (v == 1).all()
+    np.testing.assert_array_equal(ro, np.arange(8))  # never written
+    base = np.zeros((4, 4), np.float32)
+    strided = base[:, ::2]
+    with sycl.buffer(strided) as buf:
+        q.submit(lambda h: h.fill(sycl.accessor(buf, h), np.float32(5)))
+    assert (base[:, ::2] == 5).all() and (base[:, 1::2] == 0).all()
+
+
+def test_set_final_data_checks_its_array():
+    buf = sycl.buffer(np.zeros(8, np.int32))
+    with pytest.raises(sycl.exception, match="bytes"):
+        buf.set_final_data(np.zeros(9, np.int32))
+    with pytest.raises(sycl.exception, match="writable numpy"):
+        buf.set_final_data([0] * 8)
+
+
+# -- sub-buffers and reinterpret -----------------------------------------------------------
+def test_sub_buffers_view_contiguous_regions(q):
+    a = np.arange(24, dtype=np.int32).reshape(4, 6)
+    with sycl.buffer(a) as buf:
+        rows = sycl.buffer(buf, sycl.id(1, 0), sycl.range(2, 6))
+        part = sycl.buffer(buf, sycl.id(3, 2), sycl.range(1, 3))
+        assert rows.is_sub_buffer() and tuple(rows.get_range()) == (2, 6)
+        q.submit(lambda h: h.fill(sycl.accessor(rows, h), np.int32(-1)))
+        q.submit(lambda h: h.fill(sycl.accessor(part, h), np.int32(-2)))
+        with sycl.host_accessor(part, sycl.read_only) as v:
+            np.testing.assert_array_equal(v, [[-2, -2, -2]])
+    want = np.arange(24, dtype=np.int32).reshape(4, 6)
+    want[1:3] = -1
+    want[3, 2:5] = -2
+    np.testing.assert_array_equal(a, want)
+
+
+@pytest.mark.parametrize("offset, size, message", [
+    ((0, 1), (2, 3), "not contiguous"),
+    ((3, 0), (2, 6), "overruns"),
+    ((0,), (2,), "2-dimensional"),
+])
+def test_bad_sub_buffers(offset, size, message):
+    buf = sycl.buffer(np.zeros((4, 6), np.int32))
+    with pytest.raises(sycl.exception, match=message) as e:
+        sycl.buffer(buf, sycl.id(*offset), sycl.range(*size))
+    assert errc_of(e) == sycl.errc.invalid
+
+
+def test_reinterpret_shares_the_memory(q):
+    a = np.zeros(4, np.uint32)
+    with sycl.buffer(a) as buf:
+        bytes_view = buf.reinterpret(np.uint8)
+        assert tuple(bytes_view.get_range()) == (16,)
+        q.submit(lambda h: h.fill(sycl.accessor(bytes_view, h), np.uint8(1)))
+        as_2d = buf.reinterpret(np.uint16, sycl.range(2, 4))
+        with sycl.host_accessor(as_2d, sycl.read_only) as v:
+            assert v.shape == (2, 4) and (v == 0x0101).all()
+        with pytest.raises(sycl.exception, match="bytes"):
+            buf.reinterpret(np.uint8, sycl.range(15))
+    assert (a == 0x01010101).all()
+
+
+# -- copies, fills and update_host through accessors ---------------------------------------
+def test_copies_between_accessors_usm_and_numpy(q):
+    src = np.arange(32, dtype=np.float32)
+    usm = sycl.malloc_device(32, np.float32, q)
+    out = np.zeros(32, np.float32)
+    with sycl.buffer(src) as a, sycl.buffer(sycl.range(32), np.float32) as b:
+        q.submit(lambda h: h.copy(sycl.accessor(a, h, sycl.read_only),
+                                  sycl.accessor(b, h, sycl.write_only, sycl.no_init)))
+        q.submit(lambda h: h.copy(sycl.accessor(b, h, sycl.read_only), usm))
+        q.wait()
+        q.memcpy(out, usm, 128).wait()
+        np.testing.assert_array_equal(out, src)
+        q.submit(lambda h: h.copy(np.full(32, 3, np.float32), sycl.accessor(b, h)))
+        ranged = np.zeros(8, np.float32)
+        q.submit(lambda h: h.copy(sycl.accessor(a, h, sycl.read_only, access_range=8,
+                                                access_offset=sycl.id(4)), ranged)).wait()
+        np.testing.assert_array_equal(ranged, src[4:12])
+        with sycl.host_accessor(b, sycl.read_only) as v:
+            assert (v == 3).all()
+    sycl.free(usm, q)
+
+
+def test_update_host_refreshes_the_host_copy(q):
+    a = np.zeros(16, np.int32)
+    buf = sycl.buffer(a)
+    q.submit(lambda h: h.fill(sycl.accessor(buf, h), np.int32(6)))
+    q.submit(lambda h: h.update_host(sycl.accessor(buf, h, sycl.read_only))).wait()
+    np.testing.assert_array_equal(a, 6)  # before release: update_host wrote it
+    buf.release()
+
+
+@pytest.mark.parametrize("bad, errc, message", [
+    (lambda buf, h: h.copy(sycl.accessor(buf, h, access_range=sycl.range(2, 2)),
+                           np.zeros(4, np.int32)), sycl.errc.feature_not_supported,
+     "not one run"),
+    (lambda buf, h: h.copy(np.zeros(24, np.int32), sycl.accessor(buf, h, sycl.read_only)),
+     sycl.errc.invalid, "read_only"),
+    (lambda buf, h: h.copy(sycl.accessor(buf, h, sycl.write_only), np.zeros(24, np.int32)),
+     sycl.errc.invalid, "write_only"),
+    (lambda buf, h: h.copy(sycl.accessor(buf, h), np.zeros(4, np.int32)),
+     sycl.errc.invalid, "overrun"),
+    (lambda buf, h: h.fill(sycl.accessor(buf, h), np.int64(1)), sycl.errc.invalid,
+     "bytes"),
+    (lambda buf, h: h.fill(sycl.accessor(buf, h, sycl.read_only), np.int32(1)),
+     sycl.errc.invalid, "read_only"),
+    (lambda buf, h: sycl.accessor(buf, h, access_range=sycl.range(4, 4),
+                                  access_offset=sycl.id(1, 3)), sycl.errc.invalid,
+     "overruns"),
+    (lambda buf, h: sycl.accessor(buf, h, sycl.read_only, sycl.no_init), sycl.errc.invalid,
+     "no_init"),
+    (lambda buf, h: sycl.accessor(buf, h, sycl.read_only, sycl.write_only),
+     sycl.errc.invalid, "twice"),
+    (lambda buf, h: sycl.accessor(buf, h, access_range=sycl.range(4)), sycl.errc.invalid,
+     "2-dimensional"),
+    (lambda buf, h: sycl.accessor(np.zeros(4), h), sycl.errc.invalid, "sycl.buffer"),
+    (lambda buf, h: h.require(np.zeros(4)), sycl.errc.invalid, "sycl.accessor"),
+    (lambda buf, h: h.copy(sycl.accessor(buf), np.zeros(24, np.int32)),
+     sycl.errc.invalid, "placeholder"),
+])
+def test_bad_accessor_commands_change_nothing(q, bad, errc, message):
+    a = np.arange(24, dtype=np.int32).reshape(4, 6)
+    with sycl.buffer(a) as buf:
+        with pytest.raises(sycl.exception, match=message) as e:
+            q.submit(lambda h: bad(buf, h))
+        assert errc_of(e) == errc
+        with sycl.host_accessor(buf, sycl.read_only) as v:
+            np.testing.assert_array_equal(v, np.arange(24).reshape(4, 6))
+
+
+def test_placeholder_accessor_with_require(q):
+    buf = sycl.buffer(np.arange(8, dtype=np.int32))
+    acc = sycl.accessor(buf, sycl.read_only)
+    assert acc.is_placeholder()
+    out = np.zeros(8, np.int32)
+
+    def cg(h):
+        h.require(acc)
+        h.copy(acc, out)
+    q.submit(cg).wait()
+    np.testing.assert_array_equal(out, np.arange(8))
+
+
+def test_device_accessor_is_not_host_memory(q):
+    buf = sycl.buffer(np.zeros(4, np.int32))
+    with pytest.raises(sycl.exception, match="host_accessor") as e:
+        q.submit(lambda h: sycl.accessor(buf, h)[0])
+    assert errc_of(e) == sycl.errc.invalid
+
+
+def test_buffer_used_in_another_context_is_refused(q):
+    buf = sycl.buffer(np.arange(4, dtype=np.int32))
+    out = np.zeros(4, np.int32)
+    q.submit(lambda h: h.copy(sycl.accessor(buf, h, sycl.read_only), out)).wait()
+    other = sycl.queue(sycl.context(q.get_device()), q.get_device())
+    with pytest.raises(sycl.exception, match="another context") as e:
+        other.submit(lambda h: h.copy(sycl.accessor(buf, h, sycl.read_only), out))
+    assert errc_of(e) == sycl.errc.invalid
+
+
+def test_released_buffer_is_refused(q):
+    buf = sycl.buffer(np.zeros(4, np.int32))
+    buf.release()
+    with pytest.raises(sycl.exception, match="released") as e:
+        q.submit(lambda h: sycl.accessor(buf, h))
+    assert errc_of(e) == sycl.errc.invalid
+    with pytest.raises(sycl.exception, match="released"):
+        sycl.host_accessor(buf)
+
+
+def test_accessor_queries(q):
+    buf = sycl.buffer(sycl.range(4, 6), np.float64)
+
+    def cg(h):
+        acc = sycl.accessor(buf, h, sycl.read_only, access_range=sycl.range(2, 3),
+                            access_offset=sycl.id(1, 2))
+        assert tuple(acc.get_range()) == (2, 3) and tuple(acc.get_offset()) == (1, 2)
+        assert acc.size() == 6 and acc.byte_size() == 48
+        assert acc.access_mode is sycl.access_mode.read and not acc.is_placeholder()
+        h.single_task(lambda: None)
+    q.submit(cg).wait()
+
+
+def test_kernel_using_an_accessor_its_command_group_does_not_require(q):
+    buf = sycl.buffer(np.zeros(8, np.int32))
+    placeholder = sycl.accessor(buf, sycl.read_write)
+    q.submit(lambda h: h.require(placeholder)).wait()
+    made_elsewhere = []
+    q.submit(lambda h: made_elsewhere.append(sycl.accessor(buf, h))).wait()
+    for acc in (placeholder, made_elsewhere[0]):
+        def cgf(h, acc=acc):
+            def k(i):
+                acc[i] = 1
+            h.parallel_for(sycl.range(8), k)
+        with pytest.raises(sycl.exception, match="does not require") as e:
+            q.submit(cgf)
+        assert errc_of(e) == sycl.errc.kernel_argument
+    with sycl.host_accessor(buf, sycl.read_only) as v:
+        assert (v == 0).all()

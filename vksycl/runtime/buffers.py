@@ -1,0 +1,556 @@
+"""`sycl.buffer` and its accessors (SYCL 2020 4.7): device accessors in command groups,
+host accessors as live numpy views, local accessors for work-group memory.
+
+An accessor in a kernel is a pointer: the launch pushes the device address of its first
+element and the ranges the kernel reads. A command group's accessors are its
+requirements: the queue finds the earlier accesses each must follow (`acquire`), uploads
+what the host wrote, and records the command's event against the memory (`record`).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from .. import access
+from ..access import access_mode
+from ..exceptions import errc, exception
+from ..ranges import id as sycl_id
+from ..ranges import range as sycl_range
+from ..types import as_dtype
+from .event import event
+from .handler import handler, launching_handler
+from .memops import Span
+from .storage import Storage, lock
+
+# Kernels number elements with 32-bit integers.
+MAX_ELEMENTS = (1 << 31) - 1
+
+
+def _as_tuple(value: Any, what: str, kind: type = sycl_range) -> tuple[int, ...]:
+    if isinstance(value, int | np.integer):
+        return (int(value),)
+    if isinstance(value, tuple | list):
+        return tuple(kind(*value))
+    raise exception(errc.invalid, f"{what} takes a sycl.{kind.__name__}, a tuple or an int, "
+                    f"got {type(value).__name__}")
+
+
+def _linear(index: tuple[int, ...], shape: tuple[int, ...]) -> int:
+    out = 0
+    for i, n in zip(index, shape, strict=True):
+        out = out * n + i
+    return out
+
+
+class buffer:
+    """`buffer(array)` over a numpy array (written back into it on release; a read-only
+    array is never written), `buffer(range, dtype)` without host data,
+    `buffer(parent, id, range)` a sub-buffer. Release it with `with sycl.buffer(a) as
+    buf:`, `buf.release()`, or (last resort) the destructor."""
+
+    __vksycl_host_only__ = ("a sycl.buffer: kernels reach it through an accessor made in "
+                            "the command group (sycl.accessor(buf, h))")
+
+    def __init__(self, data: Any, *args: Any, dtype: Any = None,
+                 property_list: list | tuple = ()) -> None:
+        self._parent: buffer | None = None
+        self._byte_offset = 0
+        self._properties = list(property_list)
+        if isinstance(data, buffer):
+            self._init_sub(data, args)
+            return
+        if isinstance(data, np.ndarray):
+            self._init_host(data, args, dtype)
+            return
+        if args:
+            if dtype is not None:
+                raise exception(errc.invalid, "buffer(range, dtype) takes the element type "
+                                "once")
+            dtype = args[0]
+        if dtype is None:
+            raise exception(errc.invalid, "buffer(range) without host data needs an element "
+                            "type: sycl.buffer(sycl.range(n), np.float32)")
+        self._dtype = as_dtype(dtype)
+        self._range = _checked_shape(_as_tuple(data, "buffer"))
+        self._storage = Storage(self.byte_size(), None, None)
+
+    def _init_host(self, data: np.ndarray, args: tuple, dtype: Any) -> None:
+        shape = data.shape
+        if args:
+            shape = _as_tuple(args[0], "buffer(array, range)")
+            if int(np.prod(shape)) != data.size:
+                raise exception(errc.invalid, f"buffer(array, range): range {shape} does not "
+                                f"hold the array's {data.size} elements")
+        if dtype is not None and as_dtype(dtype) != data.dtype:
+            raise exception(errc.invalid, f"buffer over a {data.dtype} array with dtype "
+                            f"{as_dtype(dtype)}: view the array as that type first")
+        self._dtype = data.dtype
+        self._range = _checked_shape(tuple(shape))
+        final = data if data.flags.writeable else None
+        host = data if data.flags.c_contiguous and final is not None else data.copy(order="C")
+        self._storage = Storage(host.nbytes, host.reshape(-1).view(np.uint8), final)
+
+    def _init_sub(self, parent: buffer, args: tuple) -> None:
+        if len(args) != 2:
+            raise exception(errc.invalid, "a sub-buffer is buffer(parent, sycl.id(offset), "
+                            "sycl.range(size))")
+        offset = _as_tuple(args[0], "sub-buffer offset", sycl_id)
+        size = _as_tuple(args[1], "sub-buffer range")
+        pr = parent._range
+        if len(offset) != len(pr) or len(size) != len(pr):
+            raise exception(errc.invalid, f"a sub-buffer of a {len(pr)}-dimensional buffer "
+                            f"takes a {len(pr)}-dimensional offset and range")
+        if any(o + s > p for o, s, p in zip(offset, size, pr, strict=True)):
+            raise exception(errc.invalid, f"sub-buffer at {offset} of range {size} overruns "
+                            f"the buffer's range {pr}")
+        if not _contiguous(offset, size, pr):
+            raise exception(errc.invalid, f"sub-buffer at {offset} of range {size} is not "
+                            f"contiguous in the buffer's range {pr}")
+        self._parent = parent
+        self._storage = parent._storage
+        self._dtype = parent._dtype
+        self._range = _checked_shape(size)
+        self._byte_offset = parent._byte_offset + _linear(offset, pr) * self._dtype.itemsize
+
+    # -- queries -------------------------------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    def get_range(self) -> sycl_range:
+        return sycl_range(*self._range)
+
+    def size(self) -> int:
+        return int(np.prod(self._range))
+
+    get_count = size
+
+    def byte_size(self) -> int:
+        return self.size() * self._dtype.itemsize
+
+    get_size = byte_size
+
+    def is_sub_buffer(self) -> bool:
+        return self._parent is not None
+
+    def has_property(self, kind: type) -> bool:
+        return any(isinstance(p, kind) for p in self._properties)
+
+    def __repr__(self) -> str:
+        return f"sycl.buffer({self._dtype}, range{self._range})"
+
+    def reinterpret(self, dtype: Any, shape: Any = None) -> buffer:
+        """The same memory seen as another element type (and range); the byte size does
+        not change."""
+        dt = as_dtype(dtype)
+        if shape is None:
+            last = self._range[-1] * self._dtype.itemsize
+            if last % dt.itemsize:
+                raise exception(errc.invalid, f"reinterpret as {dt}: the last dimension's "
+                                f"{last} bytes are not a whole number of elements")
+            shape = (*self._range[:-1], last // dt.itemsize)
+        shape = _as_tuple(shape, "reinterpret")
+        if int(np.prod(shape)) * dt.itemsize != self.byte_size():
+            raise exception(errc.invalid, f"reinterpret as {dt} of range {shape} is "
+                            f"{int(np.prod(shape)) * dt.itemsize} bytes; the buffer has "
+                            f"{self.byte_size()}")
+        view = object.__new__(buffer)
+        view._parent, view._storage, view._properties = self, self._storage, self._properties
+        view._dtype, view._range = dt, _checked_shape(shape)
+        view._byte_offset = self._byte_offset
+        return view
+
+    def elements(self, storage_bytes: np.ndarray) -> np.ndarray:
+        """This buffer's elements within the flat bytes of its memory object."""
+        flat = storage_bytes[self._byte_offset: self._byte_offset + self.byte_size()]
+        return flat.view(self._dtype).reshape(self._range)
+
+    # -- write-back and release ----------------------------------------------------------
+    def set_final_data(self, final: Any) -> None:
+        """Where release writes the data back: a writable numpy array of the buffer's
+        byte size, or None for nowhere."""
+        if final is not None and (not isinstance(final, np.ndarray) or
+                                  not final.flags.writeable):
+            raise exception(errc.invalid, "set_final_data takes None or a writable numpy "
+                            f"array, got {type(final).__name__}")
+        if final is not None and final.nbytes != self._storage.nbytes:
+            raise exception(errc.invalid, f"set_final_data: the array has {final.nbytes} "
+                            f"bytes, the buffer {self._storage.nbytes}")
+        self._storage.final = final
+
+    def set_write_back(self, flag: bool = True) -> None:
+        self._storage.write_back = bool(flag)
+
+    def writes_back(self) -> bool:
+        """Whether releasing the buffer could write into host memory."""
+        s = self._storage
+        return s.write_back and s.final is not None
+
+    def release(self) -> None:
+        """Waits for the commands using the buffer; the buffer owning the memory then
+        writes back and frees it."""
+        if self._parent is None:
+            self._storage.release()
+        else:
+            self._storage.wait_all()
+
+    def __enter__(self) -> buffer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+    def get_access(self, *args: Any, **kwargs: Any) -> accessor:
+        """`buf.get_access(h, mode)`: an accessor for a command group."""
+        return accessor(self, *args, **kwargs)
+
+    def get_host_access(self, *args: Any, **kwargs: Any) -> host_accessor:
+        return host_accessor(self, *args, **kwargs)
+
+
+def _checked_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    if not 1 <= len(shape) <= 3:
+        raise exception(errc.invalid, f"a buffer has 1 to 3 dimensions, got {len(shape)}")
+    n = int(np.prod(shape))
+    if n <= 0:
+        raise exception(errc.invalid, f"a buffer needs at least one element, got range "
+                        f"{tuple(shape)}")
+    if n > MAX_ELEMENTS:
+        raise exception(errc.invalid, f"a buffer of {n} elements: kernels index buffers with "
+                        "32-bit integers (fewer than 2**31 elements); use USM "
+                        "(sycl.malloc_device) for larger arrays")
+    return tuple(int(s) for s in shape)
+
+
+def _contiguous(offset: tuple[int, ...], size: tuple[int, ...], full: tuple[int, ...]
+                ) -> bool:
+    """Whether a region is one run of memory: the dimensions after some dimension d span
+    the whole range, and those before d hold a single index."""
+    d = len(full) - 1
+    while d > 0 and size[d] == full[d]:
+        d -= 1
+    return all(size[i] == 1 for i in range(d))
+
+
+class _Access:
+    """What an accessor asks of its buffer: the mode, the region, and whether the old
+    contents matter."""
+
+    def _init_access(self, buf: Any, mode: access_mode, no_init: bool,
+                     access_range: Any, access_offset: Any, what: str) -> None:
+        if not isinstance(buf, buffer):
+            raise exception(errc.invalid, f"{what} takes a sycl.buffer, got "
+                            f"{type(buf).__name__}")
+        if no_init and mode is access_mode.read:
+            raise exception(errc.invalid, f"{what}: no_init with a read-only accessor (there "
+                            "would be nothing to read)")
+        full = buf._range
+        rng = full if access_range is None else _as_tuple(access_range, "access_range")
+        off = (0,) * len(full) if access_offset is None else \
+            _as_tuple(access_offset, "access_offset", sycl_id)
+        if len(rng) != len(full) or len(off) != len(full):
+            raise exception(errc.invalid, f"{what}: a {len(full)}-dimensional buffer takes "
+                            f"a {len(full)}-dimensional access range and offset")
+        if any(r <= 0 for r in rng) or any(
+                o + r > n for o, r, n in zip(off, rng, full, strict=True)):
+            raise exception(errc.invalid, f"{what}: access range {rng} at offset {off} "
+                            f"overruns the buffer's range {full}")
+        self.buffer = buf
+        self.dtype = buf._dtype
+        self.dims = len(full)
+        self.access_mode = mode
+        self.no_init = no_init
+        self._range, self._offset, self._memory_range = rng, off, full
+        item = buf._dtype.itemsize
+        last = tuple(o + r - 1 for o, r in zip(off, rng, strict=True))
+        self._first = buf._byte_offset + _linear(off, full) * item
+        self._end = buf._byte_offset + (_linear(last, full) + 1) * item
+
+    def get_range(self) -> sycl_range:
+        return sycl_range(*self._range)
+
+    def get_offset(self) -> sycl_id:
+        return sycl_id(*self._offset)
+
+    def size(self) -> int:
+        return int(np.prod(self._range))
+
+    get_count = size
+
+    def byte_size(self) -> int:
+        return self.size() * self.dtype.itemsize
+
+    get_size = byte_size
+
+    def covers_all(self) -> bool:
+        s = self.buffer._storage
+        return self._first == 0 and self._end == s.nbytes
+
+
+def _parse(args: tuple, mode: Any, access_range: Any, access_offset: Any,
+           property_list: Any, what: str) -> tuple[Any, access_mode, bool, Any, Any]:
+    """(handler or None, mode, no_init, range, offset) from SYCL's positional forms:
+    `(h)`, `(h, tag)`, `(h, range[, offset], tag)`, `(tag)`, `(..., no_init)`."""
+    h = None
+    rest = list(args)
+    if rest and isinstance(rest[0], handler):
+        h = rest.pop(0)
+    no_init = any(isinstance(p, access.no_init_property) for p in property_list or ())
+    for a in rest:
+        if isinstance(a, access.mode_tag | access_mode):
+            if mode is not None:
+                raise exception(errc.invalid, f"{what}: the access mode is given twice")
+            mode = a
+        elif isinstance(a, access.no_init_property):
+            no_init = True
+        elif isinstance(a, sycl_id):
+            access_offset = a
+        elif isinstance(a, sycl_range | tuple | int):
+            if access_range is not None:
+                access_offset = a
+            else:
+                access_range = a
+        elif isinstance(a, list):
+            no_init = no_init or any(isinstance(p, access.no_init_property) for p in a)
+        else:
+            raise exception(errc.invalid, f"{what}: unexpected argument {a!r}")
+    if mode is None:
+        mode = access_mode.read_write
+    try:
+        return h, access.as_mode(mode), no_init, access_range, access_offset
+    except TypeError:
+        raise exception(errc.invalid, f"{what}: {mode!r} is not an access mode") from None
+
+
+class accessor(_Access):
+    """`accessor(buf, h[, mode][, no_init])`, ranged with `access_range=` /
+    `access_offset=` (or SYCL's positional range and id); without a handler it is a
+    placeholder that a command group takes with `h.require(acc)`. In a kernel it indexes
+    like an array: `acc[i]`, `acc[i, j]`, `acc[item.get_id()]`."""
+
+    __vksycl_accessor__ = "global"
+
+    def __init__(self, buf: Any, *args: Any, mode: Any = None, access_range: Any = None,
+                 access_offset: Any = None, property_list: Any = ()) -> None:
+        h, m, no_init, rng, off = _parse(args, mode, access_range, access_offset,
+                                         property_list, "accessor")
+        self._init_access(buf, m, no_init, rng, off, "accessor")
+        self._placeholder = h is None
+        self._context: Any = None
+        if h is not None:
+            h.require(self)
+
+    def __class_getitem__(cls, params: Any) -> access.accessor_type:
+        params = params if isinstance(params, tuple) else (params,)
+        return access.accessor_type(*params)
+
+    def is_placeholder(self) -> bool:
+        return self._placeholder
+
+    def bind(self, queue: Any) -> None:
+        """Places the buffer's memory on the command group's device (handler.require)."""
+        self.buffer._storage.bind(queue, "accessor")
+        self._context = queue._context
+
+    def _vksycl_launch_address(self, context: Any) -> int:
+        s = self.buffer._storage
+        if self._context is None:
+            raise exception(errc.kernel_argument, "a placeholder accessor is used in a kernel "
+                            "without h.require(acc) in its command group")
+        s.check_live("accessor")
+        h = launching_handler()
+        if h is not None and not any(r is self for r in h.requirements):
+            raise exception(errc.kernel_argument, "the kernel uses an accessor its command "
+                            "group does not require: make it with sycl.accessor(buf, h) in "
+                            "the command group (h.require(acc) for a placeholder)")
+        if context is not None and context is not self._context:
+            raise exception(errc.invalid, "accessor: the buffer is used in another context")
+        return s.allocation.address + self._first
+
+    def _vksycl_launch_piece(self, what: str, d: int) -> int:
+        if what == "range":
+            return self._range[d]
+        if what == "offset":
+            return self._offset[d]
+        return self._memory_range[d]
+
+    def span(self, what: str) -> Span:
+        """The accessor's memory as one byte range, for the handler's copies and fills."""
+        if self._context is None:
+            raise exception(errc.invalid, f"{what}: a placeholder accessor needs "
+                            "h.require(acc) first")
+        if self._end - self._first != self.byte_size():
+            raise exception(errc.feature_not_supported, f"{what}: the accessor's range "
+                            f"{self._range} at {self._offset} is not one run of memory in "
+                            f"the buffer's range {self._memory_range}; copy it in a kernel")
+        s = self.buffer._storage
+        s.check_live(what)
+        return Span(s.allocation, None, self._first, self.byte_size())
+
+    def __getitem__(self, index: Any) -> Any:
+        raise exception(errc.invalid, "a device accessor is read in kernels; on the host, "
+                        "use sycl.host_accessor(buf)")
+
+    __setitem__ = __getitem__
+
+    def __repr__(self) -> str:
+        return (f"sycl.accessor({self.buffer!r}, {self.access_mode.name}, "
+                f"range{self._range}, offset{self._offset})")
+
+
+class _HostAccessGate(event):
+    """Completes when a host accessor is released: device commands on its memory wait
+    for it, as SYCL's kernels wait for a host accessor's destruction."""
+
+    __slots__ = ("host_accessor",)
+
+    def __init__(self, where: str) -> None:
+        super().__init__()
+        self._defer()
+        self.host_accessor = where
+
+
+class host_accessor(_Access):
+    """`host_accessor(buf[, mode][, no_init])`: the buffer's data on the host as a live
+    numpy view, once the kernels writing it (and, for a writing accessor, reading it)
+    completed. Writes reach later kernels. Release it with `with`, `release()`, or by
+    dropping it; until then, kernels using the buffer wait."""
+
+    __vksycl_host_only__ = "a sycl.host_accessor: kernels use sycl.accessor(buf, h)"
+
+    def __init__(self, buf: Any, *args: Any, mode: Any = None, access_range: Any = None,
+                 access_offset: Any = None, property_list: Any = ()) -> None:
+        self._gate: _HostAccessGate | None = None
+        h, m, no_init, rng, off = _parse(args, mode, access_range, access_offset,
+                                         property_list, "host_accessor")
+        if h is not None:
+            raise exception(errc.invalid, "host_accessor takes no handler (a device "
+                            "accessor does: sycl.accessor(buf, h))")
+        self._init_access(buf, m, no_init, rng, off, "host_accessor")
+        s = buf._storage
+        s.check_live("host_accessor")
+        s.check_not_recorded("host_accessor")
+        with lock:
+            s.wait(self._first, self._end, m.writes, "host_accessor")
+            if no_init and self.covers_all():
+                s.device_newer = False
+            host = s.host_copy()
+            if m.writes:
+                s.host_newer = True
+                s.written = True
+            frame = sys._getframe(1)
+            self._gate = _HostAccessGate(f"made at {frame.f_code.co_filename}:"
+                                         f"{frame.f_lineno}")
+            s.tracker.record(self._first, self._end, m.writes, self._gate)
+        view = buf.elements(host)[tuple(slice(o, o + r) for o, r in
+                                        zip(self._offset, self._range, strict=True))]
+        if not m.writes:
+            view = view.view()
+            view.flags.writeable = False
+        self._view = view
+
+    def release(self) -> None:
+        gate = self._gate
+        if gate is not None:
+            self._gate = None
+            gate._mark_issued()
+
+    def __enter__(self) -> np.ndarray:
+        return self._view
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        self.release()
+
+    def _live(self) -> np.ndarray:
+        if self._gate is None:
+            raise exception(errc.invalid, "the host_accessor was released")
+        return self._view
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        v = self._live()
+        return v if dtype is None else v.astype(dtype)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._live()[index]
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        if not self.access_mode.writes:
+            raise exception(errc.invalid, "writing through a read_only host_accessor")
+        self._live()[index] = value
+
+    def __len__(self) -> int:
+        return self._range[0]
+
+    def __iter__(self) -> Any:
+        return iter(self._live())
+
+    def __repr__(self) -> str:
+        return f"sycl.host_accessor({self._view!r})"
+
+
+class local_accessor:
+    """`local_accessor(dtype, range, h)`: work-group memory for the kernel of command
+    group `h`, each work-group its own; also the type of a free function kernel's
+    parameter (`sycl.local_accessor[T, dims]`)."""
+
+    __vksycl_accessor__ = "local"
+
+    def __init__(self, dtype: Any, shape: Any, h: Any = None) -> None:
+        if h is not None and not isinstance(h, handler):
+            raise exception(errc.invalid, "local_accessor(dtype, range, h) takes the command "
+                            f"group's handler, got {type(h).__name__}")
+        self.dtype = as_dtype(dtype)
+        self.shape = _as_tuple(shape, "local_accessor")
+        if not 1 <= len(self.shape) <= 3 or any(n <= 0 for n in self.shape):
+            raise exception(errc.invalid, f"local_accessor needs 1 to 3 positive sizes, got "
+                            f"{self.shape}")
+        self.dims = len(self.shape)
+
+    def __class_getitem__(cls, params: Any) -> access.local_accessor_type:
+        params = params if isinstance(params, tuple) else (params,)
+        return access.local_accessor_type(*params)
+
+    def get_range(self) -> sycl_range:
+        return sycl_range(*self.shape)
+
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    get_count = size
+
+    def byte_size(self) -> int:
+        return self.size() * self.dtype.itemsize
+
+    def __repr__(self) -> str:
+        return f"sycl.local_accessor({self.dtype}, range{self.shape})"
+
+
+# -- a command group's accessors ---------------------------------------------------------
+def acquire(requirements: list[accessor], queue: Any) -> list[event]:
+    """The events a command group's accessors must follow; copies to the device what the
+    host wrote and the command will read. Call under `lock`, then `record`."""
+    deps: list[event] = []
+    for acc in requirements:
+        s = acc.buffer._storage
+        s.check_live("accessor")
+        if s.host_newer:
+            if acc.no_init and acc.covers_all():
+                s.discard_host()
+            else:
+                s.upload(queue)
+        for e in s.tracker.conflicts(acc._first, acc._end, acc.access_mode.writes):
+            if e not in deps:
+                deps.append(e)
+    return deps
+
+
+def record(requirements: list[accessor], ev: event) -> None:
+    """The command group's event as the latest access of each accessor's memory."""
+    for acc in requirements:
+        acc.buffer._storage.access(acc._first, acc._end, acc.access_mode.writes, ev)

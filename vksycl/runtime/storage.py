@@ -1,0 +1,198 @@
+"""The memory object behind `sycl.buffer`s (SYCL 2020 4.7.2), on the device-address
+memory model.
+
+A buffer's memory object (shared by its sub-buffers and reinterpretations) is an
+allocation from the device's caching allocator plus a host copy: the user's array where
+one was given, else one made when a host accessor first needs it. Data moves only when an
+access needs it: a kernel's accessor uploads the host copy if the host wrote last, a host
+accessor downloads the device copy if a kernel wrote last, and release writes back only
+where a kernel or a host accessor could have written.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..exceptions import errc, exception
+from .context import scheduler_for
+from .dependencies import AccessTracker
+from .event import event
+from .memops import MemCopy, Span
+from .usm import Allocation, alloc
+
+# Guards every tracker: a command group's dependencies are found and its event recorded
+# as one step, whichever thread submits it.
+lock = threading.RLock()
+
+
+class Graph(Protocol):
+    """A command_graph that uses a buffer, as the buffer asks it (graphs sit above the
+    runtime)."""
+
+    def records_now(self) -> bool: ...
+
+
+class Storage:
+    """The memory of a buffer and of the buffers that view it."""
+
+    def __init__(self, nbytes: int, host: np.ndarray | None, final: np.ndarray | None
+                 ) -> None:
+        self.nbytes = nbytes
+        self.host = host  # flat uint8 view of the host copy (contiguous), or None
+        self.final = final  # where release writes back (None: nowhere)
+        self.write_back = True
+        self.allocation: Allocation | None = None
+        self.context: Any = None
+        self.device: Any = None
+        self.host_newer = host is not None  # the device copy lacks what the host holds
+        self.device_newer = False
+        self.written = False  # a kernel or a host accessor could have written
+        self.released = False
+        self.tracker = AccessTracker()
+        self.graphs: weakref.WeakSet[Graph] = weakref.WeakSet()
+
+    # -- device side --------------------------------------------------------------------
+    def bind(self, queue: Any, what: str) -> None:
+        """Allocates the device copy on the queue's device, in its context: a buffer
+        lives in the context where it is first used."""
+        self.check_live(what)
+        ctx, dev = queue._context, queue._device
+        if self.allocation is None:
+            allocator = scheduler_for(dev).allocators[False]
+            self.allocation = Allocation(allocator, allocator.allocate(self.nbytes), 0,
+                                         self.nbytes, alloc.device, ctx, dev)
+            self.context, self.device = ctx, dev
+            return
+        if ctx is not self.context:
+            raise exception(errc.invalid, f"{what}: the buffer is used in another context "
+                            "(a buffer belongs to the context of the queue that used it "
+                            "first)")
+        if dev != self.device:
+            raise exception(errc.invalid, f"{what}: the buffer's memory is on another "
+                            "device of the context than the queue's")
+
+    def upload(self, queue: Any) -> event | None:
+        """Copies the host copy to the device if the host wrote last; the copy waits for
+        the host accessors still open, and commands after it wait for it."""
+        if not self.host_newer:
+            return None
+        host = self.host
+        cmd = MemCopy(Span(None, host, 0, self.nbytes),
+                      Span(self.allocation, None, 0, self.nbytes))
+        ev = queue.execute(cmd, self.tracker.conflicts(0, self.nbytes, True))
+        self.tracker.record(0, self.nbytes, True, ev)
+        self.host_newer = False
+        return ev
+
+    def discard_host(self) -> None:
+        """A no_init access over the whole memory: what the host holds is not needed."""
+        self.host_newer = False
+
+    def access(self, first: int, end: int, writes: bool, token: Any) -> None:
+        self.tracker.record(first, end, writes, token)
+        if writes:
+            self.device_newer = True
+            self.written = True
+        if len(self.tracker.accesses) > 16:
+            self.tracker.forget(_finished)
+
+    # -- host side ----------------------------------------------------------------------
+    def wait(self, first: int, end: int, writes: bool, what: str) -> None:
+        """Waits for the device accesses a host access of [first, end) must follow."""
+        for token in self.tracker.conflicts(first, end, writes):
+            gate = getattr(token, "host_accessor", None)
+            if gate is not None and not token.is_complete():
+                raise exception(errc.invalid, f"{what}: the buffer has an open "
+                                f"host_accessor ({gate}); release it first (a second one "
+                                "would wait for it forever)")
+            token.wait()
+
+    def host_copy(self) -> np.ndarray:
+        """The current host copy (flat bytes), downloaded if a kernel wrote last; made
+        when the buffer had no host data."""
+        if self.host is None:
+            self.host = np.zeros(self.nbytes, np.uint8)
+        if self.device_newer:
+            self.download(self.host)
+            self.device_newer = False
+        return self.host
+
+    def host_update(self, device: Span) -> tuple[MemCopy, Any]:
+        """`handler.update_host`: the command copying a range of the device copy to the
+        host copy, and what to call with its event (host accessors wait for it)."""
+        if self.host is None:
+            self.host = np.zeros(self.nbytes, np.uint8)
+        first, end = device.offset, device.offset + device.nbytes
+        whole = first == 0 and end == self.nbytes
+
+        def done(ev: event) -> None:
+            self.tracker.record(first, end, True, ev)
+            if whole:
+                self.device_newer = False
+
+        return MemCopy(device, Span(None, self.host, first, device.nbytes)), done
+
+    def download(self, target: np.ndarray) -> None:
+        sched = scheduler_for(self.device)
+        errors: list[BaseException] = []
+        cmd = MemCopy(Span(self.allocation, None, 0, self.nbytes),
+                      Span(None, target, 0, self.nbytes))
+        sched.execute(cmd, [], False, errors.append).wait()
+        if errors:
+            raise errors[0]
+
+    def check_live(self, what: str) -> None:
+        if self.released:
+            raise exception(errc.invalid, f"{what}: the buffer was released")
+
+    def check_not_recorded(self, what: str) -> None:
+        """Buffer Limitations (sycl_ext_oneapi_graph): no host accessor to a buffer that
+        a graph records commands on."""
+        for g in list(self.graphs):
+            if g.records_now():
+                raise exception(errc.invalid, f"{what}: the buffer is used by a "
+                                "command_graph that is recording; end the recording first")
+
+    def release(self) -> None:
+        """Waits for every access, writes back where something could have written, and
+        returns the device memory."""
+        if self.released:
+            return
+        self.wait_all()
+        self.released = True
+        final = self.final
+        if self.written and self.write_back and final is not None:
+            host = self.host
+            if host is not None and np.may_share_memory(final, host):
+                self.host_copy()  # the user's own array: downloaded in place
+            elif self.device_newer and final.flags.c_contiguous:
+                self.download(final.reshape(-1).view(np.uint8))
+            else:
+                np.copyto(final, self.host_copy().view(final.dtype).reshape(final.shape))
+        if self.allocation is not None:
+            self.allocation.free()
+            self.allocation = None
+
+    def wait_all(self) -> None:
+        """Waits for the device work using the memory (open host accessors aside)."""
+        with lock:
+            tokens = self.tracker.tokens()
+        for token in tokens:
+            if getattr(token, "host_accessor", None) is None:
+                token.wait()
+
+    def __del__(self) -> None:
+        """The last buffer viewing the memory is gone: release as `buf.release()` would
+        (a failure is printed by Python; during interpreter teardown nothing is left to
+        write back with)."""
+        if not self.released and not sys.is_finalizing():
+            self.release()
+
+
+def _finished(token: Any) -> bool:
+    return token.is_complete()
