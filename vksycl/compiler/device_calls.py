@@ -5,6 +5,8 @@ memory its pointers reach, the shapes of its aggregates, the Python values it is
 and called from each site with that signature, so it is specialised the way a C++
 template is. Aggregates cross the call as their leaves, pointers into module-scope memory
 as their position alone, and a returned aggregate or pointer is rebuilt at the call site.
+An accessor crosses as its pointer; the function is specialised for the accessor's path,
+since its range and offsets are kernel arguments read where the code uses them.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from .frontend.describe import kind_of
 from .frontend.lowering import FunctionLowering, source_of
 from .reduction import ReducerV
 from .typesys import BOOL, I32, VOID, PtrType, Scalar, TupleType, promote
-from .values import AggV, FixedSlot, ItemV, ObjV, PtrV, PyV, TupV
+from .values import AccessorV, AggV, FixedSlot, ItemV, ObjV, PtrV, PyV, RangeV, TupV
 
 
 class DeviceCalls:
@@ -116,6 +118,14 @@ class DeviceCalls:
             call_args += [v.root, v.offset]
             sig.append(("p", _shape_key(shape)))
             return PtrV(root, ir.ArgRead(poff))
+        if isinstance(v, AccessorV):
+            sig.append(("acc", v.dims, v.mode, v.path, v.shape))
+            ptr = self.flatten(fl, name, v.ptr, sig, params, call_args, node)
+            return AccessorV(ptr, v.dims, v.mode, v.path, v.shape)
+        if isinstance(v, RangeV):
+            sig.append(("r", v.kind, len(v.items)))
+            return RangeV(v.kind, [self.flatten(fl, f"{name}.{i}", x, sig, params, call_args,
+                                                node) for i, x in enumerate(v.items)])
         if isinstance(v, ObjV):
             sig.append(("o", v.cls))
             return ObjV(v.cls, self.flatten(fl, name, v.ptr, sig, params, call_args, node))

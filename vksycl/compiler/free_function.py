@@ -11,6 +11,7 @@ kernel for `sycl.get_kernel_ids()`.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import enum
 import inspect
 import textwrap
@@ -22,6 +23,7 @@ import numpy as np
 from ..exceptions import errc, exception, invalid
 from . import virtual
 from .type_registry import type_of_annotation
+from .typesys import LocalAccessorType
 
 
 class FreeFunctionKernel:
@@ -41,6 +43,7 @@ class FreeFunctionKernel:
         self.__module__ = fn.__module__
         self.__doc__ = fn.__doc__
         self._types: tuple | None = None
+        self._shaped: dict[tuple, FreeFunctionKernel] = {}
 
     @property
     def __vksycl_kernel__(self) -> FreeFunctionKernel:
@@ -122,6 +125,26 @@ class FreeFunctionKernel:
             out.append(self._resolve(p, a))
         self._types = tuple(out)
         return self._types
+
+    def shaped(self, args: tuple | list) -> FreeFunctionKernel:
+        """The kernel for the shapes of the local_accessor arguments of a launch: the
+        size of work-group memory is in the code, so each shape is a kernel of its own,
+        as each instantiation of a template is (the same object for the same shapes)."""
+        types = self.param_types()
+        local = [i for i, t in enumerate(types) if isinstance(t, LocalAccessorType)]
+        if not local:
+            return self
+        shapes = tuple(tuple(int(s) for s in args[i].shape) for i in local)
+        inst = self._shaped.get(shapes)
+        if inst is None:
+            inst = FreeFunctionKernel(self.function, self.kind, self.dims, self.bindings,
+                                      self.properties)
+            filled = list(types)
+            for i, shape in zip(local, shapes, strict=True):
+                filled[i] = dataclasses.replace(types[i], shape=shape)
+            inst._types = tuple(filled)
+            self._shaped[shapes] = inst
+        return inst
 
     def _resolve(self, pname: str, a: Any) -> Any:
         if isinstance(a, typing.TypeVar):

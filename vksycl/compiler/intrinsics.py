@@ -17,15 +17,15 @@ from typing import Any
 
 import numpy as np
 
+from . import accessors, if_device, ir, reduction, virtual
 from . import device as dev
 from . import device_global_code as dgc
-from . import if_device, ir, reduction, virtual
 from .atomics import Atomics
 from .math_functions import MATH_NAMES, MathFunctions, round_even
 from .operators import Operators
 from .structs import field_default
 from .typesys import BOOL, I32, PtrType, Scalar, Struct, mem_type, promote, scalar_of
-from .values import AggV, AtomicV, ItemV, MethodV, ObjV, PtrV, PyV, TupV
+from .values import AccessorV, AggV, AtomicV, ItemV, MethodV, ObjV, PtrV, PyV, RangeV, TupV
 
 
 class Intrinsics(Operators, MathFunctions, Atomics):
@@ -135,6 +135,8 @@ class Intrinsics(Operators, MathFunctions, Atomics):
                 return PyV(len(v.items))
             if isinstance(v, PtrV) and hasattr(v.root, "length"):
                 return PyV(v.root.length)
+            if isinstance(v, AccessorV):
+                return accessors.length(fl, v, node)
             if isinstance(v, PyV):
                 return PyV(len(v.obj))
         if name == "divmod":
@@ -212,6 +214,10 @@ class Intrinsics(Operators, MathFunctions, Atomics):
             return self.m.queries.call(fl, base, m.name, args, node)
         if isinstance(base, AtomicV):
             return self.atomic(fl, base, m.name, args, kwargs, node)
+        if isinstance(base, AccessorV):
+            return accessors.method(fl, base, m.name, args, node)
+        if isinstance(base, RangeV):
+            return accessors.range_method(fl, base, m.name, args, node)
         if isinstance(base, reduction.ReducerV):
             return reduction.method(fl, base, m.name, args, node)
         if isinstance(base, AggV):

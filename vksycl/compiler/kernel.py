@@ -147,6 +147,10 @@ def _describe(v: Any, seen: set[int], depth: int = 0) -> Any:
         return ("ptr", repr(dtype_key(v.dtype)))
     if isinstance(v, device_global):
         return ("device_global", v.unique_id, v.metadata_key())
+    accessor = getattr(type(v), "__vksycl_accessor__", None)
+    if accessor is not None:  # a local accessor's shape is compiled in
+        what = tuple(v.shape) if accessor == "local" else v.access_mode.name
+        return ("accessor", accessor, repr(dtype_key(v.dtype)), v.dims, what)
     if isinstance(v, bool | int | float | np.generic | str | type(None)):
         return (type(v).__name__, repr(v))
     if isinstance(v, pytypes.FunctionType):

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..access import access_mode
 from ..exceptions import errc, exception
 from . import coarsen as coarsening
 from . import device as dev
@@ -38,7 +39,9 @@ from .typesys import (
     U32,
     U64,
     VOID,
+    AccessorType,
     ArrayType,
+    LocalAccessorType,
     PtrType,
     Scalar,
     Struct,
@@ -47,7 +50,7 @@ from .typesys import (
     mem_type,
     scalar_of,
 )
-from .values import AggV, FixedSlot, ItemV, PtrV, PyV
+from .values import AccessorV, AggV, FixedSlot, ItemV, PtrV, PyV
 from .workitem import Groups, Queries
 
 MAX_RESTARTS = 32
@@ -87,10 +90,14 @@ class ArgSlot:
     """One kernel argument the generated code reads, and where it goes."""
 
     path: tuple
-    kind: str  # "scalar", "ptr", "launch", "device_global" (its address, from the runtime)
-    dtype: Any  # storage dtype (scalar), element dtype (ptr)
+    # "scalar", "ptr", "launch", "device_global" (its address, from the runtime),
+    # "accessor" (its address), "accessor_piece" (a component of its range, offset or
+    # memory range: `piece`)
+    kind: str
+    dtype: Any  # storage dtype (scalar, accessor_piece), element dtype (ptr, accessor)
     push_index: int = -1  # index into the push-constant members
     push_offset: int = -1  # byte offset in the packed arguments
+    piece: tuple[str, int] = ("", 0)  # ("range" | "offset" | "memory_range", dimension)
 
 
 @dataclass
@@ -304,12 +311,51 @@ class KernelModule(DeviceCalls):
             v = self.captures[key] = ir.Op("OpBitcast", I32, [pf])
         return v
 
+    def global_accessor(self, path: tuple, elem: Type, dims: int,
+                        mode: access_mode) -> AccessorV:
+        """A global accessor the launch finds at `path`: its address now, its pieces when
+        the code reads them."""
+        pf = self.push_field(U64)
+        self.args.append(ArgSlot(path, "accessor", dtype_of(elem), pf.index))
+        return AccessorV(PtrV(self.global_root(elem), pf), dims, mode, path)
+
+    def accessor_piece(self, path: tuple, what: str, d: int) -> ir.Value:
+        """Component `d` of the range, offset or memory range of the accessor at `path`,
+        one kernel argument however often the code reads it."""
+        key = ("accessor", path, what, d)
+        v = self.captures.get(key)
+        if v is None:
+            pf = self.push_field(U32)
+            self.args.append(ArgSlot(path, "accessor_piece", np.dtype(np.uint32), pf.index,
+                                     piece=(what, d)))
+            v = self.captures[key] = ir.Op("OpBitcast", I32, [pf])
+        return v
+
+    def local_accessor(self, path: tuple, dtype: Any, dims: int, shape: Any,
+                       node: ast.AST) -> AccessorV:
+        """A local accessor: work-group memory of its shape, one array per path."""
+        ptr = self.shared_array(None, dtype, shape, node, key=path)
+        return AccessorV(ptr, dims, access_mode.read_write, None, tuple(int(s) for s in shape))
+
+    def accessor(self, path: tuple, obj: Any, node: ast.AST) -> AccessorV:
+        """The device value of an accessor object (its class says which kind)."""
+        if type(obj).__vksycl_accessor__ == "local":
+            return self.local_accessor(path, obj.dtype, obj.dims, obj.shape, node)
+        return self.global_accessor(path, element_type(obj.dtype), obj.dims, obj.access_mode)
+
     def materialize(self, path: tuple, t: Any, node: ast.AST) -> Any:
         """A kernel argument of a declared type (free function kernel parameters)."""
         if isinstance(t, Scalar):
             return self.scalar_arg(path, t)
         if isinstance(t, PtrType):
             return self.ptr_arg(path, t.elem)
+        if isinstance(t, AccessorType):
+            return self.global_accessor(path, t.elem, t.dims, t.mode)
+        if isinstance(t, LocalAccessorType):
+            # until a launch gives the shape (a bundle's representative compile), one
+            # element per dimension
+            return self.local_accessor(path, dtype_of(t.elem), t.dims,
+                                       t.shape or (1,) * t.dims, node)
         if isinstance(t, Struct):
             return AggV(t, [self.materialize((*path, n), ft, node) for n, ft in t.fields])
         raise exception(errc.build, f"unsupported kernel parameter type {t!r}")
@@ -322,7 +368,8 @@ class KernelModule(DeviceCalls):
         if isinstance(obj, device_global):
             return self.device_global(obj)
         if path[0] == "cell" and fl is not self.kernel_fl:
-            if is_usm_ptr(obj) or hasattr(type(obj), "__vksycl_struct__"):
+            if is_usm_ptr(obj) or hasattr(type(obj), "__vksycl_struct__") or \
+                    hasattr(type(obj), "__vksycl_accessor__"):
                 raise fl.err(node, f"a device function captures '{path[-1]}' from its "
                              "enclosing scope, and the kernel reaches the function only as "
                              "a value; pass it as an argument")
@@ -338,6 +385,8 @@ class KernelModule(DeviceCalls):
                  runtime: bool) -> Any:
         if isinstance(obj, device_global):
             return self.device_global(obj)
+        if hasattr(type(obj), "__vksycl_accessor__"):
+            return self.accessor(path, obj, node)
         host_only = getattr(type(obj), "__vksycl_host_only__", None)
         if host_only is not None:
             raise fl.err(node, f"'{path_name(path)}' is {host_only}")
@@ -427,13 +476,14 @@ class KernelModule(DeviceCalls):
             root = self.global_roots[elem] = ir.GlobalRoot(elem)
         return root
 
-    def shared_array(self, fl: FunctionLowering, dtype: Any, shape: Any, node: ast.AST,
-                     key: Any = None) -> PtrV:
+    def shared_array(self, fl: FunctionLowering | None, dtype: Any, shape: Any,
+                     node: ast.AST, key: Any = None) -> PtrV:
         if isinstance(shape, int):
             shape = (shape,)
         shape = tuple(int(s) for s in shape)
         elem = element_type(np.dtype(dtype))
         if key is None:
+            assert fl is not None
             key = ("site", fl.src.filename, node.lineno, node.col_offset)
         self.group_observed = True
         root = self.shared.get(key)

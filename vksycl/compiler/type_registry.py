@@ -1,6 +1,7 @@
 """The device types that host-side type names stand for: scalar types and dtypes,
-`sycl.ptr[T]` annotations, and `@sycl.struct` classes, which are registered here by their
-dtype so a USM array's element dtype leads back to its struct.
+`sycl.ptr[T]`, `sycl.accessor[T, dims, mode]` and `sycl.local_accessor[T, dims]`
+annotations, and `@sycl.struct` classes, which are registered here by their dtype so a USM
+array's element dtype leads back to its struct.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from ..access import accessor_type, local_accessor_type
 from ..exceptions import invalid
 from ..types import dtype_key, pointee
-from .typesys import PtrType, Struct, Type, scalar_of
+from .typesys import AccessorType, LocalAccessorType, PtrType, Struct, Type, scalar_of
 
 _STRUCTS_BY_DTYPE: dict[Any, Struct] = {}  # by dtype_key
 
@@ -22,10 +24,15 @@ def register_struct(st: Struct, dtype: np.dtype) -> None:
 
 
 def type_of_annotation(t: Any) -> Type | None:
-    """The device type an annotation names (scalar, `sycl.ptr[T]`, struct class)."""
+    """The device type an annotation names (scalar, `sycl.ptr[T]`, accessor, struct
+    class)."""
     s = scalar_of(t) if isinstance(t, type | np.dtype) else None
     if s is not None:
         return s
+    if isinstance(t, accessor_type):
+        return AccessorType(element_type(np.dtype(t.dtype)), t.dims, t.mode)
+    if isinstance(t, local_accessor_type):
+        return LocalAccessorType(element_type(np.dtype(t.dtype)), t.dims)
     st = getattr(t, "__vksycl_struct__", None)
     if st is not None:
         return st

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..access import access_mode
 from ..types import pointer_dtype
 
 
@@ -104,6 +105,34 @@ class ArrayType(Type):
 @dataclass(frozen=True)
 class TupleType(Type):
     items: tuple[Type, ...]
+
+
+@dataclass(frozen=True)
+class AccessorType(Type):
+    """A free function kernel's accessor parameter (`sycl.accessor[T, dims, mode]`): the
+    kernel reads it as an accessor object of these, whatever buffer it is made of."""
+
+    elem: Type
+    dims: int
+    mode: access_mode
+
+    def __repr__(self) -> str:
+        return f"sycl.accessor[{self.elem!r}, {self.dims}, {self.mode.name}]"
+
+
+@dataclass(frozen=True)
+class LocalAccessorType(Type):
+    """A `sycl.local_accessor[T, dims]` parameter: work-group memory, whose shape is in the
+    code, so a kernel is compiled for the shape of the local_accessor a launch passes
+    (None before one does)."""
+
+    elem: Type
+    dims: int
+    shape: tuple[int, ...] | None = None
+
+    def __repr__(self) -> str:
+        shape = "" if self.shape is None else f", shape {self.shape}"
+        return f"sycl.local_accessor[{self.elem!r}, {self.dims}{shape}]"
 
 
 BOOL = Scalar("b", 8)

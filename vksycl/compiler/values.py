@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..access import access_mode
 from . import ir
 from .typesys import Struct, Type
 
@@ -54,6 +55,29 @@ class ObjV:
 
     cls: Any
     ptr: PtrV
+
+
+@dataclass(eq=False)
+class AccessorV:
+    """An accessor: a pointer to the element at its access offset, its dimensions and
+    access mode. A global accessor's range, offset and memory range are kernel arguments
+    fetched through `path` at launch, each made when the code first reads it
+    (`KernelModule.accessor_piece`); a local accessor's are its `shape`, compiled in."""
+
+    ptr: PtrV
+    dims: int
+    mode: access_mode
+    path: tuple | None = None  # a global accessor's capture path
+    shape: tuple[int, ...] | None = None  # a local accessor's range
+
+
+@dataclass(eq=False)
+class RangeV:
+    """The `range` or `id` an accessor query returns: its components, read by index, and
+    for a range its `size()`."""
+
+    kind: str  # "range" or "id"
+    items: list[ir.Value]
 
 
 @dataclass(eq=False)

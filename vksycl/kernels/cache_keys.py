@@ -3,10 +3,12 @@ captures or reads.
 
 A kernel compiles for the types of what it captures, not their values (those become
 arguments), so a value's signature is its type: a pointer by the element type it points
-to, a work_group_memory by its shape, a struct by its fields' signatures, a closure the
-kernel calls by its code, defaults and captures. Numbers among the module globals the code
-reads are compiled in, so they are keyed by value. Any other hashable object is keyed by
-itself (its hash and equality), an unhashable one by identity.
+to, an accessor by its element type, dimensions and access mode (a new accessor per
+command group runs the same kernel), a work_group_memory or local accessor by its shape,
+a struct by its fields' signatures, a closure the kernel calls by its code, defaults and
+captures. Numbers among the module globals the code reads are compiled in, so they are
+keyed by value. Any other hashable object is keyed by itself (its hash and equality), an
+unhashable one by identity.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ def signature(v: Any, depth: int = 0) -> Any:
         return t
     if hasattr(v, "allocation") and hasattr(v, "byte_offset"):
         return ("p", dtype_key(v.dtype))
+    accessor = getattr(t, "__vksycl_accessor__", None)
+    if accessor == "global":
+        return ("a", dtype_key(v.dtype), v.dims, v.access_mode)
+    if accessor == "local":
+        return ("l", dtype_key(v.dtype), tuple(v.shape))
     if isinstance(v, np.generic):
         return v.dtype
     if isinstance(v, dev.work_group_memory):

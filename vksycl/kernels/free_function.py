@@ -18,8 +18,16 @@ from typing import Any
 
 import numpy as np
 
+from ..access import access_mode
 from ..compiler.free_function import FreeFunctionKernel
-from ..compiler.typesys import PtrType, Scalar, Struct, dtype_of
+from ..compiler.typesys import (
+    AccessorType,
+    LocalAccessorType,
+    PtrType,
+    Scalar,
+    Struct,
+    dtype_of,
+)
 from ..exceptions import errc, exception, invalid
 from ..info import device as dinfo
 from ..ranges import check_work_items, nd_range
@@ -153,6 +161,30 @@ def _pointer_checker(t: PtrType, where: str) -> Any:
     return check
 
 
+def _accessor_checker(t: AccessorType | LocalAccessorType, where: str) -> Any:
+    """Checks an accessor argument: of the parameter's kind, element type and dimensions,
+    and for a global one its access mode (a read_write accessor also passes as a
+    read-only one, as C++ converts it)."""
+    kind = "local" if isinstance(t, LocalAccessorType) else "global"
+    key = dtype_key(dtype_of(t.elem))
+    modes = None if kind == "local" else \
+        (access_mode.read, access_mode.read_write) if t.mode is access_mode.read else (t.mode,)
+
+    def check(v: Any) -> Any:
+        got = getattr(type(v), "__vksycl_accessor__", None)
+        if got != kind:
+            what = type(v).__name__ if got is None else f"a {got} accessor"
+            raise invalid(f"{where} is a {t!r}, got {what}")
+        if dtype_key(v.dtype) != key or v.dims != t.dims or (
+                modes is not None and v.access_mode not in modes):
+            mode = "" if modes is None else f", {v.access_mode.name}"
+            raise invalid(f"{where} is a {t!r}, got an accessor of {v.dtype}, {v.dims} "
+                          f"dimensions{mode}")
+        return v
+
+    return check
+
+
 def _struct_checker(t: Struct, where: str) -> Any:
     cls = t.pyclass
 
@@ -207,6 +239,10 @@ class Plan:
                 self.match.append(c)
             elif isinstance(t, Struct):
                 c = _struct_checker(t, where)
+                self.convert.append(c)
+                self.match.append(c)
+            elif isinstance(t, AccessorType | LocalAccessorType):
+                c = _accessor_checker(t, where)
                 self.convert.append(c)
                 self.match.append(c)
             else:

@@ -63,6 +63,7 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
         if len(args) != len(param_types):
             raise exception(errc.invalid, f"kernel {info.name} takes {len(param_types)} "
                             f"arguments, got {len(args)}")
+        info = info.shaped(args)
     plan = plan_for(pyfn, info, launch, device, properties)
     p, record = prepared_for(pyfn, plan, device)
     last = plan.last

@@ -1,6 +1,8 @@
 """Argument marshalling: how a launch fetches each argument the compiled code uses
 (closure cell, module global, explicit argument, launch range) and packs them with a
 `struct.Struct` laid out as the push constants, a pointer as its 64-bit device address.
+An accessor is fetched once per launch and asked for the address of the element at its
+access offset and the pieces of its range, offset and memory range the code reads.
 
 A kernel whose arguments outgrow the device's push constants runs as a variant compiled
 to read them from an `ArgumentBlock`: launches write the packed bytes into host-visible
@@ -39,9 +41,9 @@ def _fmt(dtype: np.dtype) -> str:
 class Prepared:
     """A compiled kernel plus everything needed to launch it quickly."""
 
-    __slots__ = ("attr_getters", "attr_sigs", "checked", "ck", "globals", "groups", "key",
-                 "last_launch", "launch_slots", "n", "packer", "ptrs", "scalar_paths",
-                 "scalars", "spec_getters", "variants")
+    __slots__ = ("accessors", "attr_getters", "attr_sigs", "checked", "ck", "globals",
+                 "groups", "key", "last_launch", "launch_slots", "n", "packer", "ptrs",
+                 "scalar_paths", "scalars", "spec_getters", "variants")
 
     def __init__(self, ck: CompiledKernel, pyfn: Any, key: Any) -> None:
         self.ck = ck
@@ -56,7 +58,7 @@ class Prepared:
             if a.push_offset > at:
                 fmt += f"{a.push_offset - at}x"
                 at = a.push_offset
-            dt = np.dtype(np.uint64) if a.kind in ("ptr", "device_global") else \
+            dt = np.dtype(np.uint64) if a.kind in ("ptr", "device_global", "accessor") else \
                 np.dtype(a.dtype)
             fmt += _fmt(dt)
             at += dt.itemsize
@@ -75,19 +77,29 @@ class Prepared:
         self.last_launch: tuple[Any, list[tuple[int, int]]] = (None, [])
         # attributes of captured objects are read at each launch; if one changes type,
         # the kernel is compiled again for the new types
-        self.attr_getters = [path_getter(a.path, pyfn) for a in ck.args
-                             if a.kind not in ("launch", "device_global") and
-                             _indirect_path(a.path)]
+        self.attr_getters = [path_getter(path, pyfn) for path in dict.fromkeys(
+            a.path for a in ck.args if a.kind not in ("launch", "device_global") and
+            _indirect_path(a.path))]
         self.attr_sigs = tuple(signature(get(pyfn, ())) for get in self.attr_getters)
         # (push position, metadata entry) per device_global: addresses from the database
         by_offset = {a.push_offset: order[id(a)] for a in slots}
         self.globals = [(by_offset[e["argument_offset"]], e) for e in ck.device_globals]
+        # (getter, path, address position or -1, [(position, piece, dimension)]) per
+        # accessor: its address where the code dereferences it, the pieces the code reads
+        addresses = {a.path: order[id(a)] for a in ck.args if a.kind == "accessor"}
+        pieces: dict[tuple, list[tuple[int, str, int]]] = {}
+        for a in ck.args:
+            if a.kind == "accessor_piece":
+                pieces.setdefault(a.path, []).append((order[id(a)], *a.piece))
+        self.accessors = [(path_getter(path, pyfn), path, addresses.get(path, -1),
+                           pieces.get(path, [])) for path in dict.fromkeys((*addresses,
+                                                                            *pieces))]
         for a in ck.args:
             pos = order.get(id(a), -1)
             if a.kind == "ptr":
                 self.ptrs.append((path_getter(a.path, pyfn), pos,
                                   layout(element_type(a.dtype))[1], a.dtype, a.path))
-            elif a.kind == "device_global":
+            elif a.kind in ("device_global", "accessor", "accessor_piece"):
                 continue
             elif a.kind == "scalar":
                 self.scalars.append((path_getter(a.path, pyfn), pos, a.dtype.kind == "b"
@@ -126,6 +138,15 @@ class Prepared:
         for get, pos, is_bool in self.scalars:
             v = get(pyfn, args)
             values[pos] = int(bool(v)) if is_bool else v
+        for get, path, at, pieces in self.accessors:
+            acc = get(pyfn, args)
+            if not hasattr(type(acc), "__vksycl_accessor__"):
+                raise exception(errc.kernel_argument, f"kernel argument {_name(path)} must "
+                                f"be an accessor, got {type(acc).__name__}")
+            if at >= 0:
+                values[at] = acc._vksycl_launch_address(context)
+            for pos, what, d in pieces:
+                values[pos] = acc._vksycl_launch_piece(what, d)
         if self.launch_slots:
             known = self.last_launch
             if known[0] is not launch:

@@ -47,9 +47,14 @@ is never kept: the block is its own. `Plan.last` is replaced whole, so threads l
 the same kernel never see a mix of two launches.
 
 Finding the prepared kernel has its own shortcut: captures and globals that are the very
-objects of the last launch, or pointers to the same element types (`_keyed_alike`),
-give the same key without computing it. Element types compare by identity, since numpy's
-dtype equality ignores what a pointer dtype points to.
+objects of the last launch, pointers to the same element types, or accessors of the same
+element type, dimensions and mode (or local shape) (`_keyed_alike`), give the same key
+without computing it. Element types compare by identity, since numpy's dtype equality
+ignores what a pointer dtype points to. Accessors take this shortcut (`_keyed`: their
+signature is fixed when they are made), the records keeping their keys rather than them
+(an accessor keeps its buffer alive, and a buffer writes back when it goes), but never
+the last command's: an accessor is not `immutable`, its address being fetched at each
+launch (its buffer may be released), so a launch capturing one always packs its arguments.
 """
 
 from __future__ import annotations
@@ -91,11 +96,46 @@ def _stable(v: Any) -> bool:
             (t is pytypes.FunctionType and not v.__closure__))
 
 
+def _keyed(v: Any) -> bool:
+    """Whether the same object always has the same cache signature: `_stable` values, and
+    accessors (element type, dimensions, mode and local shape are fixed when one is
+    made)."""
+    return _stable(v) or hasattr(type(v), "__vksycl_accessor__")
+
+
+class _AccessorKey:
+    """What a record keeps of an accessor a launch captured: what keys its kernel, not the
+    accessor, which would keep its buffer alive (and the buffer's write-back from
+    happening) until the next launch of the kernel."""
+
+    __slots__ = ("cls", "dims", "dtype", "what")
+
+    def __init__(self, acc: Any) -> None:
+        self.cls, self.dtype, self.dims = type(acc), acc.dtype, acc.dims
+        self.what = _accessor_what(acc)
+
+    def matches(self, acc: Any) -> bool:
+        return type(acc) is self.cls and acc.dtype is self.dtype and \
+            acc.dims == self.dims and _accessor_what(acc) == self.what
+
+
+def _accessor_what(acc: Any) -> Any:
+    """The rest of an accessor's key: a local one's shape, a global one's access mode."""
+    return tuple(acc.shape) if type(acc).__vksycl_accessor__ == "local" else acc.access_mode
+
+
+def _kept(v: Any) -> Any:
+    """What a record keeps of a captured object (an accessor's key for an accessor)."""
+    return _AccessorKey(v) if hasattr(type(v), "__vksycl_accessor__") else v
+
+
 def _keyed_alike(last: Any, now: Any) -> bool:
-    """Whether `now` gives the cache key `last` gave: the same object, or a pointer to the
-    same element type (a fresh allocation each launch)."""
+    """Whether `now` gives the cache key `last` gave: the same object, a pointer to the
+    same element type (a fresh allocation each launch), or an accessor matching the key
+    kept of the last one (a new accessor each command group)."""
     return last is now or (type(now) is usm_ptr and type(last) is usm_ptr and
-                           now.dtype is last.dtype)
+                           now.dtype is last.dtype) or (type(last) is _AccessorKey and
+                                                        last.matches(now))
 
 
 def _all_keyed_alike(last: tuple, now: tuple) -> bool:
@@ -105,7 +145,7 @@ def _all_keyed_alike(last: tuple, now: tuple) -> bool:
 _CONTENTS = operator.attrgetter("cell_contents")
 _PREPARED: dict[Any, Prepared] = {}
 # (code, launch variant) -> (captured objects, globals, Prepared) of the last launch whose
-# captures were all `_stable`: a launch capturing objects keyed alike skips the key
+# captures were all `_keyed`: a launch capturing objects keyed alike skips the key
 _LAST: dict[Any, tuple[tuple, tuple, Prepared]] = {}
 
 
@@ -124,8 +164,9 @@ def _prepare(pyfn: Any, captured: tuple, globals_: tuple, spec_key: tuple, spec_
             spec = spec_fn()
             ck = load_or_compile(pyfn, spec, key)
             p = _PREPARED[key] = Prepared(ck, pyfn, key)
-        if all(map(_stable, captured)) and all(map(_stable, globals_)):
-            _LAST[(pyfn.__code__, spec_key)] = (captured, globals_, p)
+        if all(map(_keyed, captured)) and all(map(_keyed, globals_)):
+            _LAST[(pyfn.__code__, spec_key)] = (tuple(map(_kept, captured)),
+                                                tuple(map(_kept, globals_)), p)
     if p.attr_getters:
         sigs = tuple(signature(get(pyfn, ())) for get in p.attr_getters)
         if sigs != p.attr_sigs:  # an attribute changed type: the kernel for the new ones
@@ -171,8 +212,10 @@ class Plan:
         self.last: tuple[Prepared | None, bytes, KernelLaunch | None, Any, tuple | None,
                          tuple | None] = (None, b"", None, None, None, None)
         # (captured objects, globals, prepared kernel, pointers among them) of the last
-        # launch whose captures were all `_stable` and whose kernel reads no attributes
-        # of them: a launch capturing objects keyed alike runs the same prepared kernel
+        # launch whose captures were all `_keyed` and whose kernel reads no attributes
+        # of them, accessors kept as their keys: a launch capturing objects keyed alike
+        # runs the same prepared kernel, and one capturing the very same objects (all
+        # `_stable` then, an accessor's key being none of them) may get the last command
         self.prepared: tuple[tuple, tuple, Prepared, tuple] | None = None
 
 
@@ -245,11 +288,14 @@ def prepared_for(pyfn: Any, plan: Plan, device: Any) -> tuple[Prepared, tuple | 
     p = _prepare(pyfn, captured, globals_, *plan.variants[0])
     if p.ck.push_size > device.vulkan.max_push_constants_size:
         p = _prepare(pyfn, captured, globals_, *plan.variants[1])
-    if not p.attr_getters and not p.spec_getters and all(map(_stable, captured)) and \
-            all(map(_stable, globals_)):
+    if not p.attr_getters and not p.spec_getters and all(map(_keyed, captured)) and \
+            all(map(_keyed, globals_)):
         pointers = tuple(v for v in (*captured, *globals_) if type(v) is usm_ptr)
-        record = plan.prepared = (captured, globals_, p, pointers)
-        return p, record
+        if all(map(_stable, captured)) and all(map(_stable, globals_)):
+            record = plan.prepared = (captured, globals_, p, pointers)
+            return p, record
+        plan.prepared = (tuple(map(_kept, captured)), tuple(map(_kept, globals_)), p,
+                         pointers)
     return p, None
 
 

@@ -57,9 +57,11 @@ def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
     if sets is not None:
         check_sets(sets)
     has = required_aspects(properties, info)
+    # the name, not the function: plans keep `spec`, and a closure's cells may hold
+    # accessors, whose buffers write back only when they go
+    name = info.name if info is not None else kernel_name(pyfn)
 
     def spec() -> KernelSpec:
-        name = info.name if info is not None else kernel_name(pyfn)
         return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold,
                           args_in_memory, sets, virtual.digest(sets) if sets else "", has,
                           reductions)

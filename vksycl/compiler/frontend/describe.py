@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import ir
+from .. import accessors, ir
 from ..reduction import ReducerV
-from ..values import AggV, ItemV, ObjV, PtrV, PyV, TupV
+from ..values import AccessorV, AggV, ItemV, ObjV, PtrV, PyV, RangeV, TupV
 
 
 def describe(obj: Any) -> str:
@@ -33,6 +33,10 @@ def kind_of(v: Any) -> str:
         return "a tuple"
     if isinstance(v, ItemV):
         return f"a {v.kind}"
+    if isinstance(v, AccessorV):
+        return accessors.describe(v)
+    if isinstance(v, RangeV):
+        return f"an accessor's {len(v.items)}-dimensional {v.kind}"
     if isinstance(v, ReducerV):
         return "a reducer" if v.element is None else "a reducer's element"
     if isinstance(v, PyV):

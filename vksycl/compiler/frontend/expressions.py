@@ -9,11 +9,12 @@ import operator
 import types as pytypes
 from typing import Any
 
+from .. import accessors, if_device, ir, reduction, virtual
+from .. import device as dev
 from .. import device_global_code as dgc
-from .. import if_device, ir, reduction, virtual
 from ..device_global import device_global
 from ..typesys import BOOL, I32, promote
-from ..values import AggV, AtomicV, ItemV, MethodV, ObjV, PtrV, PyV, TupV
+from ..values import AccessorV, AggV, AtomicV, ItemV, MethodV, ObjV, PtrV, PyV, RangeV, TupV
 from .base import LoweringState
 from .describe import describe, kind_of
 from .scalars import weak_want
@@ -97,6 +98,10 @@ class Expressions(LoweringState):
             raise self.err(e, f"struct {base.sty.name} has no field '{e.attr}'")
         if isinstance(base, ObjV):
             return virtual.attribute(self, base, e.attr, e)
+        if isinstance(base, AccessorV):
+            return accessors.attribute(self, base, e.attr, e)
+        if isinstance(base, RangeV):
+            return accessors.range_attribute(self, base, e.attr, e)
         if isinstance(base, ItemV | AtomicV | reduction.ReducerV):
             return MethodV(base, e.attr)
         if isinstance(base, PtrV) and e.attr in ("get", "set"):
@@ -104,8 +109,26 @@ class Expressions(LoweringState):
         raise self.err(e, f"{kind_of(base)} has no attribute '{e.attr}'")
 
     def expr_Subscript(self, e: ast.Subscript) -> Any:
+        return self.subscript(self.value(e.value), self.expr(e.slice), e)
+
+    def reference(self, e: ast.expr) -> Any:
+        """What `atomic_ref(x[i])` refers to: the element's address where `x` is an
+        accessor or a pointer, else the expression's value."""
+        if not isinstance(e, ast.Subscript):
+            return self.expr(e)
         base = self.value(e.value)
         index = self.expr(e.slice)
+        if isinstance(base, AccessorV):
+            return accessors.pointer(self, base, index, e)
+        if isinstance(base, PtrV):
+            return PtrV(base.root, self.index_place(base, index, e).index)
+        return self.subscript(base, index, e)
+
+    def subscript(self, base: Any, index: Any, e: ast.Subscript) -> Any:
+        if isinstance(base, AccessorV):
+            return self.load(accessors.element(self, base, index, e), e)
+        if isinstance(base, RangeV):
+            return accessors.component(self, base, index, e)
         if isinstance(base, dgc.GlobalV):
             base, index = dgc.element(self, base, index, e)
         if isinstance(base, reduction.ReducerV):
@@ -272,6 +295,8 @@ class Expressions(LoweringState):
         for k in e.keywords:
             if k.arg is None:
                 raise self.err(k, "**kwargs is not supported in device code")
-        args = [self.expr(a) for a in e.args]
+        refers = isinstance(fn, PyV) and fn.obj is dev.atomic_ref
+        args = [self.reference(a) if refers and k == 0 else self.expr(a)
+                for k, a in enumerate(e.args)]
         kwargs = {k.arg: self.expr(k.value) for k in e.keywords}
         return self.m.intr.call(self, fn, args, kwargs, e)

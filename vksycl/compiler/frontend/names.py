@@ -17,6 +17,7 @@ from .. import ir
 from ..reduction import ReducerV
 from ..typesys import BOOL, promote
 from ..values import (
+    AccessorV,
     AggSlot,
     AggV,
     AtomicV,
@@ -28,6 +29,7 @@ from ..values import (
     PtrSlot,
     PtrV,
     PyV,
+    RangeV,
     ScalarSlot,
     TupSlot,
     TupV,
@@ -75,7 +77,7 @@ class Names(LoweringState):
         return slot.value
 
     def new_slot(self, name: str, value: Any, node: ast.AST) -> Any:
-        if isinstance(value, ItemV | AtomicV | MethodV | ReducerV):
+        if isinstance(value, ItemV | AtomicV | MethodV | ReducerV | AccessorV | RangeV):
             return FixedSlot(value)
         if isinstance(value, PyV):
             numeric = isinstance(value.obj, int | float | bool | np.generic)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import if_device, ir
 from ..typesys import BOOL, F32, U64, Scalar, Type, literal_int_type, scalar_of
-from ..values import ItemV, PtrV, PyV
+from ..values import ItemV, PtrV, PyV, RangeV
 from .base import LoweringState
 from .describe import describe, kind_of
 
@@ -52,6 +52,11 @@ class Scalars(LoweringState):
         if isinstance(v, ItemV):
             raise self.err(node, f"a {v.dims}-dimensional {v.kind} is not a scalar; "
                            "index it ([0]) or call a query")
+        if isinstance(v, RangeV) and len(v.items) == 1:
+            return v.items[0]
+        if isinstance(v, RangeV):
+            raise self.err(node, f"an accessor's {len(v.items)}-dimensional {v.kind} is not "
+                           "a scalar; index it ([0])")
         raise self.err(node, f"expected a scalar value, got {kind_of(v)}")
 
     def weak_pair(self, a: Any, b: Any, node: ast.AST) -> tuple[ir.Value, ir.Value]:

@@ -8,11 +8,11 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
+from .. import accessors, if_device, ir, reduction, virtual
 from .. import device_global_code as dgc
-from .. import if_device, ir, reduction, virtual
 from ..type_registry import type_of_annotation
 from ..typesys import BOOL, I32, Scalar, Struct, mem_type, promote
-from ..values import AggSlot, AggV, ObjV, PtrV, PyV, ScalarSlot, TupV
+from ..values import AccessorV, AggSlot, AggV, ObjV, PtrV, PyV, RangeV, ScalarSlot, TupV
 from .base import LoweringState
 from .describe import kind_of
 
@@ -119,7 +119,7 @@ class Statements(LoweringState):
         if isinstance(target, ast.Name):
             self.bind(target.id, value, target)
         elif isinstance(target, ast.Tuple | ast.List):
-            if isinstance(value, TupV):
+            if isinstance(value, TupV | RangeV):
                 items = value.items
             elif isinstance(value, AggV):
                 items = value.fields
@@ -155,9 +155,12 @@ class Statements(LoweringState):
         return v
 
     def subscript_place(self, node: ast.Subscript) -> ir.Place:
-        """Where `base[index]` is in memory (a device_global's element too)."""
+        """Where `base[index]`, which the code writes, is in memory (a device_global's or
+        a writable accessor's element too)."""
         base = self.value(node.value)
         index = self.expr(node.slice)
+        if isinstance(base, AccessorV):
+            return accessors.element(self, base, index, node, write=True)
         if isinstance(base, dgc.GlobalV):
             base, index = dgc.element(self, base, index, node)
         return self.index_place(base, index, node)

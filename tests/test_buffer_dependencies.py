@@ -1,0 +1,219 @@
+"""Implicit dependencies between command groups from their accessors (SYCL 2020 3.9.8):
+read after write, write after read and write after write are ordered on out-of-order
+queues, across queues of one context, with host accessors and USM commands mixed in;
+readers do not wait for each other."""
+
+import numpy as np
+import pytest
+
+import vksycl as sycl
+
+N = 1 << 14
+
+
+def scale_add(buf_in, buf_out, factor, add):
+    """A command group: out[i] = in[i] * factor + add."""
+    def cgf(h):
+        src = sycl.accessor(buf_in, h, sycl.read_only)
+        dst = sycl.accessor(buf_out, h, sycl.write_only, sycl.no_init)
+
+        def k(i):
+            dst[i] = src[i] * factor + add
+        h.parallel_for(sycl.range(buf_out.size()), k)
+    return cgf
+
+
+def test_producer_consumer_chain_without_depends_on(q):
+    a = np.arange(N, dtype=np.float32)
+    with sycl.buffer(a) as b0, sycl.buffer(sycl.range(N), np.float32) as b1, \
+            sycl.buffer(sycl.range(N), np.float32) as b2:
+        for _ in range(5):  # RAW, then WAR on b0 by the next round's third step
+            q.submit(scale_add(b0, b1, 2.0, 1.0))
+            q.submit(scale_add(b1, b2, 1.0, -1.0))
+            q.submit(scale_add(b2, b0, 0.5, 0.0))
+    np.testing.assert_array_equal(a, np.arange(N, dtype=np.float32))
+
+
+def test_write_after_write_keeps_submission_order(q):
+    a = np.zeros(N, np.int32)
+    with sycl.buffer(a) as buf:
+        for v in range(1, 9):
+            def cgf(h, v=v):
+                x = sycl.accessor(buf, h, sycl.write_only)
+
+                def k(i):
+                    x[i] = v
+                h.parallel_for(sycl.range(N), k)
+            q.submit(cgf)
+    assert (a == 8).all()
+
+
+def test_readers_do_not_wait_for_each_other(q):
+    with sycl.buffer(np.ones(N, np.float32)) as src, \
+            sycl.buffer(sycl.range(N), np.float32) as out1, \
+            sycl.buffer(sycl.range(N), np.float32) as out2, \
+            sycl.buffer(sycl.range(N), np.float32) as out3:
+        e1 = q.submit(scale_add(src, out1, 2.0, 0.0))
+        e2 = q.submit(scale_add(src, out2, 3.0, 0.0))
+        assert e1 not in e2.get_wait_list()
+
+        def writer(h):  # write after both reads
+            x = sycl.accessor(src, h, sycl.write_only)
+
+            def k(i):
+                x[i] = 10.0
+            h.parallel_for(sycl.range(N), k)
+        e3 = q.submit(writer)
+        assert e1 in e3.get_wait_list() and e2 in e3.get_wait_list()
+        e4 = q.submit(scale_add(src, out3, 1.0, 0.0))
+        assert e4.get_wait_list() == [e3]
+        with sycl.host_accessor(out1, sycl.read_only) as v1, \
+                sycl.host_accessor(out2, sycl.read_only) as v2, \
+                sycl.host_accessor(out3, sycl.read_only) as v3:
+            assert (v1 == 2).all() and (v2 == 3).all() and (v3 == 10).all()
+
+
+def test_disjoint_ranged_accessors_do_not_wait(q):
+    with sycl.buffer(np.zeros(2 * N, np.float32)) as buf:
+        def half(first, value):
+            def cgf(h):
+                x = sycl.accessor(buf, h, sycl.write_only, access_range=sycl.range(N),
+                                  access_offset=sycl.id(first))
+
+                def k(i):
+                    x[i] = value
+                h.parallel_for(sycl.range(N), k)
+            return cgf
+        e1 = q.submit(half(0, 1.0))
+        e2 = q.submit(half(N, 2.0))
+        assert e1 not in e2.get_wait_list()
+        e3 = q.submit(half(N // 2, 3.0))  # overlaps both
+        assert e1 in e3.get_wait_list() and e2 in e3.get_wait_list()
+        with sycl.host_accessor(buf, sycl.read_only) as v:
+            assert (v[: N // 2] == 1).all() and (v[N // 2: 3 * N // 2] == 3).all()
+            assert (v[3 * N // 2:] == 2).all()
+
+
+def test_across_queues_of_one_context(q):
+    other = sycl.queue(q.get_context(), q.get_device())
+    a = np.full(N, 1.0, np.float32)
+    with sycl.buffer(a) as b, sycl.buffer(sycl.range(N), np.float32) as c:
+        for k in range(6):
+            (q if k % 2 else other).submit(scale_add(b, c, 2.0, 0.0))
+            (other if k % 2 else q).submit(scale_add(c, b, 1.0, 1.0))
+    np.testing.assert_array_equal(a, 127.0)  # x -> 2x + 1, six times from 1
+
+
+def test_sub_buffers_and_their_parent_are_ordered(q):
+    a = np.zeros(N, np.int32)
+    with sycl.buffer(a) as parent:
+        low = sycl.buffer(parent, sycl.id(0), sycl.range(N // 2))
+
+        def fill_parent(h):
+            x = sycl.accessor(parent, h, sycl.write_only)
+
+            def k(i):
+                x[i] = 1
+            h.parallel_for(sycl.range(N), k)
+
+        def add_low(h):
+            x = sycl.accessor(low, h)
+
+            def k(i):
+                x[i] += 5
+            h.parallel_for(sycl.range(N // 2), k)
+        q.submit(fill_parent)
+        q.submit(add_low)
+    assert (a[: N // 2] == 6).all() and (a[N // 2:] == 1).all()
+
+
+def test_host_accessor_between_kernels(q):
+    buf = sycl.buffer(np.zeros(N, np.float32))
+
+    def add_one(h):
+        x = sycl.accessor(buf, h)
+
+        def k(i):
+            x[i] += 1.0
+        h.parallel_for(sycl.range(N), k)
+    q.submit(add_one)
+    with sycl.host_accessor(buf) as v:  # waits for the kernel, no q.wait()
+        assert (v == 1).all()
+        v[:] = 41.0
+    q.submit(add_one)
+    with sycl.host_accessor(buf, sycl.read_only) as v:
+        assert (v == 42).all()
+    buf.release()
+
+
+def test_usm_commands_mixed_with_buffers(q):
+    usm = sycl.malloc_device(N, np.float32, q)
+    with sycl.buffer(np.arange(N, dtype=np.float32)) as buf:
+        def to_usm(h):
+            x = sycl.accessor(buf, h, sycl.read_only)
+
+            def k(i):
+                usm[i] = x[i] * 2.0
+            h.parallel_for(sycl.range(N), k)
+        e = q.submit(to_usm)
+        e2 = q.fill(usm, np.float32(0), N // 4, depends_on=e)  # USM: explicit event
+
+        def back(h):
+            h.depends_on(e2)
+            x = sycl.accessor(buf, h, sycl.write_only)
+
+            def k(i):
+                x[i] = usm[i]
+            h.parallel_for(sycl.range(N), k)
+        q.submit(back)
+        with sycl.host_accessor(buf, sycl.read_only) as v:
+            want = np.arange(N, dtype=np.float32) * 2
+            want[: N // 4] = 0
+            np.testing.assert_array_equal(v, want)
+    q.wait()
+    sycl.free(usm, q)
+
+
+def test_in_order_queue_with_buffers(ordered_q):
+    a = np.ones(N, np.float32)
+    with sycl.buffer(a) as b, sycl.buffer(sycl.range(N), np.float32) as c:
+        for _ in range(3):
+            ordered_q.submit(scale_add(b, c, 3.0, 0.0))
+            ordered_q.submit(scale_add(c, b, 1.0, 0.0))
+    np.testing.assert_array_equal(a, 27.0)
+
+
+@pytest.mark.parametrize("tile", [8, 16])
+def test_two_d_stencil_with_local_accessor_tiles(q, tile):
+    """A 5-point stencil: each work-group loads its tile plus a halo into work-group
+    memory, waits at a barrier, and reads its neighbours from there."""
+    rows, cols = 4 * tile, 3 * tile
+    grid = np.random.default_rng(5).random((rows, cols), dtype=np.float32)
+    out = np.zeros_like(grid)
+    with sycl.buffer(grid) as src, sycl.buffer(out) as dst:
+        def cgf(h):
+            a = sycl.accessor(src, h, sycl.read_only)
+            b = sycl.accessor(dst, h, sycl.write_only, sycl.no_init)
+            t = sycl.local_accessor(np.float32, sycl.range(tile + 2, tile + 2), h)
+
+            def k(it):
+                i, j = it.get_global_id(0), it.get_global_id(1)
+                li, lj = it.get_local_id(0) + 1, it.get_local_id(1) + 1
+                t[li, lj] = a[i, j]
+                if li == 1:
+                    t[0, lj] = a[i - 1, j] if i > 0 else 0.0
+                if li == tile:
+                    t[tile + 1, lj] = a[i + 1, j] if i < rows - 1 else 0.0
+                if lj == 1:
+                    t[li, 0] = a[i, j - 1] if j > 0 else 0.0
+                if lj == tile:
+                    t[li, tile + 1] = a[i, j + 1] if j < cols - 1 else 0.0
+                it.barrier()
+                b[i, j] = t[li, lj] * 4.0 - t[li - 1, lj] - t[li + 1, lj] - t[li, lj - 1] \
+                    - t[li, lj + 1]
+            h.parallel_for(sycl.nd_range(sycl.range(rows, cols), sycl.range(tile, tile)), k)
+        q.submit(cgf)
+    padded = np.pad(grid, 1)
+    want = 4 * grid - padded[:-2, 1:-1] - padded[2:, 1:-1] - padded[1:-1, :-2] \
+        - padded[1:-1, 2:]
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
