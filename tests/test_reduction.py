@@ -1755,3 +1755,60 @@ def test_more_partials_than_32_bit_indices_reach_are_refused(q, usm, monkeypatch
     assert "2621400000 partial results" in message
     assert sycl.usm_memory_stats(q)["in_use"] <= before
     np.testing.assert_array_equal(usm.read(h, 2), [1, 2])
+
+
+# -- buffer targets ----------------------------------------------------------------------------
+def test_reduction_into_a_buffer_is_ordered_by_its_accessor(q):
+    n = 10_007
+    data = np.arange(n, dtype=np.int32) % 97
+    result = np.array([3], np.int32)
+    doubled = np.zeros(1, np.int32)
+    with sycl.buffer(data) as src, sycl.buffer(result) as total, \
+            sycl.buffer(doubled) as twice:
+        def reduce(h):
+            x = sycl.accessor(src, h, sycl.read_only)
+            r = sycl.reduction(total, h, sycl.plus())
+
+            def k(i, s):
+                s += x[i]
+            h.parallel_for(sycl.range(n), r, k)
+
+        def double(h):  # reads the reduction's result: no depends_on, no wait
+            t = sycl.accessor(total, h, sycl.read_only)
+            out = sycl.accessor(twice, h, sycl.write_only)
+
+            def k():
+                out[0] = t[0] * 2
+            h.single_task(k)
+        q.submit(reduce)
+        q.submit(double)
+    assert result[0] == 3 + data.sum()
+    assert doubled[0] == 2 * result[0]
+
+
+def test_buffer_reduction_with_identity_and_initialize_to_identity(q):
+    data = np.random.default_rng(2).standard_normal(5000).astype(np.float32)
+    peak = np.array([1e9], np.float32)  # ignored: initialize_to_identity
+    with sycl.buffer(data) as src, sycl.buffer(peak) as out:
+        def cgf(h):
+            x = sycl.accessor(src, h, sycl.read_only)
+            r = sycl.reduction(out, h, -np.inf, sycl.maximum(), property_list=[
+                sycl.property.reduction.initialize_to_identity()])
+
+            def k(i, m):
+                m.combine(x[i])
+            h.parallel_for(sycl.range(data.size), r, k)
+        q.submit(cgf)
+    assert peak[0] == data.max()
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda buf, h: sycl.reduction(buf, sycl.plus()), "handler"),
+    (lambda buf, h: sycl.reduction(sycl.buffer(np.zeros(2, np.float32)), h, sycl.plus()),
+     "one element"),
+])
+def test_bad_buffer_reductions(q, make, message):
+    with sycl.buffer(np.zeros(1, np.float32)) as buf:
+        with pytest.raises(sycl.exception, match=message) as e:
+            q.submit(lambda h: make(buf, h))
+        assert e.value.code() == sycl.errc.invalid

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..access import no_init, read_write, write_only
 from ..compiler.device import BinaryOp
 from ..compiler.kernel import fingerprint
 from ..compiler.reduction import ReductionSpec
@@ -21,7 +22,9 @@ from ..properties import Property
 from ..properties import property as sycl_property
 from ..ranges import MAX_WORK_ITEMS, check_work_items, nd_range
 from ..ranges import range as sycl_range
+from ..runtime.buffers import accessor, buffer
 from ..runtime.commands import ReductionLaunch
+from ..runtime.handler import handler
 from ..runtime.usm import ptr as usm_ptr
 from .device_checks import check_supported, group_counts
 from .marshal import ADDRESS, ArgumentBlock, LaunchMemory
@@ -125,10 +128,11 @@ def _combiner_key(fn: pytypes.FunctionType) -> str:
 class reduction:
     """`sycl.reduction(target, combiner)` / `sycl.reduction(target, identity, combiner)`,
     `property_list=[sycl.property.reduction.initialize_to_identity()]`. The target is a
-    USM pointer to the result or a `sycl.span`; the combiner a SYCL function object
-    (`sycl.plus()`, ...) or a Python function compiled as device code, which needs an
-    identity. Without initialize_to_identity the result is combined with the target's
-    value when the kernel starts."""
+    USM pointer to the result, a `sycl.span`, or a one-element `sycl.buffer` followed by
+    the command group's handler (`sycl.reduction(buf, h, sycl.plus())`); the combiner a
+    SYCL function object (`sycl.plus()`, ...) or a Python function compiled as device
+    code, which needs an identity. Without initialize_to_identity the result is combined
+    with the target's value when the kernel starts."""
 
     __slots__ = ("spec", "target")
     # what a kernel that captures one is told
@@ -138,6 +142,10 @@ class reduction:
     def __init__(self, target: Any, *args: Any, property_list: Any = None) -> None:
         if property_list is None and args and _is_property_list(args[-1]):
             *args, property_list = args  # C++'s order: the property list last
+        if isinstance(property_list, Property):
+            property_list = [property_list]
+        if isinstance(target, buffer):
+            target, args = _buffer_target(target, tuple(args), property_list)
         if len(args) == 1:
             identity, combiner = None, args[0]
         elif len(args) == 2:
@@ -148,8 +156,8 @@ class reduction:
         ptr, extent = (target.ptr, target.extent) if isinstance(target, span) else \
             (target, 1)
         if type(ptr) is not usm_ptr:
-            raise exception(errc.invalid, "a reduction's target is a USM pointer or a "
-                            f"sycl.span, got {type(target).__name__}")
+            raise exception(errc.invalid, "a reduction's target is a USM pointer, a "
+                            f"sycl.span or a sycl.buffer, got {type(target).__name__}")
         ptr.allocation.check_live()
         if ptr.allocation.nbytes - ptr.byte_offset < extent * ptr.dtype.itemsize:
             raise exception(errc.invalid, f"the reduction's target ({extent} x "
@@ -174,13 +182,28 @@ class reduction:
             raise exception(errc.invalid, "a reduction with a user combiner "
                             f"({combiner.__qualname__}) needs its identity: "
                             "sycl.reduction(target, identity, combiner)")
-        if isinstance(property_list, Property):
-            property_list = [property_list]
         initialize = any(isinstance(p, sycl_property.reduction.initialize_to_identity)
                          for p in (property_list or ()))
         self.target = ptr
         self.spec = ReductionSpec(dtype.str, op, value, extent, isinstance(target, span),
                                   initialize, key, fn)
+
+
+def _buffer_target(buf: buffer, args: tuple, property_list: Any) -> tuple[usm_ptr, tuple]:
+    """The element a buffer reduction combines into, through an accessor the command
+    group requires (so it is ordered with the buffer's other users), and the arguments
+    after the handler."""
+    if not args or not isinstance(args[0], handler):
+        raise exception(errc.invalid, "a buffer reduction takes the command group's handler "
+                        "after the buffer: sycl.reduction(buf, h, combiner)")
+    if buf.size() != 1:
+        raise exception(errc.invalid, f"a buffer reduction's buffer holds one element, this "
+                        f"one {buf.size()}")
+    initialize = any(isinstance(p, sycl_property.reduction.initialize_to_identity)
+                     for p in (property_list or ()))
+    acc = accessor(buf, args[0], *((write_only, no_init) if initialize else (read_write,)))
+    storage = buf._storage
+    return usm_ptr(storage.allocation, acc._first, buf.dtype), tuple(args[1:])
 
 
 def _is_property_list(v: Any) -> bool:
