@@ -3,8 +3,10 @@ users write each:
 
 - buffers: every command group is `q.submit(cgf)` making its accessors and defining its
   kernel, with no `depends_on`: the runtime orders them by their accessors;
-- USM: the kernel is defined once over a `malloc_device` pointer, and the dependencies are
-  the events the user passes (`q.parallel_for(range, event, kernel)` for the chain).
+- USM, the same command groups over a `malloc_device` pointer, the dependencies the events
+  the user passes (`h.depends_on(e)`): the buffer form's peer, which the target compares
+  against (the dependency tracker's cost);
+- USM, the shortest spelling: the kernel defined once, `q.parallel_for(range, e, kernel)`.
 
 Two shapes, each ending in one `q.wait()`, on an out-of-order queue:
 - chain: 10 dependent kernels (`x[i] = x[i] * 0.5 + 1`) on one array;
@@ -73,6 +75,26 @@ def usm_chain(q: sycl.queue, n: int) -> tuple[Callable[[], None], Callable[[], N
     x = sycl.malloc_device(n, sycl.float32, q)
     q.fill(x, np.float32(0), n).wait()
 
+    def run() -> None:
+        e = None
+        for _ in range(KERNELS):
+            def cgf(h: sycl.handler, e: sycl.event | None = e) -> None:
+                if e is not None:
+                    h.depends_on(e)
+
+                def step(i):
+                    x[i] = x[i] * 0.5 + 1.0
+                h.parallel_for(sycl.range(n), step)
+            e = q.submit(cgf)
+        q.wait()
+    return run, lambda: sycl.free(x, q)
+
+
+def usm_chain_shortcut(q: sycl.queue, n: int
+                       ) -> tuple[Callable[[], None], Callable[[], None]]:
+    x = sycl.malloc_device(n, sycl.float32, q)
+    q.fill(x, np.float32(0), n).wait()
+
     def step(i):
         x[i] = x[i] * 0.5 + 1.0
 
@@ -84,11 +106,31 @@ def usm_chain(q: sycl.queue, n: int) -> tuple[Callable[[], None], Callable[[], N
     return run, lambda: sycl.free(x, q)
 
 
-def usm_independent(q: sycl.queue, n: int) -> tuple[Callable[[], None], Callable[[], None]]:
+def usm_arrays(q: sycl.queue, n: int) -> list[sycl.ptr]:
     arrays = [sycl.malloc_device(n, sycl.float32, q) for _ in range(KERNELS)]
     for x in arrays:
         q.fill(x, np.float32(0), n)
     q.wait()
+    return arrays
+
+
+def usm_independent(q: sycl.queue, n: int) -> tuple[Callable[[], None], Callable[[], None]]:
+    arrays = usm_arrays(q, n)
+
+    def run() -> None:
+        for x in arrays:
+            def cgf(h: sycl.handler, x: sycl.ptr = x) -> None:
+                def step(i):
+                    x[i] = x[i] * 0.5 + 1.0
+                h.parallel_for(sycl.range(n), step)
+            q.submit(cgf)
+        q.wait()
+    return run, lambda: [sycl.free(x, q) for x in arrays]
+
+
+def usm_independent_shortcut(q: sycl.queue, n: int
+                             ) -> tuple[Callable[[], None], Callable[[], None]]:
+    arrays = usm_arrays(q, n)
 
     def kernel_over(x: sycl.ptr) -> Callable:
         def step(i):
@@ -100,18 +142,16 @@ def usm_independent(q: sycl.queue, n: int) -> tuple[Callable[[], None], Callable
         for step in steps:
             q.parallel_for(sycl.range(n), step)
         q.wait()
-
-    def free() -> None:
-        for x in arrays:
-            sycl.free(x, q)
-    return run, free
+    return run, lambda: [sycl.free(x, q) for x in arrays]
 
 
 CASES = {
     ("chain", "buffers"): buffer_chain,
-    ("chain", "USM + events"): usm_chain,
+    ("chain", "USM, depends_on"): usm_chain,
+    ("chain", "USM, parallel_for"): usm_chain_shortcut,
     ("independent", "buffers"): buffer_independent,
-    ("independent", "USM"): usm_independent,
+    ("independent", "USM, depends_on"): usm_independent,
+    ("independent", "USM, parallel_for"): usm_independent_shortcut,
 }
 
 
@@ -134,17 +174,18 @@ def main() -> None:
                 for _ in range(args.reps):
                     run()
                 times[key].append((time.perf_counter() - t0) / args.reps * 1e6)
-        print(f"\n{n} items per kernel, {KERNELS} kernels, one wait (µs, median of "
+        print(f"\n{n} items per kernel, {KERNELS} kernels, one wait (µs per run of the "
+              f"{KERNELS}, median of "
               f"{args.rounds} rounds of {args.reps})")
-        for shape, base in (("chain", "USM + events"), ("independent", "USM")):
-            peer = statistics.median(times[(shape, base)])
-            mine = statistics.median(times[(shape, "buffers")])
-            print(f"  {shape:12s} buffers {mine:9.1f}   {base:13s} {peer:9.1f}   "
-                  f"ratio {mine / peer:.2f}x")
-        for form, chain, free in (("buffers", "buffers", "buffers"),
-                                  ("USM", "USM + events", "USM")):
-            overlap = statistics.median(times[("independent", free)]) / \
-                statistics.median(times[("chain", chain)])
+        median = {key: statistics.median(t) for key, t in times.items()}
+        for shape in ("chain", "independent"):
+            mine = median[(shape, "buffers")]
+            peers = "   ".join(
+                f"{form} {median[(shape, form)]:9.1f} (buffers {mine / median[(shape, form)]:.2f}x)"
+                for form in ("USM, depends_on", "USM, parallel_for"))
+            print(f"  {shape:12s} buffers {mine:9.1f}   {peers}")
+        for form in ("buffers", "USM, depends_on", "USM, parallel_for"):
+            overlap = median[("independent", form)] / median[("chain", form)]
             print(f"  {form}: independent / chain {overlap:.2f} (below 1: the device "
                   "overlaps independent kernels)")
         for _, free in made.values():

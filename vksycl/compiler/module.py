@@ -337,6 +337,14 @@ class KernelModule(DeviceCalls):
         ptr = self.shared_array(None, dtype, shape, node, key=path)
         return AccessorV(ptr, dims, access_mode.read_write, None, tuple(int(s) for s in shape))
 
+    def check_local(self, filename: str, path: tuple, node: ast.AST) -> None:
+        """SYCL 2020 4.7.6.11: a kernel using a local accessor is an nd_range kernel;
+        submitting a single_task or a parallel_for over a range throws kernel_argument."""
+        if self.kind != "nd_range":
+            raise exception(errc.kernel_argument, f"{filename}:{getattr(node, 'lineno', 0)}: "
+                            f"'{path_name(path)}' is a local_accessor, work-group memory: "
+                            f"only an nd_range kernel may use one, not a {self.kind} kernel")
+
     def accessor(self, path: tuple, obj: Any, node: ast.AST) -> AccessorV:
         """The device value of an accessor object (its class says which kind)."""
         if type(obj).__vksycl_accessor__ == "local":
@@ -386,6 +394,8 @@ class KernelModule(DeviceCalls):
         if isinstance(obj, device_global):
             return self.device_global(obj)
         if hasattr(type(obj), "__vksycl_accessor__"):
+            if type(obj).__vksycl_accessor__ == "local":
+                self.check_local(fl.src.filename, path, node)
             return self.accessor(path, obj, node)
         host_only = getattr(type(obj), "__vksycl_host_only__", None)
         if host_only is not None:

@@ -10,6 +10,7 @@ what the host wrote, and records the command's event against the memory (`record
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,7 @@ class buffer:
 
     __vksycl_host_only__ = ("a sycl.buffer: kernels reach it through an accessor made in "
                             "the command group (sycl.accessor(buf, h))")
+    _sub = False  # made by buffer(parent, id, range), or a reinterpretation of one
 
     def __init__(self, data: Any, *args: Any, dtype: Any = None,
                  property_list: list | tuple = ()) -> None:
@@ -110,12 +112,23 @@ class buffer:
             raise exception(errc.invalid, f"sub-buffer at {offset} of range {size} is not "
                             f"contiguous in the buffer's range {pr}")
         self._parent = parent
+        self._sub = True
         self._storage = parent._storage
         self._dtype = parent._dtype
         self._range = _checked_shape(size)
         self._byte_offset = parent._byte_offset + _linear(offset, pr) * self._dtype.itemsize
 
     # -- queries -------------------------------------------------------------------------
+    @property
+    def _whole(self) -> tuple:
+        """(dims, range, offset, first byte, end byte) of an access to the whole buffer."""
+        whole = self.__dict__.get("_whole_access")
+        if whole is None:
+            whole = self._whole_access = (len(self._range), self._range,
+                                          (0,) * len(self._range), self._byte_offset,
+                                          self._byte_offset + self.byte_size())
+        return whole
+
     @property
     def dtype(self) -> np.dtype:
         return self._dtype
@@ -134,7 +147,7 @@ class buffer:
     get_size = byte_size
 
     def is_sub_buffer(self) -> bool:
-        return self._parent is not None
+        return self._sub
 
     def has_property(self, kind: type) -> bool:
         return any(isinstance(p, kind) for p in self._properties)
@@ -161,6 +174,7 @@ class buffer:
         view._parent, view._storage, view._properties = self, self._storage, self._properties
         view._dtype, view._range = dt, _checked_shape(shape)
         view._byte_offset = self._byte_offset
+        view._sub = self._sub  # a reinterpretation of a sub-buffer is one, of a buffer not
         return view
 
     def elements(self, storage_bytes: np.ndarray) -> np.ndarray:
@@ -247,6 +261,9 @@ class _Access:
         if no_init and mode is access_mode.read:
             raise exception(errc.invalid, f"{what}: no_init with a read-only accessor (there "
                             "would be nothing to read)")
+        if access_range is None and access_offset is None:
+            self._whole(buf, mode, no_init)
+            return
         full = buf._range
         rng = full if access_range is None else _as_tuple(access_range, "access_range")
         off = (0,) * len(full) if access_offset is None else \
@@ -254,8 +271,10 @@ class _Access:
         if len(rng) != len(full) or len(off) != len(full):
             raise exception(errc.invalid, f"{what}: a {len(full)}-dimensional buffer takes "
                             f"a {len(full)}-dimensional access range and offset")
-        if any(r <= 0 for r in rng) or any(
-                o + r > n for o, r, n in zip(off, rng, full, strict=True)):
+        if any(v < 0 for v in (*rng, *off)):
+            raise exception(errc.invalid, f"{what}: negative access range {rng} or offset "
+                            f"{off}")
+        if any(o + r > n for o, r, n in zip(off, rng, full, strict=True)):
             raise exception(errc.invalid, f"{what}: access range {rng} at offset {off} "
                             f"overruns the buffer's range {full}")
         self.buffer = buf
@@ -267,7 +286,18 @@ class _Access:
         item = buf._dtype.itemsize
         last = tuple(o + r - 1 for o, r in zip(off, rng, strict=True))
         self._first = buf._byte_offset + _linear(off, full) * item
-        self._end = buf._byte_offset + (_linear(last, full) + 1) * item
+        # an empty range (SYCL allows one: accessor.empty()) covers no bytes
+        self._end = self._first if 0 in rng else \
+            buf._byte_offset + (_linear(last, full) + 1) * item
+
+    def _whole(self, buf: buffer, mode: access_mode, no_init: bool) -> None:
+        """An access to the whole buffer: the common case, from values the buffer keeps."""
+        self.buffer = buf
+        self.dtype = buf._dtype
+        self.dims, self._range, self._offset, self._first, self._end = buf._whole
+        self._memory_range = self._range
+        self.access_mode = mode
+        self.no_init = no_init
 
     def get_range(self) -> sycl_range:
         return sycl_range(*self._range)
@@ -284,6 +314,9 @@ class _Access:
         return self.size() * self.dtype.itemsize
 
     get_size = byte_size
+
+    def empty(self) -> bool:
+        return self.size() == 0
 
     def covers_all(self) -> bool:
         s = self.buffer._storage
@@ -335,11 +368,25 @@ class accessor(_Access):
 
     def __init__(self, buf: Any, *args: Any, mode: Any = None, access_range: Any = None,
                  access_offset: Any = None, property_list: Any = ()) -> None:
+        self._context: Any = None
+        n = len(args)
+        if n and type(buf) is buffer and type(args[0]) is handler and mode is None and \
+                access_range is None and access_offset is None and not property_list and (
+                    n == 1 or (type(args[1]) is access.mode_tag and (
+                        n == 2 or (n == 3 and args[2] is access.no_init)))):
+            # `accessor(buf, h[, tag][, no_init])`, what command groups write
+            self._placeholder = False
+            self._whole(buf, args[1].mode if n > 1 else access_mode.read_write, n == 3)
+            if n == 3 and self.access_mode is access_mode.read:
+                self._init_access(buf, access_mode.read, True, None, None, "accessor")
+            h = args[0]
+            self.bind(h._queue)
+            h.requirements.append(self)
+            return
         h, m, no_init, rng, off = _parse(args, mode, access_range, access_offset,
                                          property_list, "accessor")
         self._init_access(buf, m, no_init, rng, off, "accessor")
         self._placeholder = h is None
-        self._context: Any = None
         if h is not None:
             h.require(self)
 
@@ -385,7 +432,7 @@ class accessor(_Access):
         if self._end - self._first != self.byte_size():
             raise exception(errc.feature_not_supported, f"{what}: the accessor's range "
                             f"{self._range} at {self._offset} is not one run of memory in "
-                            f"the buffer's range {self._memory_range}; copy it in a kernel")
+                            f"the buffer's range {self._memory_range}; use a kernel for it")
         s = self.buffer._storage
         s.check_live(what)
         return Span(s.allocation, None, self._first, self.byte_size())
@@ -394,7 +441,8 @@ class accessor(_Access):
         raise exception(errc.invalid, "a device accessor is read in kernels; on the host, "
                         "use sycl.host_accessor(buf)")
 
-    __setitem__ = __getitem__
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self[index]  # the same error: a device accessor is no host memory
 
     def __repr__(self) -> str:
         return (f"sycl.accessor({self.buffer!r}, {self.access_mode.name}, "
@@ -405,12 +453,13 @@ class _HostAccessGate(event):
     """Completes when a host accessor is released: device commands on its memory wait
     for it, as SYCL's kernels wait for a host accessor's destruction."""
 
-    __slots__ = ("host_accessor",)
+    __slots__ = ("host_accessor", "thread")
 
     def __init__(self, where: str) -> None:
         super().__init__()
         self._defer()
         self.host_accessor = where
+        self.thread = threading.get_ident()  # the thread holding the host accessor
 
 
 class host_accessor(_Access):
@@ -527,6 +576,9 @@ class local_accessor:
     def byte_size(self) -> int:
         return self.size() * self.dtype.itemsize
 
+    def empty(self) -> bool:
+        return False  # local accessors have positive sizes
+
     def __repr__(self) -> str:
         return f"sycl.local_accessor({self.dtype}, range{self.shape})"
 
@@ -538,19 +590,30 @@ def acquire(requirements: list[accessor], queue: Any) -> list[event]:
     deps: list[event] = []
     for acc in requirements:
         s = acc.buffer._storage
-        s.check_live("accessor")
+        if s.released:
+            s.check_live("accessor")
         if s.host_newer:
-            if acc.no_init and acc.covers_all():
+            if acc.no_init and acc.covers_all() and _discards(requirements, s):
                 s.discard_host()
             else:
                 s.upload(queue)
-        for e in s.tracker.conflicts(acc._first, acc._end, acc.access_mode.writes):
-            if e not in deps:
-                deps.append(e)
+        writes = acc.access_mode is not access_mode.read
+        for a in s.tracker.accesses:
+            if (writes or a.writes) and a.first < acc._end and acc._first < a.end and \
+                    a.token not in deps:
+                deps.append(a.token)
     return deps
+
+
+def _discards(requirements: list[accessor], s: Storage) -> bool:
+    """Whether a command group may drop the host's data of memory `s`: only when every
+    accessor it has to that memory is no_init (another one, a read_only one say, needs
+    the old contents)."""
+    return all(a.no_init for a in requirements if a.buffer._storage is s)
 
 
 def record(requirements: list[accessor], ev: event) -> None:
     """The command group's event as the latest access of each accessor's memory."""
     for acc in requirements:
-        acc.buffer._storage.access(acc._first, acc._end, acc.access_mode.writes, ev)
+        acc.buffer._storage.access(acc._first, acc._end,
+                                   acc.access_mode is not access_mode.read, ev)

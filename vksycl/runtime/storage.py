@@ -60,8 +60,10 @@ class Storage:
     def bind(self, queue: Any, what: str) -> None:
         """Allocates the device copy on the queue's device, in its context: a buffer
         lives in the context where it is first used."""
-        self.check_live(what)
         ctx, dev = queue._context, queue._device
+        if ctx is self.context and dev is self.device and not self.released:
+            return
+        self.check_live(what)
         if self.allocation is None:
             allocator = scheduler_for(dev).allocators[False]
             self.allocation = Allocation(allocator, allocator.allocate(self.nbytes), 0,
@@ -110,6 +112,7 @@ class Storage:
                 raise exception(errc.invalid, f"{what}: the buffer has an open "
                                 f"host_accessor ({gate}); release it first (a second one "
                                 "would wait for it forever)")
+            _check_not_blocked(token, what)
             token.wait()
 
     def host_copy(self) -> np.ndarray:
@@ -182,9 +185,11 @@ class Storage:
         """Waits for the device work using the memory (open host accessors aside)."""
         with lock:
             tokens = self.tracker.tokens()
+        tokens = [t for t in tokens if getattr(t, "host_accessor", None) is None]
         for token in tokens:
-            if getattr(token, "host_accessor", None) is None:
-                token.wait()
+            _check_not_blocked(token, "release")
+        for token in tokens:
+            token.wait()
 
     def __del__(self) -> None:
         """The last buffer viewing the memory is gone: release as `buf.release()` would
@@ -192,6 +197,26 @@ class Storage:
         write back with)."""
         if not self.released and not sys.is_finalizing():
             self.release()
+
+
+def _check_not_blocked(token: Any, what: str) -> None:
+    """Refuses to wait for a command that waits (perhaps through other commands) for a
+    host_accessor this thread holds open: the wait would never end."""
+    seen: set[int] = set()
+    todo = [token]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen or e.is_complete():
+            continue
+        seen.add(id(e))
+        gate = getattr(e, "host_accessor", None)
+        if gate is not None and e.thread == threading.get_ident():
+            raise exception(errc.invalid, f"{what}: a command using the buffer waits for an "
+                            f"open host_accessor ({gate}); release the host_accessor first "
+                            "(waiting here would never end)")
+        waits = getattr(e, "get_wait_list", None)
+        if waits is not None:
+            todo += waits()
 
 
 def _finished(token: Any) -> bool:
