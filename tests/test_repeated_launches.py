@@ -262,3 +262,35 @@ def test_a_new_launch_object_with_the_same_values_finds_the_plan(q, monkeypatch,
     expected[: N // 2] += 1
     np.testing.assert_array_equal(np.asarray(out), expected)
     sycl.free(out, q)
+
+
+def test_a_new_accessor_over_the_same_memory_reuses_the_last_command(q):
+    """Command groups make a new accessor each time: one over the same buffer, region and
+    mode packs the same arguments, so the launch returns its last command; another
+    buffer, region or a released buffer is noticed."""
+    first = sycl.buffer(np.zeros(64, np.float32))
+    second = sycl.buffer(np.zeros(64, np.float32))
+    commands = []
+
+    def add_one(buf, **ranged):
+        def cgf(h):
+            a = sycl.accessor(buf, h, **ranged)
+
+            def k(i):
+                a[i] += 1.0
+            h.parallel_for(sycl.range(8), k)
+            commands.append(h.command)
+        return cgf
+    for _ in range(3):
+        q.submit(add_one(first))
+    assert commands[1] is commands[2]
+    q.submit(add_one(second))
+    q.submit(add_one(first, access_range=sycl.range(8), access_offset=sycl.id(8)))
+    assert len({id(c) for c in commands[2:]}) == 3
+    with sycl.host_accessor(first, sycl.read_only) as v:
+        assert (v[:8] == 3).all() and (v[8:16] == 1).all() and (v[16:] == 0).all()
+    with sycl.host_accessor(second, sycl.read_only) as v:
+        assert (v[:8] == 1).all() and (v[8:] == 0).all()
+    first.release()
+    with pytest.raises(sycl.exception, match="released"):
+        q.submit(add_one(first))

@@ -108,15 +108,26 @@ class _AccessorKey:
     accessor, which would keep its buffer alive (and the buffer's write-back from
     happening) until the next launch of the kernel."""
 
-    __slots__ = ("cls", "dims", "dtype", "what")
+    __slots__ = ("cls", "dims", "dtype", "launch", "what")
 
     def __init__(self, acc: Any) -> None:
         self.cls, self.dtype, self.dims = type(acc), acc.dtype, acc.dims
         self.what = _accessor_what(acc)
+        key = getattr(acc, "_vksycl_launch_key", None)
+        self.launch = None if key is None else key()
 
     def matches(self, acc: Any) -> bool:
         return type(acc) is self.cls and acc.dtype is self.dtype and \
             acc.dims == self.dims and _accessor_what(acc) == self.what
+
+    def launches_alike(self, acc: Any) -> bool:
+        """Whether `acc` packs the launch values of the accessor this key was kept of (the
+        same live memory, region and mode); the accessor's own launch checks run too."""
+        if self.launch is None or type(acc) is not self.cls or \
+                acc._vksycl_launch_key() != self.launch:
+            return False
+        acc._vksycl_launch_address(None)
+        return True
 
 
 def _accessor_what(acc: Any) -> Any:
@@ -284,6 +295,10 @@ def prepared_for(pyfn: Any, plan: Plan, device: Any) -> tuple[Prepared, tuple | 
                 all(map(operator.is_, known[1], globals_)):
             return known[2], known
         if _all_keyed_alike(known[0], captured) and _all_keyed_alike(known[1], globals_):
+            if known[3] is None:  # accessors among the captures: a record of this launch
+                record = plan.prepared = (tuple(map(_kept, captured)),
+                                          tuple(map(_kept, globals_)), known[2], None)
+                return known[2], record
             return known[2], None
     p = _prepare(pyfn, captured, globals_, *plan.variants[0])
     if p.ck.push_size > device.vulkan.max_push_constants_size:
@@ -294,8 +309,13 @@ def prepared_for(pyfn: Any, plan: Plan, device: Any) -> tuple[Prepared, tuple | 
         if all(map(_stable, captured)) and all(map(_stable, globals_)):
             record = plan.prepared = (captured, globals_, p, pointers)
             return p, record
-        plan.prepared = (tuple(map(_kept, captured)), tuple(map(_kept, globals_)), p,
-                         pointers)
+        if pointers:
+            plan.prepared = (tuple(map(_kept, captured)), tuple(map(_kept, globals_)), p,
+                             pointers)
+            return p, None
+        record = plan.prepared = (tuple(map(_kept, captured)), tuple(map(_kept, globals_)),
+                                  p, None)
+        return p, record
     return p, None
 
 
@@ -304,6 +324,8 @@ def repeats(pyfn: Any, plan: Plan, last: tuple) -> bool:
     the kernel's captures and globals and the pointers they hold go (the caller checks
     the context and the arguments)."""
     record = last[4]
+    if record[3] is None:  # accessors kept as their keys
+        return _same_keyed_captures(pyfn, record, plan.names) and not last[0].globals
     return _same_captures(pyfn, record, plan.names) and not last[0].globals and \
         not any(map(FREED, record[3]))
 
@@ -318,6 +340,20 @@ def arguments_record(args: tuple) -> tuple | None:
     if not args or not all(map(immutable, args)):
         return None
     return (args, tuple(v for v in args if type(v) is usm_ptr))
+
+
+def _same_keyed_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> bool:
+    """`_same_captures` where accessors are kept as their keys: a new accessor each
+    command group over the same memory and region launches alike."""
+    cells = kernel.__closure__
+    if cells is not None and not all(map(_launches_alike, record[0], map(_CONTENTS, cells))):
+        return False
+    return not names or all(map(_launches_alike, record[1],
+                                map(kernel.__globals__.get, names)))
+
+
+def _launches_alike(kept: Any, now: Any) -> bool:
+    return kept is now or (type(kept) is _AccessorKey and kept.launches_alike(now))
 
 
 def _same_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> bool:

@@ -417,6 +417,12 @@ class accessor(_Access):
             raise exception(errc.invalid, "accessor: the buffer is used in another context")
         return s.allocation.address + self._first
 
+    def _vksycl_launch_key(self) -> tuple:
+        """What this accessor's launch values depend on: accessors with equal keys pack
+        the same (the memory object is held weakly: a dead one equals no live one)."""
+        return (self.buffer._storage.ref, self._first, self._range, self._offset,
+                self._memory_range)
+
     def _vksycl_launch_piece(self, what: str, d: int) -> int:
         if what == "range":
             return self._range[d]

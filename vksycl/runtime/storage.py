@@ -55,6 +55,7 @@ class Storage:
         self.released = False
         self.tracker = AccessTracker()
         self.graphs: weakref.WeakSet[Graph] = weakref.WeakSet()
+        self.ref = weakref.ref(self)  # what launches compare (accessor launch keys)
 
     # -- device side --------------------------------------------------------------------
     def bind(self, queue: Any, what: str) -> None:
