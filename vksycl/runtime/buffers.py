@@ -430,18 +430,25 @@ class accessor(_Access):
             return self._offset[d]
         return self._memory_range[d]
 
-    def span(self, what: str) -> Span:
-        """The accessor's memory as one byte range, for the handler's copies and fills."""
+    def spans(self, what: str) -> list[Span]:
+        """The accessor's memory as byte ranges in element order (one per row where the
+        range is not one run of memory), for the handler's copies and fills."""
         if self._context is None:
             raise exception(errc.invalid, f"{what}: a placeholder accessor needs "
                             "h.require(acc) first")
-        if self._end - self._first != self.byte_size():
-            raise exception(errc.feature_not_supported, f"{what}: the accessor's range "
-                            f"{self._range} at {self._offset} is not one run of memory in "
-                            f"the buffer's range {self._memory_range}; use a kernel for it")
         s = self.buffer._storage
         s.check_live(what)
-        return Span(s.allocation, None, self._first, self.byte_size())
+        if self._end - self._first == self.byte_size():
+            return [Span(s.allocation, None, self._first, self.byte_size())]
+        item = self.dtype.itemsize
+        row = self._range[-1] * item
+        base = self.buffer._byte_offset
+        spans = []
+        for prefix in np.ndindex(*self._range[:-1]):
+            at = tuple(o + i for o, i in zip(self._offset, prefix, strict=False))
+            first = base + _linear((*at, self._offset[-1]), self._memory_range) * item
+            spans.append(Span(s.allocation, None, first, row))
+        return spans
 
     def __getitem__(self, index: Any) -> Any:
         raise exception(errc.invalid, "a device accessor is read in kernels; on the host, "
@@ -603,11 +610,10 @@ def acquire(requirements: list[accessor], queue: Any) -> list[event]:
                 s.discard_host()
             else:
                 s.upload(queue)
-        writes = acc.access_mode is not access_mode.read
-        for a in s.tracker.accesses:
-            if (writes or a.writes) and a.first < acc._end and acc._first < a.end and \
-                    a.token not in deps:
-                deps.append(a.token)
+        found = s.tracker.conflicts(acc._first, acc._end,
+                                    acc.access_mode is not access_mode.read)
+        if found:
+            deps += found if len(requirements) == 1 else [e for e in found if e not in deps]
     return deps
 
 

@@ -18,6 +18,7 @@ from . import device_globals, memops
 from .commands import Barrier, Command, HostTask
 from .context import context
 from .event import event
+from .memops import Span
 from .platform import backend, device
 
 
@@ -282,21 +283,25 @@ class handler:
         if _is_accessor(src) and _is_accessor(dest) and \
                 np.dtype(src.dtype).itemsize != np.dtype(dest.dtype).itemsize:
             raise exception(errc.invalid, f"copy from {src.dtype} to {dest.dtype} elements")
-        if _is_accessor(src):
-            s = src.span("copy source")
-            d = dest.span("copy destination") if _is_accessor(dest) else memops.resolve(
-                dest, s.nbytes, self._queue, "copy destination", writable=True)
-            if _is_accessor(dest) and d.nbytes < s.nbytes:
-                raise exception(errc.invalid, f"copy of {s.nbytes} bytes into an accessor of "
-                                f"{d.nbytes}")
-        else:
-            d = dest.span("copy destination")
-            s = memops.resolve(src, d.nbytes, self._queue, "copy source", writable=False)
         if _is_accessor(src) and not src.access_mode.reads:
             raise exception(errc.invalid, "copy from a write_only accessor")
         if _is_accessor(dest) and not dest.access_mode.writes:
             raise exception(errc.invalid, "copy into a read_only accessor")
-        self._set(memops.MemCopy(s, d))
+        if _is_accessor(src):
+            sources = src.spans("copy source")
+            n = sum(sp.nbytes for sp in sources)
+            targets = dest.spans("copy destination") if _is_accessor(dest) else [
+                memops.resolve(dest, n, self._queue, "copy destination", writable=True)]
+            room = sum(sp.nbytes for sp in targets)
+            if room < n:
+                raise exception(errc.invalid, f"copy of {n} bytes into an accessor of {room}")
+        else:
+            targets = dest.spans("copy destination")
+            n = sum(sp.nbytes for sp in targets)
+            sources = [memops.resolve(src, n, self._queue, "copy source", writable=False)]
+        pairs = memops.paired(sources, targets, n)
+        self._set(memops.MemCopy(*pairs[0]) if len(pairs) == 1 else
+                  memops.Pieces([memops.MemCopy(a, b) for a, b in pairs]))
 
     def fill(self, ptr: Any, pattern: Any, count: int | None = None) -> None:
         """`fill(ptr, pattern, count)`, or `fill(acc, value)` over an accessor's range."""
@@ -310,7 +315,9 @@ class handler:
             if len(raw) != np.dtype(ptr.dtype).itemsize:
                 raise exception(errc.invalid, f"fill(acc, value): the value has {len(raw)} "
                                 f"bytes, an element of the accessor {np.dtype(ptr.dtype)}")
-            self._set(memops.Fill(ptr.span("fill"), raw))
+            runs = ptr.spans("fill")
+            self._set(memops.Fill(runs[0], raw) if len(runs) == 1 else
+                      memops.Pieces([memops.Fill(run, raw) for run in runs]))
             return
         if count is None:
             raise exception(errc.invalid, "fill(ptr, pattern, count) takes a count")
@@ -325,8 +332,11 @@ class handler:
         if not _is_accessor(acc):
             raise exception(errc.invalid, f"update_host takes a sycl.accessor, got "
                             f"{type(acc).__name__}")
+        runs = acc.spans("update_host")
         storage = acc.buffer._storage
-        command, done = storage.host_update(acc.span("update_host"))
+        whole = Span(runs[0].allocation, None, runs[0].offset,
+                     runs[-1].offset + runs[-1].nbytes - runs[0].offset)
+        command, done = storage.host_update(whole)
         self._set(command)
         self.enqueued = [done]
 

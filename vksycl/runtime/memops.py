@@ -196,6 +196,49 @@ def _through_staging(ctx: LowerContext, usm: Span, host_copy, upload: bool) -> l
     return steps
 
 
+class Pieces(Command):
+    """A copy or fill of a region that is several runs of memory (a ranged accessor's
+    rows): its pieces one after another. A piece's first host step waits for all the
+    work before it, so pieces going through the staging buffers never share a window."""
+
+    def __init__(self, pieces: list[Command]) -> None:
+        self.pieces = pieces
+        self.command_type = pieces[0].command_type
+        self.needs_staging = any(p.needs_staging for p in pieces)
+
+    def lower(self, ctx: LowerContext) -> list[Step]:
+        steps: list[Step] = []
+        for piece in self.pieces:
+            own = piece.lower(ctx)
+            if steps:
+                first_host = next((st for st in own if isinstance(st, HostStep)), None)
+                if first_host is not None:
+                    first_host.lag = 0
+            steps += own
+        return steps
+
+
+def paired(sources: list[Span], targets: list[Span], nbytes: int) -> list[tuple[Span, Span]]:
+    """The first `nbytes` of two sequences of byte ranges, cut where either side's ranges
+    end: (source piece, target piece) pairs, in order."""
+    pairs = []
+    si = ti = s_at = t_at = 0
+    done = 0
+    while done < nbytes:
+        s, t = sources[si], targets[ti]
+        n = min(s.nbytes - s_at, t.nbytes - t_at, nbytes - done)
+        pairs.append((Span(s.allocation, s.array, s.offset + s_at, n),
+                      Span(t.allocation, t.array, t.offset + t_at, n)))
+        done += n
+        s_at += n
+        t_at += n
+        if s_at == s.nbytes:
+            si, s_at = si + 1, 0
+        if t_at == t.nbytes:
+            ti, t_at = ti + 1, 0
+    return pairs or [(sources[0], targets[0])]
+
+
 class Fill(Command):
     """`fill`/`memset`: count copies of a pattern of bytes."""
 
