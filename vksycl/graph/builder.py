@@ -8,6 +8,7 @@ from typing import Any
 
 from ..exceptions import errc, exception
 from ..properties import work_group_scratch_size
+from ..runtime.buffers import accessor
 from ..runtime.event import event
 from ..runtime.handler import handler
 from ..runtime.queue import queue
@@ -23,7 +24,8 @@ class graph_handler(handler):
     def __init__(self, q: queue, graph: GraphCore) -> None:
         super().__init__(q)
         self._graph = graph
-        self.dynamic: list[tuple[int, dynamic_parameter]] = []
+        # (argument index, or None for `require`, and the dynamic parameter)
+        self.dynamic: list[tuple[int | None, dynamic_parameter]] = []
 
     def set_arg(self, index: int, value: Any) -> None:
         if hasattr(value, "_vksycl_dynamic_parameter"):
@@ -33,6 +35,20 @@ class graph_handler(handler):
             self.dynamic.append((index, value))
             value = value._value
         handler.set_arg(self, index, value)
+
+    def require(self, acc: Any) -> None:
+        """`require(accessor)`, or `require(dynamic_parameter)` of this graph holding an
+        accessor: the node uses its current accessor, and an update replaces it."""
+        if hasattr(acc, "_vksycl_dynamic_parameter"):
+            if acc._graph is not self._graph:
+                raise exception(errc.invalid, "require: the dynamic_parameter belongs to "
+                                "another command_graph")
+            if not isinstance(acc._value, accessor):
+                raise exception(errc.invalid, "require takes a dynamic_parameter holding "
+                                f"a sycl.accessor; this one holds {type(acc._value).__name__}")
+            self.dynamic.append((None, acc))
+            acc = acc._value
+        handler.require(self, acc)
 
     def _check_dependencies(self, events: list[event]) -> None:
         self._graph._event_nodes(events)

@@ -32,6 +32,7 @@ class dynamic_command_group:
                 raise exception(errc.invalid, f"command group {k} of a "
                                 f"dynamic_command_group enqueues {what}: only kernels may")
             self._handlers.append(h)
+        graph._buffers.check(self._handlers, "a dynamic_command_group")
         self._active = 0
         self._nodes: list[node] = []
 

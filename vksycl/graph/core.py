@@ -22,6 +22,7 @@ from ..runtime.event import event
 from ..runtime.handler import handler
 from ..runtime.platform import device
 from ..runtime.queue import queue
+from .buffers import BufferUse
 from .properties import NODE_TYPES, node_type
 
 _EMPTY = Barrier()
@@ -122,14 +123,15 @@ class node:
 
 class GraphCore:
     """What every part of a modifiable command_graph shares: its device and context, the
-    queue the handlers of explicitly added nodes use, the lock that orders changes, and
-    the nodes in the order they were added."""
+    queue the handlers of explicitly added nodes use, the lock that orders changes, the
+    nodes in the order they were added, and the buffers they use."""
 
-    def __init__(self, ctx: context, dev: device) -> None:
+    def __init__(self, ctx: context, dev: device, buffers: BufferUse) -> None:
         self._context, self._device = ctx, dev
         self._queue = queue(ctx, dev)
         self._lock = threading.RLock()
         self._nodes: list[node] = []
+        self._buffers = buffers
 
     def get_context(self) -> context:
         return self._context

@@ -13,7 +13,8 @@ from .properties import node_type
 
 def write_dot(nodes: list[node], path: Any, verbose: bool) -> None:
     """Writes the nodes, their types, ids and kernel names (with `verbose`, arguments,
-    addresses and sizes too) and their edges to `path`, which must end in ".dot"."""
+    addresses, sizes and buffer accessors too) and their edges to `path`, which must end
+    in ".dot"."""
     path = os.fspath(path) if isinstance(path, str | os.PathLike) else None
     if path is None or not path.endswith(".dot"):
         raise exception(errc.invalid, "print_graph writes DOT only: the path must end in "
@@ -22,7 +23,8 @@ def write_dot(nodes: list[node], path: Any, verbose: bool) -> None:
     lines = ["digraph command_graph {", '  node [shape=box, fontname="monospace"];']
     for i, n in enumerate(nodes):
         label = "\\n".join([f"ID = {i}", f"TYPE = {n._type.name}",
-                            *_details(n._command(), n._type, verbose)])
+                            *_details(n._command(), n._type, verbose),
+                            *(_accessors(n) if verbose else [])])
         lines.append(f'  n{i} [label="{label}"];')
     for n in nodes:
         for s in n._succs:
@@ -56,6 +58,15 @@ def _details(command: Command, kind: node_type, verbose: bool) -> list[str]:
     elif verbose and kind is node_type.subgraph:
         out.append(f"NODES = {len(command.graph._nodes)}")
     return out
+
+
+def _accessors(n: node) -> list[str]:
+    """One line per buffer accessor of the node's command group."""
+    h = n._handler
+    return [] if h is None else [
+        f"ACCESSOR = {a.access_mode.name}{' no_init' if a.no_init else ''} {a.dtype} "
+        f"range{tuple(a.get_range())} offset{tuple(a.get_offset())} of buffer "
+        f"range{tuple(a.buffer.get_range())}" for a in h.requirements]
 
 
 def _where(span: Any) -> str:

@@ -10,7 +10,12 @@ them) may run at once. A submission is one `GraphRun` command through the schedu
 its pre-recorded segments are submitted as they are, host steps run between them. An
 update builds the updated kernel nodes' commands again (push constants, no compilation)
 and records again only the segments holding them; submissions already made keep the
-sequences they run."""
+sequences they run.
+
+A submission takes part in the buffers' eager dependency tracking as one command group
+requiring every accessor its nodes use: it follows the earlier command groups on that
+memory, later ones (and host accessors) follow it, and host data the host wrote last is
+uploaded first."""
 
 from __future__ import annotations
 
@@ -23,7 +28,9 @@ from ..runtime.commands import Command, GpuStep, HostStep, LowerContext, Step
 from ..runtime.context import scheduler_for
 from ..runtime.engine import Buffer
 from ..runtime.event import event
+from ..runtime.handler import handler
 from ..runtime.submission import Dispatch
+from .buffers import distinct
 from .builder import graph_handler
 from .core import GraphCore, node
 from .properties import has, node_type, property
@@ -68,6 +75,8 @@ class executable_command_graph:
         self._index = {id(n): i for i, n in enumerate(nodes)}
         self._preds = [[self._index[id(p)] for p in n._preds] for n in nodes]
         self._commands = [n._command() for n in nodes]
+        self._accesses = [_accesses(n) for n in nodes]
+        self._requirements = distinct(a for accs in self._accesses for a in accs)
         self._order = _topological(self._preds, [n._type is node_type.host_task
                                                  for n in nodes])
         self._engine = scheduler_for(self._device).engine
@@ -173,6 +182,7 @@ class executable_command_graph:
                             "or context than the queue's")
         with self._lock:
             run = GraphRun(self)
+            h.requirements += self._requirements  # bound to this context when added
             if run.runs_on_host and q.recording_graph is None and \
                     not isinstance(h, graph_handler):
                 if self._last is not None:
@@ -199,7 +209,7 @@ class executable_command_graph:
             if not isinstance(nodes, list | tuple):
                 raise exception(errc.invalid, "update takes a node, a list of nodes or a "
                                 f"modifiable command_graph, got {type(target).__name__}")
-            pairs = [(self._own(n), n._command()) for n in nodes]
+            pairs = [(self._own(n), n._command(), _accesses(n)) for n in nodes]
         with self._lock:
             self._apply(pairs)
 
@@ -212,7 +222,7 @@ class executable_command_graph:
                             f"node is {n._type.name}")
         return i
 
-    def _whole(self, source: GraphCore) -> list[tuple[int, Command]]:
+    def _whole(self, source: GraphCore) -> list[tuple[int, Command, list[Any]]]:
         if source._device != self._device or source._context != self._context:
             raise exception(errc.invalid, "update: the graphs have different devices or "
                             "contexts")
@@ -236,16 +246,19 @@ class executable_command_graph:
                 if command.name != self._commands[i].name:
                     raise exception(errc.invalid, f"update: node {i} runs kernel "
                                     f"{command.name}, not {self._commands[i].name}")
-                pairs.append((i, command))
+                pairs.append((i, command, _accesses(n)))
         return pairs
 
-    def _apply(self, pairs: list[tuple[int, Command]]) -> None:
-        """New commands for kernel nodes. A segment holding an updated node is recorded
-        again; a long one is first split around the updated nodes, so that updating them
-        again records only their own dispatches."""
+    def _apply(self, pairs: list[tuple[int, Command, list[Any]]]) -> None:
+        """New commands and accessors for kernel nodes. A segment holding an updated node
+        is recorded again; a long one is first split around the updated nodes, so that
+        updating them again records only their own dispatches."""
         changed: dict[int, list[list[Dispatch]]] = {}
         reshaped = False
-        for i, command in pairs:
+        for i, _, accesses in pairs:
+            self._accesses[i] = accesses
+        self._requirements = distinct(a for accs in self._accesses for a in accs)
+        for i, command, _ in pairs:
             if command is self._commands[i]:
                 continue
             own = command.for_graph()
@@ -289,6 +302,12 @@ class executable_command_graph:
 
     def __repr__(self) -> str:
         return f"syclexp.command_graph[executable]({len(self._nodes)} nodes)"
+
+
+def _accesses(n: node) -> list[Any]:
+    """The accessors of a node's command group (of its active one), as they are now."""
+    h: handler | None = n._handler
+    return [] if h is None else list(h.requirements)
 
 
 def _members(item: Part | HostStep) -> frozenset[int]:

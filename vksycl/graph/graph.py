@@ -14,6 +14,7 @@ from ..runtime.commands import Barrier
 from ..runtime.context import context
 from ..runtime.platform import device
 from ..runtime.queue import queue
+from .buffers import BufferUse
 from .builder import check_recordable, graph_handler
 from .command_group import dynamic_command_group
 from .core import node
@@ -48,7 +49,9 @@ class command_graph(Recording):
                 not dev.has(aspect.ext_oneapi_limited_graph):
             raise exception(errc.invalid, "the device does not support command graphs")
         properties = _props(property_list, GRAPH_PROPERTIES, "command_graph")
-        super().__init__(ctx, dev)
+        super().__init__(ctx, dev, BufferUse(
+            has(properties, property.graph.assume_buffer_outlives_graph),
+            has(properties, property.graph.assume_data_outlives_buffer)))
         self._properties = properties
         self._check_cycles = not has(properties, property.graph.no_cycle_check)
 
@@ -78,11 +81,15 @@ class command_graph(Recording):
             h = graph_handler(self._queue, self)
             cgf(h)
             check_recordable(h)
+            self._buffers.check([h], "a command group added to a command_graph")
             command = h.command if h.command is not None else Barrier()
             if h.dynamic and command.command_type != "kernel":
                 raise exception(errc.invalid, "dynamic parameters are for kernel nodes; this "
                                 f"command group enqueues {command.command_type}")
-            n = self._add_node(command, h, deps + self._event_nodes(h._deps))
+            deps += self._event_nodes(h._deps) + self._buffers.dependencies([h])
+            n = self._add_node(command, h, deps)
+            self._buffers.add(self, n, [h], not self._buffers.data_outlives_buffer,
+                              self._queue)
             for index, param in h.dynamic:
                 param._register(h, index)
             return n
@@ -91,11 +98,20 @@ class command_graph(Recording):
         if dcg._graph is not self:
             raise exception(errc.invalid, "the dynamic_command_group belongs to another "
                             "command_graph")
-        edges = [self._event_nodes(h._deps) for h in dcg._handlers]
+        handlers = dcg._handlers
+        edges = [self._event_nodes(h._deps) for h in handlers]
         if any(e != edges[0] for e in edges[1:]):
             raise exception(errc.invalid, "the command groups of a dynamic_command_group "
                             "must have the same dependencies")
-        n = self._add_node(None, dcg._active_handler(), deps + edges[0])
+        self._buffers.check(handlers, "a dynamic_command_group")
+        accessed = [self._buffers.dependencies([h]) for h in handlers]
+        if any(set(a) != set(accessed[0]) for a in accessed[1:]):
+            raise exception(errc.invalid, "the accessors of the command groups of a "
+                            "dynamic_command_group must give the node the same "
+                            "dependencies")
+        n = self._add_node(None, dcg._active_handler(), deps + edges[0] + accessed[0])
+        self._buffers.add(self, n, handlers, not self._buffers.data_outlives_buffer,
+                          self._queue)
         for h in dcg._handlers:
             for index, param in h.dynamic:
                 if (h, index) not in param._uses:

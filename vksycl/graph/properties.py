@@ -44,6 +44,16 @@ class _graph_properties:
         __slots__ = ()
 
     class assume_buffer_outlives_graph(Property):
+        """The promise that every buffer the graph uses outlives it: without it, a graph
+        takes no command group using a buffer (7.11.3)."""
+
+        __slots__ = ()
+
+    class assume_data_outlives_buffer(Property):
+        """The promise that the host data of the graph's buffers outlives them: the graph
+        reads it when it first runs instead of copying it when the command is recorded
+        (9.1.1)."""
+
         __slots__ = ()
 
     class updatable(Property):
@@ -74,7 +84,8 @@ class property:
 
 
 # what command_graph and begin_recording take
-GRAPH_PROPERTIES = (property.graph.no_cycle_check, property.graph.assume_buffer_outlives_graph)
+GRAPH_PROPERTIES = (property.graph.no_cycle_check, property.graph.assume_buffer_outlives_graph,
+                    property.graph.assume_data_outlives_buffer)
 
 
 def property_list(props: Any, allowed: tuple[type, ...], what: str) -> list[Any]:

@@ -14,20 +14,23 @@ from ..runtime.event import event
 from ..runtime.handler import handler
 from ..runtime.platform import device
 from ..runtime.queue import queue
+from .buffers import BufferUse
 from .builder import check_recordable
 from .core import GraphCore, node
-from .properties import GRAPH_PROPERTIES
+from .properties import GRAPH_PROPERTIES, has, property
 from .properties import property_list as property_list_of
 
 
 class Recorder:
     """What a recording queue holds (`queue.recording_graph`): its graph, weakly, so a
-    graph nobody holds goes and ends the recording (7.8)."""
+    graph nobody holds goes and ends the recording (7.8), and whether this recording was
+    promised that host data outlives its buffers (9.1.1)."""
 
-    __slots__ = ("graph",)
+    __slots__ = ("data_outlives_buffer", "graph")
 
-    def __init__(self, graph: Recording) -> None:
+    def __init__(self, graph: Recording, data_outlives_buffer: bool = False) -> None:
         self.graph = weakref.ref(graph)
+        self.data_outlives_buffer = data_outlives_buffer
 
     def check_dependencies(self, events: list[Any]) -> None:
         """Refuses events that no recording into this graph returned."""
@@ -113,8 +116,8 @@ class Recording(GraphCore):
     """The recording half of `command_graph`: the queues recording into it, and what
     each one recorded so far."""
 
-    def __init__(self, ctx: context, dev: device) -> None:
-        super().__init__(ctx, dev)
+    def __init__(self, ctx: context, dev: device, buffers: BufferUse) -> None:
+        super().__init__(ctx, dev, buffers)
         self._recorders: dict[queue, Recorder] = {}
         self._queue_records: dict[queue, _QueueRecord] = {}
         weakref.finalize(self, _end_all, self._recorders)  # 7.8: ends recording
@@ -122,7 +125,8 @@ class Recording(GraphCore):
     def begin_recording(self, recordingQueue: Any,
                         property_list: Any = None) -> None:
         queues = _queues(recordingQueue)
-        property_list_of(property_list, GRAPH_PROPERTIES, "begin_recording")
+        props = property_list_of(property_list, GRAPH_PROPERTIES, "begin_recording")
+        keeps = has(props, property.graph.assume_data_outlives_buffer)
         with self._lock:
             for q in queues:
                 if q.recording_graph is not None:
@@ -132,10 +136,10 @@ class Recording(GraphCore):
                     raise exception(errc.invalid, "begin_recording: the queue's device or "
                                     "context is not the graph's")
             for q in queues:
-                self._start(q)
+                self._start(q, keeps)
 
-    def _start(self, q: queue) -> None:
-        r = Recorder(self)
+    def _start(self, q: queue, data_outlives_buffer: bool = False) -> None:
+        r = Recorder(self, data_outlives_buffer)
         self._recorders[q] = r
         self._queue_records.setdefault(q, _QueueRecord())
         q.recording_graph = r
@@ -163,12 +167,20 @@ class Recording(GraphCore):
                 if self._recorders.pop(q, None) is not None:
                     q.recording_graph = None
 
+    def records_now(self) -> bool:
+        """Whether a queue records into the graph: host accessors to its buffers are
+        refused meanwhile (7.11.3)."""
+        return bool(self._recorders)
+
     def _record(self, q: queue, command: Command, h: handler) -> node:
         with self._lock:
-            if self._recorders.get(q) is not q.recording_graph:
+            recorder = self._recorders.get(q)
+            if recorder is not q.recording_graph:
                 raise exception(errc.invalid, "the queue stopped recording")
             check_recordable(h)
-            deps = self._event_nodes(h._deps)
+            buffers = self._buffers
+            buffers.check([h], "a command group recorded into a command_graph")
+            deps = self._event_nodes(h._deps) + buffers.dependencies([h])
             rec = self._queue_records[q]
             barrier = command.command_type == "ext_oneapi_barrier"
             if barrier and not h._deps:  # the leaves recorded from this queue (7.12.6)
@@ -178,6 +190,8 @@ class Recording(GraphCore):
             if q.is_in_order() and rec.last is not None:
                 deps.append(rec.last)
             n = self._add_node(command, h, deps)
+            keeps = buffers.data_outlives_buffer or recorder.data_outlives_buffer
+            buffers.add(self, n, [h], not keeps, self._queue)
             rec.nodes.append(n)
             rec.last = n
             if barrier:

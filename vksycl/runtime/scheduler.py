@@ -69,7 +69,7 @@ class Scheduler:
         if not ordered:
             ev._defer()
             threading.Thread(target=self._run_deferred, args=(command, deps, ev, on_error),
-                             daemon=True).start()
+                             daemon=True, name="vksycl-deferred").start()
         else:
             self._run(command, deps, ev, _reraise)
         return ev

@@ -196,8 +196,15 @@ class Storage:
         """The last buffer viewing the memory is gone: release as `buf.release()` would
         (a failure is printed by Python; during interpreter teardown nothing is left to
         write back with)."""
-        if not self.released and not sys.is_finalizing():
-            self.release()
+        if self.released or sys.is_finalizing():
+            return
+        if threading.current_thread().name.startswith("vksycl-"):
+            # collected on a thread of the runtime's own, which may be running a command
+            # the release waits for: release on a thread of its own instead
+            threading.Thread(target=self.release, daemon=True,
+                             name="buffer-release").start()
+            return
+        self.release()
 
 
 def _check_not_blocked(token: Any, what: str) -> None:
