@@ -37,6 +37,9 @@ from .properties import launch_properties
 from .reduction import build_reduction_launch
 from .variants import launch_shape
 
+# commands a plan keeps by their push constants
+_RECENT = 16
+
 
 def _kernel_function(kernel: Any) -> tuple[Any, Any]:
     """(python function, free-function kernel info or None)."""
@@ -76,6 +79,10 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
         if last[4] is not record or last[3] is not context or last[5] is not arg_record:
             plan.last = (p, push, last[2], context, record, arg_record)
         return last[2]
+    hit = plan.recent.get(push)
+    if hit is not None and hit[0] is p and hit[1] is context:
+        plan.last = (p, push, hit[2], context, record, arg_record)
+        return hit[2]
     ck = p.ck
     keep: tuple = ()
     if ck.spec.args_in_memory:
@@ -91,6 +98,10 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
     command = KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, keep_alive=keep)
     if not keep:  # an argument block is the launch's own
         plan.last = (p, push, command, context, record, arg_record)
+        recent = plan.recent
+        if len(recent) >= _RECENT:
+            recent.clear()
+        recent[push] = (p, context, command)
     return command
 
 

@@ -205,7 +205,7 @@ class Plan:
     the same arguments submits again."""
 
     __slots__ = ("classes", "code", "info", "kind", "last", "launch", "names", "prepared",
-                 "variants")
+                 "recent", "variants")
 
     def __init__(self, pyfn: Any, launch: Any, info: Any, kind: str, variants: tuple
                  ) -> None:
@@ -228,6 +228,9 @@ class Plan:
         # runs the same prepared kernel, and one capturing the very same objects (all
         # `_stable` then, an accessor's key being none of them) may get the last command
         self.prepared: tuple[tuple, tuple, Prepared, tuple] | None = None
+        # push constants -> (prepared kernel, context, command) of recent launches: a loop
+        # over a few arrays (or buffers) launches each one's command again
+        self.recent: dict[bytes, tuple[Prepared, Any, KernelLaunch]] = {}
 
 
 # (id of the kernel's code, id of the device) -> plan: hashing a code object hashes its
