@@ -294,3 +294,30 @@ def test_a_new_accessor_over_the_same_memory_reuses_the_last_command(q):
     first.release()
     with pytest.raises(sycl.exception, match="released"):
         q.submit(add_one(first))
+
+
+def test_a_loop_over_a_few_arrays_launches_their_commands_again(q):
+    arrays = [sycl.malloc_device(16, np.float32, q) for _ in range(3)]
+    for x in arrays:
+        q.fill(x, np.float32(0), 16)
+    q.wait()
+    commands = []
+
+    def add_one(x):
+        def cgf(h):
+            def k(i):
+                x[i] += 1.0
+            h.parallel_for(sycl.range(16), k)
+            commands.append(h.command)
+        return cgf
+    for _ in range(3):
+        for x in arrays:
+            q.submit(add_one(x))
+    q.wait()
+    assert commands[0:3] == commands[3:6] == commands[6:9]
+    assert len({id(c) for c in commands}) == 3
+    for x in arrays:
+        out = np.zeros(16, np.float32)
+        q.memcpy(out, x, out.nbytes).wait()
+        assert (out == 3).all()
+        sycl.free(x, q)
