@@ -321,3 +321,29 @@ def test_a_loop_over_a_few_arrays_launches_their_commands_again(q):
         q.memcpy(out, x, out.nbytes).wait()
         assert (out == 3).all()
         sycl.free(x, q)
+
+
+def test_a_loop_over_a_few_buffers_launches_their_commands_again(q):
+    buffers = [sycl.buffer(np.zeros(16, np.float32)) for _ in range(3)]
+    commands = []
+
+    def add_one(buf):
+        def cgf(h):
+            a = sycl.accessor(buf, h)
+
+            def k(i):
+                a[i] += 1.0
+            h.parallel_for(sycl.range(16), k)
+            commands.append(h.command)
+        return cgf
+    for _ in range(3):
+        for buf in buffers:
+            q.submit(add_one(buf))
+    assert [id(c) for c in commands[0:3]] == [id(c) for c in commands[6:9]]
+    assert len({id(c) for c in commands}) == 3
+    for buf in buffers:
+        with sycl.host_accessor(buf, sycl.read_only) as v:
+            assert (v == 3).all()
+    buffers[1].release()
+    with pytest.raises(sycl.exception, match="released"):
+        q.submit(add_one(buffers[1]))

@@ -26,11 +26,13 @@ from .device_checks import check_supported, group_counts
 from .marshal import ADDRESS, ArgumentBlock
 from .plans import (
     FREED,
+    accessor_command,
     arguments_record,
     known_plan,
     new_plan,
     plan_for,
     prepared_for,
+    remember_accessor_command,
     repeats,
 )
 from .properties import launch_properties
@@ -78,10 +80,12 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
     if p is last[0] and push == last[1]:
         if last[4] is not record or last[3] is not context or last[5] is not arg_record:
             plan.last = (p, push, last[2], context, record, arg_record)
+            remember_accessor_command(plan, record, context, last[2])
         return last[2]
     hit = plan.recent.get(push)
     if hit is not None and hit[0] is p and hit[1] is context:
         plan.last = (p, push, hit[2], context, record, arg_record)
+        remember_accessor_command(plan, record, context, hit[2])
         return hit[2]
     ck = p.ck
     keep: tuple = ()
@@ -102,6 +106,7 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
         if len(recent) >= _RECENT:
             recent.clear()
         recent[push] = (p, context, command)
+        remember_accessor_command(plan, record, context, command)
     return command
 
 
@@ -127,6 +132,9 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
             last = plan.last
             if last[4] is not None and last[3] is context and repeats(kernel, plan, last):
                 return last[2]
+            command = accessor_command(kernel, plan, context)
+            if command is not None:
+                return command
     return _launch(device, kernel, launch, properties, None, context=context)
 
 

@@ -204,8 +204,8 @@ class Plan:
     properties share: the variant keys, and the last command, which the next launch with
     the same arguments submits again."""
 
-    __slots__ = ("classes", "code", "info", "kind", "last", "launch", "names", "prepared",
-                 "recent", "variants")
+    __slots__ = ("by_accessors", "classes", "code", "info", "kind", "last", "launch", "names",
+                 "prepared", "recent", "variants")
 
     def __init__(self, pyfn: Any, launch: Any, info: Any, kind: str, variants: tuple
                  ) -> None:
@@ -231,6 +231,10 @@ class Plan:
         # push constants -> (prepared kernel, context, command) of recent launches: a loop
         # over a few arrays (or buffers) launches each one's command again
         self.recent: dict[bytes, tuple[Prepared, Any, KernelLaunch]] = {}
+        # the launch keys of the captured accessors -> (context, prepared kernel, command)
+        # for launches whose other captures are the very objects of the plan's record: a
+        # loop over a few buffers finds each one's command without packing its arguments
+        self.by_accessors: dict[tuple, tuple[Any, Prepared, KernelLaunch]] = {}
 
 
 # (id of the kernel's code, id of the device) -> plan: hashing a code object hashes its
@@ -299,9 +303,7 @@ def prepared_for(pyfn: Any, plan: Plan, device: Any) -> tuple[Prepared, tuple | 
             return known[2], known
         if _all_keyed_alike(known[0], captured) and _all_keyed_alike(known[1], globals_):
             if known[3] is None:  # accessors among the captures: a record of this launch
-                record = plan.prepared = (tuple(map(_kept, captured)),
-                                          tuple(map(_kept, globals_)), known[2], None)
-                return known[2], record
+                return known[2], _keyed_record(plan, captured, globals_, known[2])
             return known[2], None
     p = _prepare(pyfn, captured, globals_, *plan.variants[0])
     if p.ck.push_size > device.vulkan.max_push_constants_size:
@@ -316,10 +318,25 @@ def prepared_for(pyfn: Any, plan: Plan, device: Any) -> tuple[Prepared, tuple | 
             plan.prepared = (tuple(map(_kept, captured)), tuple(map(_kept, globals_)), p,
                              pointers)
             return p, None
-        record = plan.prepared = (tuple(map(_kept, captured)), tuple(map(_kept, globals_)),
-                                  p, None)
-        return p, record
+        return p, _keyed_record(plan, captured, globals_, p)
     return p, None
+
+
+def _keyed_record(plan: Plan, captured: tuple, globals_: tuple, p: Prepared) -> tuple:
+    """The plan's record of a launch capturing accessors (kept as their keys). The
+    commands kept by accessor launch keys hold for the other captures of the record they
+    were made under: other objects among those forget them."""
+    record = (tuple(map(_kept, captured)), tuple(map(_kept, globals_)), p, None)
+    known = plan.prepared
+    if known is None or known[2] is not p or not _same_besides_accessors(known, record):
+        plan.by_accessors.clear()
+    plan.prepared = record
+    return record
+
+
+def _same_besides_accessors(a: tuple, b: tuple) -> bool:
+    return all(x is y or (type(x) is _AccessorKey and type(y) is _AccessorKey)
+               for x, y in zip((*a[0], *a[1]), (*b[0], *b[1]), strict=True))
 
 
 def repeats(pyfn: Any, plan: Plan, last: tuple) -> bool:
@@ -353,6 +370,59 @@ def _same_keyed_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> 
         return False
     return not names or all(map(_launches_alike, record[1],
                                 map(kernel.__globals__.get, names)))
+
+
+def accessor_command(pyfn: Any, plan: Plan, context: Any) -> KernelLaunch | None:
+    """The command of an earlier launch under `plan` whose captures were the objects
+    this launch captures, accessors aside, and accessors with the launch keys of this
+    launch's (whose launch checks then run); None if there was none."""
+    record = plan.prepared
+    if record is None or record[3] is not None or record[2].globals or not plan.by_accessors:
+        return None
+    keys: list[tuple] = []
+    accessors: list[Any] = []
+    cells = pyfn.__closure__
+    if cells is not None and not _keyed_by_accessors(record[0], map(_CONTENTS, cells), keys,
+                                                     accessors):
+        return None
+    names = plan.names
+    if names and not _keyed_by_accessors(record[1], map(pyfn.__globals__.get, names), keys,
+                                         accessors):
+        return None
+    hit = plan.by_accessors.get(tuple(keys))
+    if hit is None or hit[0] is not context or hit[1] is not record[2]:
+        return None
+    for acc in accessors:
+        acc._vksycl_launch_address(None)
+    return hit[2]
+
+
+def _keyed_by_accessors(kept: tuple, now: Any, keys: list, accessors: list) -> bool:
+    """Whether captures are the kept objects, accessors aside (collected with their launch
+    keys)."""
+    for k, v in zip(kept, now, strict=True):
+        if k is v:
+            continue
+        if type(k) is not _AccessorKey or not k.matches(v):
+            return False
+        if k.launch is not None:
+            keys.append(v._vksycl_launch_key())
+            accessors.append(v)
+    return True
+
+
+def remember_accessor_command(plan: Plan, record: tuple | None, context: Any,
+                              command: KernelLaunch) -> None:
+    """Keeps a launch's command by the launch keys of its accessors (`accessor_command`)."""
+    if record is None or record[3] is not None:
+        return
+    keys = tuple(k.launch for k in (*record[0], *record[1]) if type(k) is _AccessorKey and
+                 k.launch is not None)
+    if keys:
+        known = plan.by_accessors
+        if len(known) >= 16:
+            known.clear()
+        known[keys] = (context, record[2], command)
 
 
 def _launches_alike(kept: Any, now: Any) -> bool:
