@@ -217,3 +217,64 @@ def test_two_d_stencil_with_local_accessor_tiles(q, tile):
     want = 4 * grid - padded[:-2, 1:-1] - padded[2:, 1:-1] - padded[1:-1, :-2] \
         - padded[1:-1, 2:]
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_host_task_accessors_see_kernel_results_and_kernels_see_theirs(q):
+    a = np.arange(N, dtype=np.float32)
+    seen = []
+    with sycl.buffer(a) as buf:
+        def double(h):
+            x = sycl.accessor(buf, h)
+
+            def k(i):
+                x[i] = x[i] * 2.0
+            h.parallel_for(sycl.range(N), k)
+
+        def on_host(h):
+            x = sycl.accessor(buf, h, sycl.read_write, sycl.host_task)
+
+            def work():
+                seen.append(float(x[3]))
+                np.asarray(x)[:] += 1.0
+            h.host_task(work)
+
+        def add_ten(h):
+            x = sycl.accessor(buf, h)
+
+            def k(i):
+                x[i] = x[i] + 10.0
+            h.parallel_for(sycl.range(N), k)
+        q.submit(double)
+        q.submit(on_host)  # no depends_on and no wait: its accessor orders it
+        q.submit(add_ten)
+    assert seen == [6.0]
+    np.testing.assert_array_equal(a, np.arange(N, dtype=np.float32) * 2 + 11)
+
+
+def test_host_task_accessor_errors(q):
+    buf = sycl.buffer(np.zeros(8, np.int32))
+
+    def write_read_only(h):
+        x = sycl.accessor(buf, h, sycl.read_only, sycl.host_task)
+
+        def work():
+            x[0] = 1
+        h.host_task(work)
+    e = q.submit(write_read_only)
+    with pytest.raises(sycl.exception, match="read_only"):
+        e.wait_and_throw()
+
+    def kernel_uses_it(h):
+        x = sycl.accessor(buf, h, sycl.read_write, sycl.host_task)
+
+        def k(i):
+            x[i] = 1
+        h.parallel_for(sycl.range(8), k)
+    with pytest.raises(sycl.exception, match="host_task") as ei:
+        q.submit(kernel_uses_it)
+    assert ei.value.code() == sycl.errc.kernel_argument
+    with pytest.raises(sycl.exception, match="command group"):
+        sycl.accessor(buf, sycl.read_write, sycl.host_task)
+    with sycl.host_accessor(buf, sycl.read_only) as v:
+        assert (v == 0).all()
+    buf.release()

@@ -552,3 +552,17 @@ def test_print_graph_with_buffer_nodes(q, tmp_path):
     detailed = verbose.read_text()
     assert "ACCESSOR = read_write int32 range(64,) offset(0,) of buffer range(64,)" in detailed
     assert "ACCESSOR = write int32" in detailed and "TYPE = memcpy" in detailed
+
+
+def test_host_task_accessors_are_not_graph_nodes(q):
+    buf = buffer_of(range(N))
+    g = graph(q, OUTLIVES)
+
+    def on_host(h):
+        x = sycl.accessor(buf, h, sycl.read_write, sycl.host_task)
+        h.host_task(lambda: np.asarray(x).fill(0))
+    with pytest.raises(sycl.exception, match="host_task") as ei:
+        g.add(on_host)
+    assert ei.value.code() == sycl.errc.feature_not_supported
+    assert g.get_nodes() == []
+    np.testing.assert_array_equal(contents(buf), np.arange(N))

@@ -5,7 +5,7 @@
 """
 
 from . import info
-from .access import access_mode, no_init, read_only, read_write, write_only
+from .access import access_mode, host_task, no_init, read_only, read_write, write_only
 from .compiler import MATH as _MATH
 from .compiler import (
     all_of_group,
@@ -146,6 +146,7 @@ __all__ = [
     "handler",
     "has_kernel_bundle",
     "host_accessor",
+    "host_task",
     "id",
     "inclusive_scan_over_group",
     "info",

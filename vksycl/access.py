@@ -42,6 +42,19 @@ write_only = mode_tag(access_mode.write, "write_only")
 read_write = mode_tag(access_mode.read_write, "read_write")
 
 
+class target_tag:
+    """`sycl.host_task`: an accessor for the command group's host task rather than its
+    kernel (SYCL 2020's `target::host_task`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "sycl.host_task"
+
+
+host_task = target_tag()
+
+
 class no_init_property(Property):
     """`sycl.no_init`: the accessor's previous contents are not needed, so nothing is
     copied to the device for it."""

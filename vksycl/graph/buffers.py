@@ -69,6 +69,10 @@ class BufferUse:
                             "buffers only when made with property.graph."
                             "assume_buffer_outlives_graph()")
         acc.buffer._storage.check_live(what)
+        if acc._host_task:
+            raise exception(errc.feature_not_supported, f"{what} uses an accessor made with "
+                            "sycl.host_task: host tasks of a graph reach buffers through "
+                            "USM or kernels, not host_task accessors")
         if acc.access_mode.writes and acc.buffer.writes_back():
             raise exception(errc.invalid, f"{what} writes a buffer that writes back to host "
                             "memory when released, which a graph cannot capture: "

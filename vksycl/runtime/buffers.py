@@ -339,6 +339,8 @@ def _parse(args: tuple, mode: Any, access_range: Any, access_offset: Any,
             mode = a
         elif isinstance(a, access.no_init_property):
             no_init = True
+        elif a is access.host_task:
+            continue  # the caller reads it
         elif isinstance(a, sycl_id):
             access_offset = a
         elif isinstance(a, sycl_range | tuple | int):
@@ -365,6 +367,7 @@ class accessor(_Access):
     like an array: `acc[i]`, `acc[i, j]`, `acc[item.get_id()]`."""
 
     __vksycl_accessor__ = "global"
+    _host_task = False  # made with sycl.host_task: the host task's, not a kernel's
 
     def __init__(self, buf: Any, *args: Any, mode: Any = None, access_range: Any = None,
                  access_offset: Any = None, property_list: Any = ()) -> None:
@@ -387,6 +390,11 @@ class accessor(_Access):
                                          property_list, "accessor")
         self._init_access(buf, m, no_init, rng, off, "accessor")
         self._placeholder = h is None
+        if access.host_task in args:
+            if h is None:
+                raise exception(errc.invalid, "a host_task accessor is made in its command "
+                                "group: sycl.accessor(buf, h, mode, sycl.host_task)")
+            self._host_task = True
         if h is not None:
             h.require(self)
 
@@ -407,6 +415,9 @@ class accessor(_Access):
         if self._context is None:
             raise exception(errc.kernel_argument, "a placeholder accessor is used in a kernel "
                             "without h.require(acc) in its command group")
+        if self._host_task:
+            raise exception(errc.kernel_argument, "a kernel uses an accessor made with "
+                            "sycl.host_task, which is for the command group's host task")
         s.check_live("accessor")
         h = launching_handler()
         if h is not None and not any(r is self for r in h.requirements):
@@ -450,12 +461,35 @@ class accessor(_Access):
             spans.append(Span(s.allocation, None, first, row))
         return spans
 
+    def _host_view(self) -> np.ndarray:
+        """The host copy of the accessed region, for a host task's accessor."""
+        if not self._host_task:
+            raise exception(errc.invalid, "a device accessor is read in kernels; in a host "
+                            "task use sycl.accessor(buf, h, mode, sycl.host_task), elsewhere "
+                            "sycl.host_accessor(buf)")
+        s = self.buffer._storage
+        s.check_live("accessor")
+        return self.buffer.elements(s.host_copy_made())[tuple(
+            slice(o, o + r) for o, r in zip(self._offset, self._range, strict=True))]
+
     def __getitem__(self, index: Any) -> Any:
-        raise exception(errc.invalid, "a device accessor is read in kernels; on the host, "
-                        "use sycl.host_accessor(buf)")
+        return self._host_view()[index]
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        self[index]  # the same error: a device accessor is no host memory
+        view = self._host_view()
+        if not self.access_mode.writes:
+            raise exception(errc.invalid, "writing through a read_only accessor")
+        view[index] = value
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        view = self._host_view()
+        if not self.access_mode.writes:
+            view = view.view()
+            view.flags.writeable = False
+        return view if dtype is None else view.astype(dtype)
+
+    def __len__(self) -> int:
+        return self._range[0]
 
     def __repr__(self) -> str:
         return (f"sycl.accessor({self.buffer!r}, {self.access_mode.name}, "
@@ -605,6 +639,9 @@ def acquire(requirements: list[accessor], queue: Any) -> list[event]:
         s = acc.buffer._storage
         if s.released:
             s.check_live("accessor")
+        if acc._host_task:
+            deps += [e for e in s.for_host_task(queue) if e not in deps]
+            continue
         if s.host_newer:
             if acc.no_init and acc.covers_all() and _discards(requirements, s):
                 s.discard_host()
@@ -627,5 +664,8 @@ def _discards(requirements: list[accessor], s: Storage) -> bool:
 def record(requirements: list[accessor], ev: event) -> None:
     """The command group's event as the latest access of each accessor's memory."""
     for acc in requirements:
-        acc.buffer._storage.access(acc._first, acc._end,
-                                   acc.access_mode is not access_mode.read, ev)
+        writes = acc.access_mode is not access_mode.read
+        if acc._host_task:
+            acc.buffer._storage.host_access(acc._first, acc._end, writes, ev)
+        else:
+            acc.buffer._storage.access(acc._first, acc._end, writes, ev)

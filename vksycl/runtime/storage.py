@@ -104,6 +104,34 @@ class Storage:
         if len(self.tracker.accesses) > 16:
             self.tracker.forget(_finished)
 
+    # -- host tasks -----------------------------------------------------------------------
+    def for_host_task(self, queue: Any) -> list[event]:
+        """What a host task's accessor must follow: the earlier accesses, and a copy of
+        the device copy to the host copy if a kernel wrote last (made before the task,
+        so the host copy holds what the task reads)."""
+        deps = self.tracker.conflicts(0, self.nbytes, True)
+        if self.device_newer:
+            host = self.host_copy_made()
+            ev = queue.execute(MemCopy(Span(self.allocation, None, 0, self.nbytes),
+                                       Span(None, host, 0, self.nbytes)), deps)
+            self.tracker.record(0, self.nbytes, True, ev)
+            self.device_newer = False
+            return [ev]
+        return deps
+
+    def host_access(self, first: int, end: int, writes: bool, ev: event) -> None:
+        """A host task's access: what it writes reaches the device before a kernel reads
+        it (the next device access uploads the host copy)."""
+        self.tracker.record(first, end, writes, ev)
+        if writes:
+            self.host_newer = True
+            self.written = True
+
+    def host_copy_made(self) -> np.ndarray:
+        if self.host is None:
+            self.host = np.zeros(self.nbytes, np.uint8)
+        return self.host
+
     # -- host side ----------------------------------------------------------------------
     def wait(self, first: int, end: int, writes: bool, what: str) -> None:
         """Waits for the device accesses a host access of [first, end) must follow."""
@@ -119,8 +147,7 @@ class Storage:
     def host_copy(self) -> np.ndarray:
         """The current host copy (flat bytes), downloaded if a kernel wrote last; made
         when the buffer had no host data."""
-        if self.host is None:
-            self.host = np.zeros(self.nbytes, np.uint8)
+        self.host_copy_made()
         if self.device_newer:
             self.download(self.host)
             self.device_newer = False
@@ -129,8 +156,7 @@ class Storage:
     def host_update(self, device: Span) -> tuple[MemCopy, Any]:
         """`handler.update_host`: the command copying a range of the device copy to the
         host copy, and what to call with its event (host accessors wait for it)."""
-        if self.host is None:
-            self.host = np.zeros(self.nbytes, np.uint8)
+        self.host_copy_made()
         first, end = device.offset, device.offset + device.nbytes
         whole = first == 0 and end == self.nbytes
 
