@@ -46,7 +46,30 @@ def _linear(index: tuple[int, ...], shape: tuple[int, ...]) -> int:
     return out
 
 
-class buffer:
+class _Extent:
+    """SYCL's size queries of a buffer or an accessor, from its range and element type."""
+
+    _range: tuple[int, ...]
+    dtype: np.dtype
+
+    def get_range(self) -> sycl_range:
+        return sycl_range(*self._range)
+
+    def size(self) -> int:
+        return int(np.prod(self._range))
+
+    get_count = size
+
+    def byte_size(self) -> int:
+        return self.size() * self.dtype.itemsize
+
+    get_size = byte_size
+
+    def empty(self) -> bool:
+        return self.size() == 0
+
+
+class buffer(_Extent):
     """`buffer(array)` over a numpy array (written back into it on release; a read-only
     array is never written), `buffer(range, dtype)` without host data,
     `buffer(parent, id, range)` a sub-buffer. Release it with `with sycl.buffer(a) as
@@ -132,19 +155,6 @@ class buffer:
     @property
     def dtype(self) -> np.dtype:
         return self._dtype
-
-    def get_range(self) -> sycl_range:
-        return sycl_range(*self._range)
-
-    def size(self) -> int:
-        return int(np.prod(self._range))
-
-    get_count = size
-
-    def byte_size(self) -> int:
-        return self.size() * self._dtype.itemsize
-
-    get_size = byte_size
 
     def is_sub_buffer(self) -> bool:
         return self._sub
@@ -249,7 +259,7 @@ def _contiguous(offset: tuple[int, ...], size: tuple[int, ...], full: tuple[int,
     return all(size[i] == 1 for i in range(d))
 
 
-class _Access:
+class _Access(_Extent):
     """What an accessor asks of its buffer: the mode, the region, and whether the old
     contents matter."""
 
@@ -299,24 +309,8 @@ class _Access:
         self.access_mode = mode
         self.no_init = no_init
 
-    def get_range(self) -> sycl_range:
-        return sycl_range(*self._range)
-
     def get_offset(self) -> sycl_id:
         return sycl_id(*self._offset)
-
-    def size(self) -> int:
-        return int(np.prod(self._range))
-
-    get_count = size
-
-    def byte_size(self) -> int:
-        return self.size() * self.dtype.itemsize
-
-    get_size = byte_size
-
-    def empty(self) -> bool:
-        return self.size() == 0
 
     def covers_all(self) -> bool:
         s = self.buffer._storage
@@ -590,7 +584,7 @@ class host_accessor(_Access):
         return f"sycl.host_accessor({self._view!r})"
 
 
-class local_accessor:
+class local_accessor(_Extent):
     """`local_accessor(dtype, range, h)`: work-group memory for the kernel of command
     group `h`, each work-group its own; also the type of a free function kernel's
     parameter (`sycl.local_accessor[T, dims]`)."""
@@ -607,24 +601,11 @@ class local_accessor:
             raise exception(errc.invalid, f"local_accessor needs 1 to 3 positive sizes, got "
                             f"{self.shape}")
         self.dims = len(self.shape)
+        self._range = self.shape
 
     def __class_getitem__(cls, params: Any) -> access.local_accessor_type:
         params = params if isinstance(params, tuple) else (params,)
         return access.local_accessor_type(*params)
-
-    def get_range(self) -> sycl_range:
-        return sycl_range(*self.shape)
-
-    def size(self) -> int:
-        return int(np.prod(self.shape))
-
-    get_count = size
-
-    def byte_size(self) -> int:
-        return self.size() * self.dtype.itemsize
-
-    def empty(self) -> bool:
-        return False  # local accessors have positive sizes
 
     def __repr__(self) -> str:
         return f"sycl.local_accessor({self.dtype}, range{self.shape})"
