@@ -123,10 +123,14 @@ class _AccessorKey:
     def launches_alike(self, acc: Any) -> bool:
         """Whether `acc` packs the launch values of the accessor this key was kept of (the
         same live memory, region and mode); the accessor's own launch checks run too."""
-        if self.launch is None or type(acc) is not self.cls or \
-                acc._vksycl_launch_key() != self.launch:
+        if self.launch is None:  # a local accessor: nothing of it is pushed
+            return self.matches(acc)
+        if type(acc) is not self.cls or acc.access_mode is not self.what:
             return False
-        acc._vksycl_launch_address(None)
+        key = acc._vksycl_launch_key()
+        if key is not self.launch and key != self.launch:
+            return False
+        acc._vksycl_check_launch()
         return True
 
 
@@ -366,8 +370,12 @@ def _same_keyed_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> 
     """`_same_captures` where accessors are kept as their keys: a new accessor each
     command group over the same memory and region launches alike."""
     cells = kernel.__closure__
-    if cells is not None and not all(map(_launches_alike, record[0], map(_CONTENTS, cells))):
-        return False
+    if cells is not None:
+        for kept, cell in zip(record[0], cells, strict=True):  # a loop: one or two cells
+            now = cell.cell_contents
+            if kept is not now and not (type(kept) is _AccessorKey and
+                                        kept.launches_alike(now)):
+                return False
     return not names or all(map(_launches_alike, record[1],
                                 map(kernel.__globals__.get, names)))
 
@@ -393,7 +401,7 @@ def accessor_command(pyfn: Any, plan: Plan, context: Any) -> KernelLaunch | None
     if hit is None or hit[0] is not context or hit[1] is not record[2]:
         return None
     for acc in accessors:
-        acc._vksycl_launch_address(None)
+        acc._vksycl_check_launch()
     return hit[2]
 
 

@@ -144,12 +144,15 @@ class buffer(_Extent):
     # -- queries -------------------------------------------------------------------------
     @property
     def _whole(self) -> tuple:
-        """(dims, range, offset, first byte, end byte) of an access to the whole buffer."""
+        """(dims, range, offset, first byte, end byte, launch key) of an access to the
+        whole buffer: accessors of it share the one launch key object."""
         whole = self.__dict__.get("_whole_access")
         if whole is None:
-            whole = self._whole_access = (len(self._range), self._range,
-                                          (0,) * len(self._range), self._byte_offset,
-                                          self._byte_offset + self.byte_size())
+            rng, first = self._range, self._byte_offset
+            offset = (0,) * len(rng)
+            whole = self._whole_access = (
+                len(rng), rng, offset, first, first + self.byte_size(),
+                (self._storage.ref, first, rng, offset, rng))
         return whole
 
     @property
@@ -299,12 +302,13 @@ class _Access(_Extent):
         # an empty range (SYCL allows one: accessor.empty()) covers no bytes
         self._end = self._first if 0 in rng else \
             buf._byte_offset + (_linear(last, full) + 1) * item
+        self._key = (buf._storage.ref, self._first, rng, off, full)
 
     def _whole(self, buf: buffer, mode: access_mode, no_init: bool) -> None:
         """An access to the whole buffer: the common case, from values the buffer keeps."""
         self.buffer = buf
         self.dtype = buf._dtype
-        self.dims, self._range, self._offset, self._first, self._end = buf._whole
+        self.dims, self._range, self._offset, self._first, self._end, self._key = buf._whole
         self._memory_range = self._range
         self.access_mode = mode
         self.no_init = no_init
@@ -377,7 +381,11 @@ class accessor(_Access):
             if n == 3 and self.access_mode is access_mode.read:
                 self._init_access(buf, access_mode.read, True, None, None, "accessor")
             h = args[0]
-            self.bind(h._queue)
+            q, s = h._queue, buf._storage
+            if q._context is s.context and q._device is s.device and not s.released:
+                self._context = q._context  # bound before: what `bind` would find
+            else:
+                self.bind(q)
             h.requirements.append(self)
             return
         h, m, no_init, rng, off = _parse(args, mode, access_range, access_offset,
@@ -412,9 +420,10 @@ class accessor(_Access):
         if self._host_task:
             raise exception(errc.kernel_argument, "a kernel uses an accessor made with "
                             "sycl.host_task, which is for the command group's host task")
-        s.check_live("accessor")
+        if s.released:
+            s.check_live("accessor")
         h = launching_handler()
-        if h is not None and not any(r is self for r in h.requirements):
+        if h is not None and self not in h.requirements:  # accessors compare by identity
             raise exception(errc.kernel_argument, "the kernel uses an accessor its command "
                             "group does not require: make it with sycl.accessor(buf, h) in "
                             "the command group (h.require(acc) for a placeholder)")
@@ -425,8 +434,16 @@ class accessor(_Access):
     def _vksycl_launch_key(self) -> tuple:
         """What this accessor's launch values depend on: accessors with equal keys pack
         the same (the memory object is held weakly: a dead one equals no live one)."""
-        return (self.buffer._storage.ref, self._first, self._range, self._offset,
-                self._memory_range)
+        return self._key
+
+    def _vksycl_check_launch(self) -> None:
+        """The checks of `_vksycl_launch_address` a launch repeating an earlier one (whose
+        accessor had this one's launch key) still needs."""
+        if self._host_task or self._context is None or self.buffer._storage.released:
+            self._vksycl_launch_address(None)  # raises
+        h = launching_handler()
+        if h is not None and self not in h.requirements:
+            self._vksycl_launch_address(None)  # raises
 
     def _vksycl_launch_piece(self, what: str, d: int) -> int:
         if what == "range":
@@ -612,9 +629,28 @@ class local_accessor(_Extent):
 
 
 # -- a command group's accessors ---------------------------------------------------------
-def acquire(requirements: list[accessor], queue: Any) -> list[event]:
+def enqueue(queue: Any, command: Any, h: handler) -> event:
+    """Runs a command group's command after the earlier accesses its accessors must
+    follow (and the events it depends on), then records its event as their latest
+    access; copies to the device first what the host wrote and the command reads."""
+    requirements = h.requirements
+    lock.acquire()  # not `with`: every command group with accessors passes here
+    try:
+        ev = queue.execute(command, [*h._deps, *_acquire(requirements, queue)])
+        for acc in requirements:
+            writes = acc.access_mode is not access_mode.read
+            if acc._host_task:
+                acc.buffer._storage.host_access(acc._first, acc._end, writes, ev)
+            else:
+                acc.buffer._storage.access(acc._first, acc._end, writes, ev)
+    finally:
+        lock.release()
+    return ev
+
+
+def _acquire(requirements: list[accessor], queue: Any) -> list[event]:
     """The events a command group's accessors must follow; copies to the device what the
-    host wrote and the command will read. Call under `lock`, then `record`."""
+    host wrote and the command will read."""
     deps: list[event] = []
     for acc in requirements:
         s = acc.buffer._storage
@@ -640,13 +676,3 @@ def _discards(requirements: list[accessor], s: Storage) -> bool:
     accessor it has to that memory is no_init (another one, a read_only one say, needs
     the old contents)."""
     return all(a.no_init for a in requirements if a.buffer._storage is s)
-
-
-def record(requirements: list[accessor], ev: event) -> None:
-    """The command group's event as the latest access of each accessor's memory."""
-    for acc in requirements:
-        writes = acc.access_mode is not access_mode.read
-        if acc._host_task:
-            acc.buffer._storage.host_access(acc._first, acc._end, writes, ev)
-        else:
-            acc.buffer._storage.access(acc._first, acc._end, writes, ev)

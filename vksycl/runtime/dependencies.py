@@ -12,42 +12,39 @@ its nodes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass
-class Access:
-    first: int  # byte range [first, end) of the memory object
-    end: int
-    writes: bool
-    token: Any
-
-
 class AccessTracker:
-    """The accesses that a later one may still have to wait for. A write drops the
-    accesses it covers: whatever waits for it waits for them through it."""
+    """The accesses that a later one may still have to wait for, each a tuple (first
+    byte, end byte, writes, token). A write drops the accesses it covers: whatever waits
+    for it waits for them through it."""
 
     __slots__ = ("accesses",)
 
     def __init__(self) -> None:
-        self.accesses: list[Access] = []
+        self.accesses: list[tuple[int, int, bool, Any]] = []
 
     def conflicts(self, first: int, end: int, writes: bool) -> list[Any]:
         """The tokens of earlier accesses that an access of [first, end) must follow."""
-        return [a.token for a in self.accesses
-                if (writes or a.writes) and a.first < end and first < a.end]
+        accesses = self.accesses
+        if len(accesses) == 1:  # the common case: one access, its writer or reader
+            a_first, a_end, a_writes, token = accesses[0]
+            return [token] if (writes or a_writes) and a_first < end and first < a_end \
+                else []
+        return [token for a_first, a_end, a_writes, token in accesses
+                if (writes or a_writes) and a_first < end and first < a_end]
 
     def record(self, first: int, end: int, writes: bool, token: Any) -> None:
         if writes:
             self.accesses = [a for a in self.accesses
-                             if not (first <= a.first and a.end <= end)]
-        self.accesses.append(Access(first, end, writes, token))
+                             if not (first <= a[0] and a[1] <= end)]
+        self.accesses.append((first, end, writes, token))
 
     def forget(self, finished: Callable[[Any], bool]) -> None:
         """Drops the accesses whose token is done: nothing needs to wait for them."""
         if self.accesses:
-            self.accesses = [a for a in self.accesses if not finished(a.token)]
+            self.accesses = [a for a in self.accesses if not finished(a[3])]
 
     def tokens(self) -> list[Any]:
-        return [a.token for a in self.accesses]
+        return [a[3] for a in self.accesses]

@@ -123,10 +123,7 @@ class queue:
         if self.recording_graph is not None:
             return self.recording_graph._record_from_queue(self, command, h)
         if h.requirements:
-            with buffers.lock:
-                ev = self.execute(command, [*h.dependencies,
-                                            *buffers.acquire(h.requirements, self)])
-                buffers.record(h.requirements, ev)
+            ev = buffers.enqueue(self, command, h)
         else:
             ev = self.execute(command, h.dependencies)
         for hook in h.enqueued:
