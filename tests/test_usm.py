@@ -163,3 +163,59 @@ def test_one_kernel_over_an_allocation_past_the_storage_buffer_range(q):
     q.memcpy(got, x, n * 4).wait()
     np.testing.assert_array_equal(got, np.arange(n, dtype=np.int32) * 3 + 1)
     sycl.free(x, q)
+
+
+# -- host stores and loads of struct values ----------------------------------------------------
+@sycl.struct
+class Vec2:
+    x: sycl.float32
+    y: sycl.float32
+
+
+@sycl.struct
+class View:
+    origin: Vec2
+    data: sycl.ptr[sycl.float32]
+    n: sycl.int32
+
+
+@pytest.mark.parametrize("kind", ["shared", "host"])
+def test_host_stores_and_loads_structs_with_pointer_and_struct_fields(q, kind):
+    malloc = {"shared": sycl.malloc_shared, "host": sycl.malloc_host}[kind]
+    data = sycl.malloc_shared(8, sycl.float32, q)
+    np.asarray(data)[:] = np.arange(8)
+    views = malloc(3, View, q)
+    views[0] = View(origin=Vec2(1.0, 2.0), data=data + 2, n=3)
+    views[1] = View(Vec2(-1.0, 0.5), None, 0)
+    got = views[0]
+    assert type(got) is View and type(got.origin) is Vec2
+    assert (got.origin.x, got.origin.y, got.n) == (1.0, 2.0, 3)
+    assert got.data == data + 2 and got.data.dtype == np.float32
+    assert views[1].data is None
+    out = sycl.malloc_shared(2, sycl.float32, q)
+
+    def k():  # the device reads what the host stored
+        v = views[0]
+        s = 0.0
+        for i in range(v.n):
+            s += v.data[i]
+        out[0] = s + v.origin.x * 10.0
+        out[1] = views[1].origin.y
+    q.single_task(k).wait()
+    np.testing.assert_array_equal(np.asarray(out), [2 + 3 + 4 + 10.0, 0.5])
+    for p in (data, views, out):
+        sycl.free(p, q)
+
+
+def test_host_store_of_a_struct_errors(q):
+    views = sycl.malloc_shared(1, View, q)
+    with pytest.raises(sycl.exception, match="into memory of View: it has no field 'origin'") as e:
+        views[0] = Vec2(1.0, 2.0)
+    assert e.value.code() == sycl.errc.invalid
+    with pytest.raises(sycl.exception, match=r"sycl\.ptr or None"):
+        views[0] = View(Vec2(0, 0), data=np.zeros(4, np.float32), n=4)
+    device = sycl.malloc_device(1, View, q)
+    with pytest.raises(sycl.exception, match="not accessible from the host"):
+        device[0] = View(Vec2(0, 0), None, 0)
+    for p in (views, device):
+        sycl.free(p, q)

@@ -50,6 +50,21 @@ def pointee(dtype: np.dtype) -> np.dtype | None:
     return None if meta is None else meta.get(_POINTEE)
 
 
+_STRUCT = "vksycl.struct"
+
+
+def struct_dtype_of(cls: type, dtype: np.dtype) -> np.dtype:
+    """A struct class's structured dtype, naming the class in its metadata, so that host
+    loads from USM give back instances of it."""
+    return np.dtype(dtype, metadata={_STRUCT: cls})
+
+
+def struct_class(dtype: np.dtype) -> type | None:
+    """The `@sycl.struct` class whose memory a structured dtype lays out, else None."""
+    meta = dtype.metadata
+    return None if meta is None else meta.get(_STRUCT)
+
+
 def dtype_key(dtype: np.dtype) -> Any:
     """A hashable key that tells dtypes apart the way kernels see them: numpy's equality
     ignores metadata, so a pointer dtype would otherwise equal uint64 (and every other

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import invalid
+from ..types import struct_dtype_of
 from . import virtual
 from .type_registry import register_struct, type_of_annotation
 from .typesys import U32, Struct, Type, layout, struct_dtype
@@ -43,7 +44,7 @@ def struct(cls: type) -> type:
         fields.append((name, t))
     st = Struct(cls.__name__, tuple(fields), cls)
     cls.__vksycl_struct__ = st
-    cls.dtype = struct_dtype(st)
+    cls.dtype = struct_dtype_of(cls, struct_dtype(st))
     register_struct(st, cls.dtype)
     if virtual.is_polymorphic(cls):
         virtual.register(cls)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import errc, exception
-from ..types import as_dtype, pointee, pointer_dtype
+from ..types import as_dtype, pointee, pointer_dtype, struct_class
 from .allocator import Allocator, Chunk
 from .engine import Buffer
 
@@ -172,16 +172,11 @@ class ptr:
         return alloc_.host_bytes()[offset: offset + size]
 
     def __getitem__(self, index: int) -> Any:
-        value = self._element(index).view(self.dtype)[0]
-        target = pointee(self.dtype)
-        if target is None:
-            return value
-        return self.allocation.context._pointer_at(int(value), target)
+        return _loaded(self._element(index).view(self.dtype)[0], self.dtype,
+                       self.allocation.context)
 
     def __setitem__(self, index: int, value: Any) -> None:
-        if pointee(self.dtype) is not None:
-            value = _stored_address(value)
-        self._element(index).view(self.dtype)[0] = value
+        self._element(index).view(self.dtype)[0] = _stored(value, self.dtype)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if copy:
@@ -190,6 +185,56 @@ class ptr:
         view = raw[self.byte_offset: self.byte_offset + self.count * self.dtype.itemsize]
         view = view.view(self.dtype)
         return view if dtype is None else view.astype(dtype, copy=False)
+
+
+def _loaded(raw: Any, dtype: np.dtype, context: Any) -> Any:
+    """A host value of memory of `dtype`: a `sycl.ptr` (or None) for a pointer, an
+    instance of the struct class for a struct, each field loaded so."""
+    target = pointee(dtype)
+    if target is not None:
+        return context._pointer_at(int(raw), target)
+    if dtype.names is None:
+        return raw
+    cls = struct_class(dtype)
+    if cls is None:
+        return raw  # a plain numpy structured type: its record
+    obj = cls.__new__(cls)
+    for name in dtype.names:
+        field = dtype.fields[name][0]
+        value = raw[name]
+        if field.subdtype is not None:
+            value = np.array(value) if pointee(field.base) is None and \
+                field.base.names is None else [_loaded(v, field.base, context)
+                                               for v in np.ravel(value)]
+        else:
+            value = _loaded(value, field, context)
+        setattr(obj, name, value)
+    return obj
+
+
+def _stored(value: Any, dtype: np.dtype) -> Any:
+    """What memory of `dtype` holds for a host value: a pointer's address, a struct's
+    fields (from a struct instance, or any object with those attributes) as a record."""
+    if pointee(dtype) is not None:
+        return _stored_address(value)
+    if dtype.names is None or isinstance(value, np.void | tuple):
+        return value
+    record = np.zeros((), dtype)
+    for name in dtype.names:
+        field = dtype.fields[name][0]
+        try:
+            v = getattr(value, name)
+        except AttributeError:
+            cls = struct_class(dtype)
+            raise exception(errc.invalid, f"storing a {type(value).__name__} into memory of "
+                            f"{dtype if cls is None else cls.__name__}: it has no field "
+                            f"'{name}'") from None
+        if field.subdtype is not None and (pointee(field.base) is not None or
+                                           field.base.names is not None):
+            record[name] = [_stored(x, field.base) for x in v]
+        else:
+            record[name] = _stored(v, field)
+    return record
 
 
 def _stored_address(value: Any) -> int:
