@@ -466,6 +466,40 @@ def test_free_function_kernel_with_accessor_parameters(q):
     np.testing.assert_array_equal(contents(grid), want)
 
 
+def test_free_function_kernel_takes_only_accessors_its_command_group_requires(q):
+    """A free function kernel launched in a command group (`nd_launch(h, ...)`) checks
+    its accessors as a closure's are checked: one of another command group, or one passed
+    to a launch outside a command group (`single_task(q, ...)`), would reach its buffer
+    untracked (the host's data never uploaded, the kernel's writes never read back)."""
+    grid = sycl.buffer(np.zeros((5, 6), np.int32))
+    with sycl.host_accessor(grid) as v:
+        v[0, 0] = 9
+    kept = []
+    q.submit(lambda h: kept.append(sycl.accessor(grid, h))).wait()
+    with pytest.raises(sycl.exception, match="does not require") as e:
+        q.submit(lambda h: syclexp.single_task(h, syclexp.kernel_function(corner_ff),
+                                               kept[0]))
+    assert e.value.code() == sycl.errc.kernel_argument
+    with pytest.raises(sycl.exception, match="outside a command group") as e:
+        syclexp.single_task(q, syclexp.kernel_function(corner_ff), kept[0])
+    assert e.value.code() == sycl.errc.kernel_argument
+    placeholder = sycl.accessor(grid, sycl.read_write)
+
+    def cg(h):
+        h.require(placeholder)
+        syclexp.single_task(h, syclexp.kernel_function(corner_ff), placeholder)
+    q.submit(cg).wait()
+    want = np.zeros((5, 6), np.int32)
+    want[0, 0], want[4, 5] = 9, 0
+    np.testing.assert_array_equal(contents(grid), want)
+    q.submit(lambda h: syclexp.single_task(
+        h, syclexp.kernel_function(corner_ff),
+        sycl.accessor(grid, h, access_range=sycl.range(2, 3),
+                      access_offset=sycl.id(3, 3)))).wait()
+    want[4, 5] = 303
+    np.testing.assert_array_equal(contents(grid), want)
+
+
 @pytest.mark.parametrize("local", [8, 16])
 def test_free_function_kernel_with_a_local_accessor_of_each_shape(q, local):
     data = np.arange(64, dtype=np.int32)

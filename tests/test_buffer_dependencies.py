@@ -3,6 +3,9 @@ read after write, write after read and write after write are ordered on out-of-o
 queues, across queues of one context, with host accessors and USM commands mixed in;
 readers do not wait for each other."""
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -278,3 +281,164 @@ def test_host_task_accessor_errors(q):
     with sycl.host_accessor(buf, sycl.read_only) as v:
         assert (v == 0).all()
     buf.release()
+
+
+def test_copies_and_fills_refuse_host_task_accessors(q):
+    """A host_task accessor's command group brings the host copy up to date, not the
+    device copy that copies and fills reach: a copy through one read the device's stale
+    memory (zeros, not the buffer's data)."""
+    a = np.arange(8, dtype=np.int32)
+    out = np.full(8, -1, np.int32)
+    with sycl.buffer(a) as buf:
+        for cgf in (lambda h: h.copy(sycl.accessor(buf, h, sycl.read_only, sycl.host_task),
+                                     out),
+                    lambda h: h.fill(sycl.accessor(buf, h, sycl.write_only, sycl.host_task),
+                                     np.int32(5)),
+                    lambda h: h.update_host(sycl.accessor(buf, h, sycl.read_only,
+                                                          sycl.host_task))):
+            with pytest.raises(sycl.exception, match="host_task") as e:
+                q.submit(cgf)
+            assert e.value.code() == sycl.errc.invalid
+        q.submit(lambda h: h.copy(sycl.accessor(buf, h, sycl.read_only), out)).wait()
+    np.testing.assert_array_equal(out, np.arange(8))
+    np.testing.assert_array_equal(a, np.arange(8))
+
+
+def _finishes(work, seconds: float = 30.0) -> bool:
+    """Whether `work()` returns within `seconds`: a wait that must not hang fails the test
+    instead of hanging it."""
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    t.join(seconds)
+    return not t.is_alive()
+
+
+@pytest.mark.parametrize("host_data", [True, False])
+@pytest.mark.parametrize("reader", ["kernel", "copy", "host_task"])
+def test_readers_do_not_wait_for_an_open_read_only_host_accessor(q, reader, host_data):
+    """Readers never wait for each other, a read-only host accessor among them: a command
+    group reading the buffer runs while one is open (the host's data going to the device
+    first, or a host task reading the host copy), and a writer after it still waits."""
+    want = np.arange(N, dtype=np.float32)
+    if host_data:
+        buf = sycl.buffer(want.copy())
+    else:
+        buf = sycl.buffer(sycl.range(N), np.float32)
+        q.submit(lambda h: h.copy(want, sycl.accessor(buf, h, sycl.write_only))).wait()
+    out = np.zeros(N, np.float32)
+    out_buf = sycl.buffer(sycl.range(N), np.float32)
+
+    def read(h):
+        if reader == "kernel":
+            src = sycl.accessor(buf, h, sycl.read_only)
+            dst = sycl.accessor(out_buf, h, sycl.write_only, sycl.no_init)
+
+            def k(i):
+                dst[i] = src[i]
+            h.parallel_for(sycl.range(N), k)
+        elif reader == "copy":
+            h.copy(sycl.accessor(buf, h, sycl.read_only), out)
+        else:
+            src = sycl.accessor(buf, h, sycl.read_only, sycl.host_task)
+            h.host_task(lambda: np.copyto(out, np.asarray(src)))
+
+    with sycl.host_accessor(buf, sycl.read_only) as view:
+        assert _finishes(q.submit(read).wait)
+        writer = q.submit(lambda h: h.fill(sycl.accessor(buf, h, sycl.write_only),
+                                           np.float32(-1)))
+        time.sleep(0.1)
+        assert not writer.is_complete()  # write after read: waits for the host accessor
+        np.testing.assert_array_equal(view, want)
+    writer.wait()
+    if reader == "kernel":
+        with sycl.host_accessor(out_buf, sycl.read_only) as v:
+            np.testing.assert_array_equal(v, want)
+    else:
+        np.testing.assert_array_equal(out, want)
+    with sycl.host_accessor(buf, sycl.read_only) as v:
+        assert (v == -1).all()
+
+
+def test_a_ranged_host_accessor_leaves_no_writer_of_the_buffer_half_copied(q):
+    """A host accessor copies the whole buffer from the device when a kernel wrote last,
+    so it waits for the writers of the regions it does not access too: copied while one
+    runs, that writer's data would be lost, the host copy counting as current."""
+    half = N // 2
+    buf = sycl.buffer(sycl.range(N), np.int32)
+    q.submit(lambda h: h.fill(sycl.accessor(buf, h, sycl.write_only), np.int32(1))).wait()
+    late = q.submit(lambda h: h.host_task(lambda: time.sleep(0.3)))
+
+    def upper(h):
+        h.depends_on(late)
+        h.fill(sycl.accessor(buf, h, sycl.write_only, access_range=sycl.range(half),
+                             access_offset=sycl.id(half)), np.int32(2))
+    q.submit(upper)
+    with sycl.host_accessor(buf, sycl.read_only, access_range=sycl.range(half)) as low:
+        assert (low == 1).all()
+    with sycl.host_accessor(buf, sycl.read_only) as v:
+        assert (v[:half] == 1).all() and (v[half:] == 2).all()
+
+
+def test_a_host_accessor_waits_without_stopping_other_threads(q):
+    """A host accessor waiting for a kernel lets other threads submit command groups
+    meanwhile: the thread holding the host accessor the kernel waits for may submit one
+    before it releases it."""
+    held = sycl.buffer(np.zeros(8, np.int32))
+    other = sycl.buffer(np.zeros(8, np.int32))
+    opened, submitted = threading.Event(), threading.Event()
+    seen = []
+
+    def holder():
+        with sycl.host_accessor(held) as v:
+            v[:] = 1
+            opened.set()
+            submitted.wait(30)
+            time.sleep(0.2)  # the other thread waits in its host accessor by now
+            q.submit(lambda h: h.fill(sycl.accessor(other, h, sycl.write_only),
+                                      np.int32(3))).wait()
+
+    def reader():
+        opened.wait(30)
+        q.submit(lambda h: h.fill(sycl.accessor(held, h, sycl.write_only,
+                                                access_range=sycl.range(4)), np.int32(5)))
+        submitted.set()
+        with sycl.host_accessor(held, sycl.read_only) as v:  # waits for the fill
+            seen.append(v.copy())
+
+    t = threading.Thread(target=holder, daemon=True)
+    t.start()
+    assert _finishes(reader)
+    t.join(30)
+    assert not t.is_alive()
+    np.testing.assert_array_equal(seen[0], [5, 5, 5, 5, 1, 1, 1, 1])
+    with sycl.host_accessor(other, sycl.read_only) as v:
+        assert (v == 3).all()
+
+
+def test_a_host_accessor_open_in_another_thread_is_waited_for(q):
+    """A conflicting host accessor waits for one another thread holds, as SYCL's host
+    accessors wait for their requirements (only one this thread holds is an error)."""
+    buf = sycl.buffer(np.zeros(8, np.int32))
+    opened = threading.Event()
+
+    def writer():
+        with sycl.host_accessor(buf) as v:
+            opened.set()
+            time.sleep(0.3)
+            v[:] = 1
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    opened.wait(30)
+    seen = []
+
+    def second():
+        with sycl.host_accessor(buf) as v:
+            seen.append(v.copy())
+            v += 1
+
+    assert _finishes(second)
+    t.join(30)
+    np.testing.assert_array_equal(seen[0], np.ones(8))
+    with sycl.host_accessor(buf, sycl.read_only) as v:
+        assert (v == 2).all()

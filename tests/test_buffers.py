@@ -284,6 +284,14 @@ def test_update_host_refreshes_the_host_copy(q):
      sycl.errc.invalid, "write_only"),
     (lambda buf, h: h.copy(sycl.accessor(buf, h), np.zeros(4, np.int32)),
      sycl.errc.invalid, "overrun"),
+    # one element type on both sides, as in SYCL's copy(acc, T*): not the bytes of
+    # another type, reinterpreted or overrunning no element
+    (lambda buf, h: h.copy(sycl.accessor(buf, h, sycl.read_only), np.zeros(24, np.float32)),
+     sycl.errc.invalid, "one element type"),
+    (lambda buf, h: h.copy(np.ones(24, np.float32), sycl.accessor(buf, h, sycl.write_only)),
+     sycl.errc.invalid, "one element type"),
+    (lambda buf, h: h.copy(np.ones(12, np.int64), sycl.accessor(buf, h, sycl.write_only)),
+     sycl.errc.invalid, "one element type"),
     (lambda buf, h: h.fill(sycl.accessor(buf, h), np.int64(1)), sycl.errc.invalid,
      "bytes"),
     (lambda buf, h: h.fill(sycl.accessor(buf, h, sycl.read_only), np.int32(1)),
@@ -381,6 +389,40 @@ def test_kernel_using_an_accessor_its_command_group_does_not_require(q):
         assert errc_of(e) == sycl.errc.kernel_argument
     with sycl.host_accessor(buf, sycl.read_only) as v:
         assert (v == 0).all()
+
+
+def test_kernel_launched_outside_a_command_group_cannot_use_an_accessor(q):
+    """An accessor kept from its command group and captured by a kernel launched with
+    the queue's shortcut would reach its buffer untracked: no upload of what the host
+    wrote, no write-back of what the kernel writes, no order with other command groups.
+    Refused, whether the kernel was launched before in a command group or not."""
+    a = np.zeros(8, np.int32)
+    buf = sycl.buffer(a)
+    kept = []
+
+    def add(acc, n):
+        def k(i):
+            acc[i] = acc[i] + n
+        return k
+
+    def cgf(h):
+        kept.append(sycl.accessor(buf, h))
+        h.parallel_for(sycl.range(8), add(kept[-1], 1))
+    q.submit(cgf).wait()
+    with sycl.host_accessor(buf) as v:
+        v[:] += 10
+    acc = kept[0]
+
+    def seven(i):
+        acc[i] = 7
+    # the kernel and accessor of the last launch (its command kept), then a new kernel
+    for kernel in (add(acc, 1), seven):
+        with pytest.raises(sycl.exception, match="outside a command group") as e:
+            q.parallel_for(sycl.range(8), kernel)
+        assert errc_of(e) == sycl.errc.kernel_argument
+    q.submit(cgf)
+    buf.release()
+    np.testing.assert_array_equal(a, np.full(8, 12))
 
 
 @pytest.mark.parametrize("shape, offset, size", [

@@ -347,3 +347,22 @@ def test_a_loop_over_a_few_buffers_launches_their_commands_again(q):
     buffers[1].release()
     with pytest.raises(sycl.exception, match="released"):
         q.submit(add_one(buffers[1]))
+
+
+def test_a_reinterpreted_buffer_runs_the_kernel_of_its_element_type(q):
+    """A reinterpretation of a buffer to an element type of the same size has the
+    buffer's memory and region, so its accessor's launch values are the same: the kernel
+    compiled for the other element type must not run again (float + 1, then int + 1 on
+    the float's bits)."""
+    a = np.arange(16, dtype=np.float32)
+    with sycl.buffer(a) as buf:
+        for view in (buf, buf.reinterpret(np.int32), buf):
+            def cgf(h, view=view):
+                acc = sycl.accessor(view, h)
+
+                def k(i):
+                    acc[i] = acc[i] + 1
+                h.parallel_for(sycl.range(16), k)
+            q.submit(cgf)
+    want = ((np.arange(16, dtype=np.float32) + 1).view(np.int32) + 1).view(np.float32) + 1
+    np.testing.assert_array_equal(a.view(np.int32), want.view(np.int32))

@@ -31,7 +31,7 @@ from ..compiler.typesys import (
 from ..exceptions import errc, exception, invalid
 from ..info import device as dinfo
 from ..ranges import check_work_items, nd_range
-from ..runtime.handler import check_set_args, handler
+from ..runtime.handler import check_set_args, handler, launched_in
 from ..runtime.queue import queue
 from ..runtime.usm import ptr as ptr_type
 from ..types import dtype_key
@@ -369,8 +369,8 @@ def _enqueue(h: handler, kernel: FreeFunctionKernel, launch: Any, args: tuple,
              properties: Any, p: Plan) -> None:
     """The launch as the command of a command group, with the recipe a graph needs."""
     q = h._queue
-    h._set(launch_command(q.get_device(), kernel, launch, args, properties, p,
-                          q.get_context()))
+    h._set(launched_in(h, lambda: launch_command(q.get_device(), kernel, launch, args,
+                                                 properties, p, q.get_context())))
     h.launch_recipe = (Relaunch(kernel, args, p), launch, properties)
 
 

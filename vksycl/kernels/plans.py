@@ -121,11 +121,14 @@ class _AccessorKey:
             acc.dims == self.dims and _accessor_what(acc) == self.what
 
     def launches_alike(self, acc: Any) -> bool:
-        """Whether `acc` packs the launch values of the accessor this key was kept of (the
-        same live memory, region and mode); the accessor's own launch checks run too."""
+        """Whether `acc` runs the kernel and packs the launch values of the accessor this
+        key was kept of (the same element type, live memory, region and mode: a
+        reinterpretation has its buffer's memory and region but another kernel); the
+        accessor's own launch checks run too."""
         if self.launch is None:  # a local accessor: nothing of it is pushed
             return self.matches(acc)
-        if type(acc) is not self.cls or acc.access_mode is not self.what:
+        if type(acc) is not self.cls or acc.access_mode is not self.what or \
+                acc.dtype is not self.dtype:
             return False
         key = acc._vksycl_launch_key()
         if key is not self.launch and key != self.launch:

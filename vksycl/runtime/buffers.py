@@ -423,7 +423,12 @@ class accessor(_Access):
         if s.released:
             s.check_live("accessor")
         h = launching_handler()
-        if h is not None and self not in h.requirements:  # accessors compare by identity
+        if h is None:  # a launch outside a command group: nothing would track the buffer
+            raise exception(errc.kernel_argument, "a kernel launched outside a command "
+                            "group (queue.parallel_for / single_task) uses an accessor: "
+                            "launch it in a command group that requires the accessor "
+                            "(q.submit(cgf), sycl.accessor(buf, h) in cgf)")
+        if self not in h.requirements:  # accessors compare by identity
             raise exception(errc.kernel_argument, "the kernel uses an accessor its command "
                             "group does not require: make it with sycl.accessor(buf, h) in "
                             "the command group (h.require(acc) for a placeholder)")
@@ -442,7 +447,7 @@ class accessor(_Access):
         if self._host_task or self._context is None or self.buffer._storage.released:
             self._vksycl_launch_address(None)  # raises
         h = launching_handler()
-        if h is not None and self not in h.requirements:
+        if h is None or self not in h.requirements:
             self._vksycl_launch_address(None)  # raises
 
     def _vksycl_launch_piece(self, what: str, d: int) -> int:
@@ -458,6 +463,10 @@ class accessor(_Access):
         if self._context is None:
             raise exception(errc.invalid, f"{what}: a placeholder accessor needs "
                             "h.require(acc) first")
+        if self._host_task:  # its command group updates the host copy, not the device copy
+            raise exception(errc.invalid, f"{what}: an accessor made with sycl.host_task "
+                            "is for the command group's host task; copies and fills take "
+                            "sycl.accessor(buf, h, mode)")
         s = self.buffer._storage
         s.check_live(what)
         if self._end - self._first == self.byte_size():
@@ -540,18 +549,26 @@ class host_accessor(_Access):
         s = buf._storage
         s.check_live("host_accessor")
         s.check_not_recorded("host_accessor")
-        with lock:
-            s.wait(self._first, self._end, m.writes, "host_accessor")
-            if no_init and self.covers_all():
-                s.device_newer = False
-            host = s.host_copy()
-            if m.writes:
-                s.host_newer = True
-                s.written = True
-            frame = sys._getframe(1)
-            self._gate = _HostAccessGate(f"made at {frame.f_code.co_filename}:"
-                                         f"{frame.f_lineno}")
-            s.tracker.record(self._first, self._end, m.writes, self._gate)
+        discard = no_init and self.covers_all()
+        while True:
+            # the waits happen outside the lock, which every command group with accessors
+            # takes: the thread that would release what they wait for may be submitting one
+            with lock:
+                s.check_live("host_accessor")
+                waits = s.host_waits(self._first, self._end, m.writes, discard)
+                if not waits:  # nothing left to wait for: take the host copy now
+                    if discard:
+                        s.device_newer = False
+                    host = s.host_copy()
+                    if m.writes:
+                        s.host_newer = True
+                        s.written = True
+                    frame = sys._getframe(1)
+                    self._gate = _HostAccessGate(f"made at {frame.f_code.co_filename}:"
+                                                 f"{frame.f_lineno}")
+                    s.tracker.record(self._first, self._end, m.writes, self._gate)
+                    break
+            s.wait(waits, "host_accessor")
         view = buf.elements(host)[tuple(slice(o, o + r) for o, r in
                                         zip(self._offset, self._range, strict=True))]
         if not m.writes:
@@ -657,7 +674,8 @@ def _acquire(requirements: list[accessor], queue: Any) -> list[event]:
         if s.released:
             s.check_live("accessor")
         if acc._host_task:
-            deps += [e for e in s.for_host_task(queue) if e not in deps]
+            deps += [e for e in s.for_host_task(queue, acc._first, acc._end,
+                                                acc.access_mode.writes) if e not in deps]
             continue
         if s.host_newer:
             if acc.no_init and acc.covers_all() and _discards(requirements, s):

@@ -62,6 +62,18 @@ def launching_handler() -> handler | None:
     return getattr(_launching, "handler", None)
 
 
+def launched_in(h: handler, build: Callable[[], Command]) -> Command:
+    """The command `build` makes, as command group `h`'s kernel: the accessors it packs
+    must be ones `h` requires (for kernels not built by `handler._launch`: free function
+    kernels launched with `nd_launch(h, ...)`)."""
+    outer = getattr(_launching, "handler", None)
+    _launching.handler = h
+    try:
+        return build()
+    finally:
+        _launching.handler = outer
+
+
 KernelFrontEnd = Callable[..., Command]
 _kernel_front_end: KernelFrontEnd | None = None
 
@@ -283,6 +295,10 @@ class handler:
         if _is_accessor(src) and _is_accessor(dest) and \
                 np.dtype(src.dtype).itemsize != np.dtype(dest.dtype).itemsize:
             raise exception(errc.invalid, f"copy from {src.dtype} to {dest.dtype} elements")
+        if _is_accessor(src) != _is_accessor(dest):
+            # SYCL's copy(acc, T*) has one T: an array or pointer of another element type
+            # would take the bytes reinterpreted (raises, as copies between USM and arrays)
+            _itemsize(src, dest)
         if _is_accessor(src) and not src.access_mode.reads:
             raise exception(errc.invalid, "copy from a write_only accessor")
         if _is_accessor(dest) and not dest.access_mode.writes:

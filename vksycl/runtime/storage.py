@@ -81,15 +81,29 @@ class Storage:
 
     def upload(self, queue: Any) -> event | None:
         """Copies the host copy to the device if the host wrote last; the copy waits for
-        the host accessors still open, and commands after it wait for it."""
+        the writing host accessors still open, and commands after it wait for it."""
         if not self.host_newer:
             return None
-        host = self.host
-        cmd = MemCopy(Span(None, host, 0, self.nbytes),
-                      Span(self.allocation, None, 0, self.nbytes))
-        ev = queue.execute(cmd, self.tracker.conflicts(0, self.nbytes, True))
-        self.tracker.record(0, self.nbytes, True, ev)
+        ev = self._transfer(queue, MemCopy(Span(None, self.host, 0, self.nbytes),
+                                           Span(self.allocation, None, 0, self.nbytes)))
         self.host_newer = False
+        return ev
+
+    def _transfer(self, queue: Any, command: MemCopy) -> event:
+        """Runs a copy of the whole memory between its host and device copies after every
+        access to it but the read-only host accessors, and records it as a write. A
+        read-only host accessor's region is the same on both sides (a device write to it
+        waits for the accessor), so the copy need not wait for it; the accessor stays
+        tracked, so the writers after the copy still do (a reading command group while a
+        read-only host accessor is open must not wait for it, as readers never wait for
+        each other)."""
+        tracker = self.tracker
+        readers = [a for a in tracker.accesses if not a[2] and _is_gate(a[3])]
+        deps = [t for t in tracker.conflicts(0, self.nbytes, True)
+                if not any(t is r[3] for r in readers)]
+        ev = queue.execute(command, deps)
+        tracker.record(0, self.nbytes, True, ev)
+        tracker.accesses += readers
         return ev
 
     def discard_host(self) -> None:
@@ -105,19 +119,16 @@ class Storage:
             self.tracker.forget(_finished)
 
     # -- host tasks -----------------------------------------------------------------------
-    def for_host_task(self, queue: Any) -> list[event]:
-        """What a host task's accessor must follow: the earlier accesses, and a copy of
-        the device copy to the host copy if a kernel wrote last (made before the task,
-        so the host copy holds what the task reads)."""
-        deps = self.tracker.conflicts(0, self.nbytes, True)
+    def for_host_task(self, queue: Any, first: int, end: int, writes: bool) -> list[event]:
+        """What a host task's access of [first, end) must follow: the earlier accesses it
+        conflicts with, and a copy of the device copy to the host copy if a kernel wrote
+        last (made before the task, so the host copy holds what the task reads)."""
         if self.device_newer:
             host = self.host_copy_made()
-            ev = queue.execute(MemCopy(Span(self.allocation, None, 0, self.nbytes),
-                                       Span(None, host, 0, self.nbytes)), deps)
-            self.tracker.record(0, self.nbytes, True, ev)
+            self._transfer(queue, MemCopy(Span(self.allocation, None, 0, self.nbytes),
+                                          Span(None, host, 0, self.nbytes)))
             self.device_newer = False
-            return [ev]
-        return deps
+        return self.tracker.conflicts(first, end, writes)
 
     def host_access(self, first: int, end: int, writes: bool, ev: event) -> None:
         """A host task's access: what it writes reaches the device before a kernel reads
@@ -133,11 +144,27 @@ class Storage:
         return self.host
 
     # -- host side ----------------------------------------------------------------------
-    def wait(self, first: int, end: int, writes: bool, what: str) -> None:
-        """Waits for the device accesses a host access of [first, end) must follow."""
-        for token in self.tracker.conflicts(first, end, writes):
+    def host_waits(self, first: int, end: int, writes: bool, discard: bool) -> list[Any]:
+        """The unfinished accesses a host access of [first, end) must follow before it
+        takes the host copy: those it conflicts with and, where the host copy is to be
+        downloaded (a kernel wrote last, and the access does not discard it all), every
+        writer of the memory, since the download copies all of it: a writer of another
+        region still running would be copied half done, and what it writes after lost,
+        the host copy counting as current once downloaded."""
+        tracker = self.tracker
+        tokens = tracker.conflicts(first, end, writes)
+        if self.device_newer and not discard:
+            tokens += tracker.conflicts(0, self.nbytes, False)
+        return [t for t in tokens if not t.is_complete()]
+
+    def wait(self, tokens: list[Any], what: str) -> None:
+        """Waits for the accesses `host_waits` found, refusing the waits that would never
+        end: for an open host accessor this thread holds, or a command waiting for one
+        (one that another thread holds is waited for, as SYCL's host accessors wait)."""
+        for token in tokens:
             gate = getattr(token, "host_accessor", None)
-            if gate is not None and not token.is_complete():
+            if gate is not None and not token.is_complete() and \
+                    token.thread == threading.get_ident():
                 raise exception(errc.invalid, f"{what}: the buffer has an open "
                                 f"host_accessor ({gate}); release it first (a second one "
                                 "would wait for it forever)")
@@ -255,3 +282,8 @@ def _check_not_blocked(token: Any, what: str) -> None:
 
 def _finished(token: Any) -> bool:
     return token.is_complete()
+
+
+def _is_gate(token: Any) -> bool:
+    """Whether an access is a host accessor's (its gate), not a command's event."""
+    return getattr(token, "host_accessor", None) is not None
