@@ -466,3 +466,13 @@ def test_copies_and_fills_of_regions_that_are_not_one_run(q, shape, offset, size
     want[region] = -want[region]
     np.testing.assert_array_equal(a, want)
     sycl.free(usm, q)
+
+
+def test_reinterpret_of_a_misaligned_sub_buffer_is_refused():
+    buf = sycl.buffer(np.zeros(16, np.uint8))
+    odd = sycl.buffer(buf, sycl.id(1), sycl.range(8))
+    with pytest.raises(sycl.exception, match="not aligned to 4 bytes") as e:
+        odd.reinterpret(np.int32)
+    assert e.value.code() == sycl.errc.invalid
+    aligned = sycl.buffer(buf, sycl.id(4), sycl.range(8))
+    assert tuple(aligned.reinterpret(np.int32).get_range()) == (2,)

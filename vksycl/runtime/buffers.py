@@ -172,6 +172,10 @@ class buffer(_Extent):
         """The same memory seen as another element type (and range); the byte size does
         not change."""
         dt = as_dtype(dtype)
+        if self._byte_offset % dt.alignment:
+            raise exception(errc.invalid, f"reinterpret as {dt}: the buffer starts at byte "
+                            f"{self._byte_offset} of its memory, which is not aligned to "
+                            f"{dt.alignment} bytes (kernels could not read such elements)")
         if shape is None:
             last = self._range[-1] * self._dtype.itemsize
             if last % dt.itemsize:
