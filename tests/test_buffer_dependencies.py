@@ -442,3 +442,26 @@ def test_a_host_accessor_open_in_another_thread_is_waited_for(q):
     np.testing.assert_array_equal(seen[0], np.ones(8))
     with sycl.host_accessor(buf, sycl.read_only) as v:
         assert (v == 2).all()
+
+
+def test_waiting_on_a_command_held_by_this_threads_host_accessor_is_an_error(q):
+    buf = sycl.buffer(np.zeros(8, np.int32))
+    ha = sycl.host_accessor(buf)
+
+    def add_one(h):
+        x = sycl.accessor(buf, h)
+
+        def k(i):
+            x[i] += 1
+        h.parallel_for(sycl.range(8), k)
+    e = q.submit(add_one)
+    for wait in (e.wait, q.wait):
+        with pytest.raises(sycl.exception, match="this thread holds") as ei:
+            wait()
+        assert ei.value.code() == sycl.errc.invalid
+    ha[:] = 41
+    ha.release()
+    e.wait()
+    with sycl.host_accessor(buf, sycl.read_only) as v:
+        assert (v == 42).all()
+    buf.release()

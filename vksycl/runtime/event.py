@@ -78,10 +78,29 @@ class event:
                 e.wait()
             return
         if not self._issued:
+            self.check_not_blocked("wait")
             self._issued_signal.wait()
         sub = self._submission
         if sub is not None:
             sub.wait()
+
+    def check_not_blocked(self, what: str) -> None:
+        """Refuses to wait for a command that waits (perhaps through other commands) for
+        a host accessor this thread holds open: the wait would never end."""
+        seen: set[int] = set()
+        todo: list[event] = [self]
+        me = threading.get_ident()
+        while todo:
+            e = todo.pop()
+            if id(e) in seen or e.is_complete():
+                continue
+            seen.add(id(e))
+            gate = getattr(e, "host_accessor", None)
+            if gate is not None and getattr(e, "thread", None) == me:
+                raise exception(errc.invalid, f"{what}: a command waits for an open "
+                                f"host_accessor ({gate}) this thread holds; release the "
+                                "host_accessor first (waiting here would never end)")
+            todo += e.get_wait_list()
 
     def wait_and_throw(self: event | Iterable[event]) -> None:
         """Waits; then raises the event's asynchronous error (for a list: waits for every

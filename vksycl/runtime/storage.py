@@ -168,7 +168,7 @@ class Storage:
                 raise exception(errc.invalid, f"{what}: the buffer has an open "
                                 f"host_accessor ({gate}); release it first (a second one "
                                 "would wait for it forever)")
-            _check_not_blocked(token, what)
+            token.check_not_blocked(what)
             token.wait()
 
     def host_copy(self) -> np.ndarray:
@@ -241,7 +241,7 @@ class Storage:
             tokens = self.tracker.tokens()
         tokens = [t for t in tokens if getattr(t, "host_accessor", None) is None]
         for token in tokens:
-            _check_not_blocked(token, "release")
+            token.check_not_blocked("release")
         for token in tokens:
             token.wait()
 
@@ -258,26 +258,6 @@ class Storage:
                              name="buffer-release").start()
             return
         self.release()
-
-
-def _check_not_blocked(token: Any, what: str) -> None:
-    """Refuses to wait for a command that waits (perhaps through other commands) for a
-    host_accessor this thread holds open: the wait would never end."""
-    seen: set[int] = set()
-    todo = [token]
-    while todo:
-        e = todo.pop()
-        if id(e) in seen or e.is_complete():
-            continue
-        seen.add(id(e))
-        gate = getattr(e, "host_accessor", None)
-        if gate is not None and e.thread == threading.get_ident():
-            raise exception(errc.invalid, f"{what}: a command using the buffer waits for an "
-                            f"open host_accessor ({gate}); release the host_accessor first "
-                            "(waiting here would never end)")
-        waits = getattr(e, "get_wait_list", None)
-        if waits is not None:
-            todo += waits()
 
 
 def _finished(token: Any) -> bool:
