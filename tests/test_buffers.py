@@ -47,7 +47,6 @@ def test_buffer_without_host_data(q, spelling):
 
 
 @pytest.mark.parametrize("bad, message", [
-    (lambda: sycl.buffer(sycl.range(0), np.float32), "at least one element"),
     (lambda: sycl.buffer(np.zeros((2, 2, 2, 2))), "1 to 3 dimensions"),
     (lambda: sycl.buffer(sycl.range(1 << 31), np.uint8), "32-bit"),
     (lambda: sycl.buffer(sycl.range(8)), "needs an element type"),
@@ -476,3 +475,21 @@ def test_reinterpret_of_a_misaligned_sub_buffer_is_refused():
     assert e.value.code() == sycl.errc.invalid
     aligned = sycl.buffer(buf, sycl.id(4), sycl.range(8))
     assert tuple(aligned.reinterpret(np.int32).get_range()) == (2,)
+
+
+def test_empty_buffers(q):
+    """SYCL allows a buffer of range 0: accessors of it are empty, commands over it do
+    nothing, and release writes back nothing."""
+    a = np.zeros(0, np.float32)
+    with sycl.buffer(a) as buf, sycl.buffer(sycl.range(0), np.int32) as empty:
+        assert buf.size() == 0 and buf.byte_size() == 0
+        out = np.zeros(0, np.float32)
+
+        def cgf(h):
+            x = sycl.accessor(buf, h)
+            assert x.empty() and x.size() == 0
+            h.copy(x, out)
+        q.submit(cgf).wait()
+        q.submit(lambda h: h.fill(sycl.accessor(empty, h), np.int32(3))).wait()
+        with sycl.host_accessor(empty, sycl.read_only) as v:
+            assert v.shape == (0,)

@@ -246,9 +246,6 @@ def _checked_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
     if not 1 <= len(shape) <= 3:
         raise exception(errc.invalid, f"a buffer has 1 to 3 dimensions, got {len(shape)}")
     n = int(np.prod(shape))
-    if n <= 0:
-        raise exception(errc.invalid, f"a buffer needs at least one element, got range "
-                        f"{tuple(shape)}")
     if n > MAX_ELEMENTS:
         raise exception(errc.invalid, f"a buffer of {n} elements: kernels index buffers with "
                         "32-bit integers (fewer than 2**31 elements); use USM "

@@ -67,7 +67,8 @@ class Storage:
         self.check_live(what)
         if self.allocation is None:
             allocator = scheduler_for(dev).allocators[False]
-            self.allocation = Allocation(allocator, allocator.allocate(self.nbytes), 0,
+            # an empty buffer still has an address to pass (SYCL allows a range of 0)
+            self.allocation = Allocation(allocator, allocator.allocate(max(self.nbytes, 1)), 0,
                                          self.nbytes, alloc.device, ctx, dev)
             self.context, self.device = ctx, dev
             return
