@@ -32,71 +32,89 @@ import vksycl as sycl
 KERNELS = 10
 
 
-def buffer_chain(q: sycl.queue, n: int) -> tuple[Callable[[], None], Callable[[], None]]:
-    buf = sycl.buffer(np.zeros(n, np.float32))
-    buf.set_write_back(False)
+Case = tuple[Callable[[], None], Callable[[], None]]  # (one run, clean-up)
+
+
+def buffer_step(buf: sycl.buffer, n: int) -> Callable[[sycl.handler], None]:
+    """The command group users write over a buffer: its accessor and kernel made in it."""
+    def cgf(h: sycl.handler) -> None:
+        x = sycl.accessor(buf, h, sycl.read_write)
+
+        def step(i):
+            x[i] = x[i] * 0.5 + 1.0
+        h.parallel_for(sycl.range(n), step)
+    return cgf
+
+
+def usm_step(x: sycl.ptr, n: int, after: sycl.event | None = None
+             ) -> Callable[[sycl.handler], None]:
+    """The same command group over a USM pointer, after the event the user passes."""
+    def cgf(h: sycl.handler) -> None:
+        if after is not None:
+            h.depends_on(after)
+
+        def step(i):
+            x[i] = x[i] * 0.5 + 1.0
+        h.parallel_for(sycl.range(n), step)
+    return cgf
+
+
+def usm_kernel(x: sycl.ptr) -> Callable:
+    """The kernel defined once over a USM pointer, for `q.parallel_for`."""
+    def step(i):
+        x[i] = x[i] * 0.5 + 1.0
+    return step
+
+
+def buffers(count: int, n: int) -> list[sycl.buffer]:
+    bufs = [sycl.buffer(np.zeros(n, np.float32)) for _ in range(count)]
+    for b in bufs:
+        b.set_write_back(False)
+    return bufs
+
+
+def usm_arrays(q: sycl.queue, count: int, n: int) -> list[sycl.ptr]:
+    arrays = [sycl.malloc_device(n, sycl.float32, q) for _ in range(count)]
+    for x in arrays:
+        q.fill(x, np.float32(0), n)
+    q.wait()
+    return arrays
+
+
+def buffer_chain(q: sycl.queue, n: int) -> Case:
+    [buf] = buffers(1, n)
 
     def run() -> None:
         for _ in range(KERNELS):
-            def cgf(h: sycl.handler) -> None:
-                x = sycl.accessor(buf, h, sycl.read_write)
-
-                def step(i):
-                    x[i] = x[i] * 0.5 + 1.0
-                h.parallel_for(sycl.range(n), step)
-            q.submit(cgf)
+            q.submit(buffer_step(buf, n))
         q.wait()
     return run, buf.release
 
 
-def buffer_independent(q: sycl.queue, n: int) -> tuple[Callable[[], None], Callable[[], None]]:
-    bufs = [sycl.buffer(np.zeros(n, np.float32)) for _ in range(KERNELS)]
-    for b in bufs:
-        b.set_write_back(False)
+def buffer_independent(q: sycl.queue, n: int) -> Case:
+    bufs = buffers(KERNELS, n)
 
     def run() -> None:
         for buf in bufs:
-            def cgf(h: sycl.handler, buf: sycl.buffer = buf) -> None:
-                x = sycl.accessor(buf, h, sycl.read_write)
-
-                def step(i):
-                    x[i] = x[i] * 0.5 + 1.0
-                h.parallel_for(sycl.range(n), step)
-            q.submit(cgf)
+            q.submit(buffer_step(buf, n))
         q.wait()
-
-    def release() -> None:
-        for b in bufs:
-            b.release()
-    return run, release
+    return run, lambda: [b.release() for b in bufs]
 
 
-def usm_chain(q: sycl.queue, n: int) -> tuple[Callable[[], None], Callable[[], None]]:
-    x = sycl.malloc_device(n, sycl.float32, q)
-    q.fill(x, np.float32(0), n).wait()
+def usm_chain(q: sycl.queue, n: int) -> Case:
+    [x] = usm_arrays(q, 1, n)
 
     def run() -> None:
         e = None
         for _ in range(KERNELS):
-            def cgf(h: sycl.handler, e: sycl.event | None = e) -> None:
-                if e is not None:
-                    h.depends_on(e)
-
-                def step(i):
-                    x[i] = x[i] * 0.5 + 1.0
-                h.parallel_for(sycl.range(n), step)
-            e = q.submit(cgf)
+            e = q.submit(usm_step(x, n, e))
         q.wait()
     return run, lambda: sycl.free(x, q)
 
 
-def usm_chain_shortcut(q: sycl.queue, n: int
-                       ) -> tuple[Callable[[], None], Callable[[], None]]:
-    x = sycl.malloc_device(n, sycl.float32, q)
-    q.fill(x, np.float32(0), n).wait()
-
-    def step(i):
-        x[i] = x[i] * 0.5 + 1.0
+def usm_chain_shortcut(q: sycl.queue, n: int) -> Case:
+    [x] = usm_arrays(q, 1, n)
+    step = usm_kernel(x)
 
     def run() -> None:
         e = q.parallel_for(sycl.range(n), step)
@@ -106,37 +124,19 @@ def usm_chain_shortcut(q: sycl.queue, n: int
     return run, lambda: sycl.free(x, q)
 
 
-def usm_arrays(q: sycl.queue, n: int) -> list[sycl.ptr]:
-    arrays = [sycl.malloc_device(n, sycl.float32, q) for _ in range(KERNELS)]
-    for x in arrays:
-        q.fill(x, np.float32(0), n)
-    q.wait()
-    return arrays
-
-
-def usm_independent(q: sycl.queue, n: int) -> tuple[Callable[[], None], Callable[[], None]]:
-    arrays = usm_arrays(q, n)
+def usm_independent(q: sycl.queue, n: int) -> Case:
+    arrays = usm_arrays(q, KERNELS, n)
 
     def run() -> None:
         for x in arrays:
-            def cgf(h: sycl.handler, x: sycl.ptr = x) -> None:
-                def step(i):
-                    x[i] = x[i] * 0.5 + 1.0
-                h.parallel_for(sycl.range(n), step)
-            q.submit(cgf)
+            q.submit(usm_step(x, n))
         q.wait()
     return run, lambda: [sycl.free(x, q) for x in arrays]
 
 
-def usm_independent_shortcut(q: sycl.queue, n: int
-                             ) -> tuple[Callable[[], None], Callable[[], None]]:
-    arrays = usm_arrays(q, n)
-
-    def kernel_over(x: sycl.ptr) -> Callable:
-        def step(i):
-            x[i] = x[i] * 0.5 + 1.0
-        return step
-    steps = [kernel_over(x) for x in arrays]
+def usm_independent_shortcut(q: sycl.queue, n: int) -> Case:
+    arrays = usm_arrays(q, KERNELS, n)
+    steps = [usm_kernel(x) for x in arrays]
 
     def run() -> None:
         for step in steps:

@@ -105,3 +105,21 @@ def ordered_usm(ordered_q: sycl.queue):
     yield u
     ordered_q.wait()
     u.free()
+
+
+def _diamond(iterations: int, a, b, c):
+    """What the graph seed's example diamond (a += 1; b += a; c -= a; b -= 1; c -= 1)
+    leaves in a, b and c after `iterations` runs, computed with numpy."""
+    a, b, c = a.copy(), b.copy(), c.copy()
+    for _ in range(iterations):
+        a += 1
+        b += a
+        c -= a
+        b -= 1
+        c -= 1
+    return a, b, c
+
+
+@pytest.fixture(scope="session")
+def diamond_reference():
+    return _diamond

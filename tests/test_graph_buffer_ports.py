@@ -51,17 +51,6 @@ def contents(buf) -> np.ndarray:
         return np.array(v)
 
 
-def reference(iterations, a, b, c):
-    a, b, c = a.copy(), b.copy(), c.copy()
-    for _ in range(iterations):
-        a += 1
-        b += a
-        c -= a
-        b -= 1
-        c -= 1
-    return a, b, c
-
-
 def diamond(build, g, a, b, c):
     """graph_common's add_nodes over buffers: a read-write node on A, two nodes reading A
     and writing B or C, and one writing B and C."""
@@ -116,11 +105,11 @@ def run_chained(q, exe, times=ITERATIONS):
 
 
 @pytest.mark.parametrize("dtype", [np.uint16, np.int32])
-def test_basic_buffer(build, q, dtype):
+def test_basic_buffer(build, q, dtype, diamond_reference):
     """basic_buffer.cpp: the diamond over three buffers, run ITERATIONS times; the edges
     come from the accessors (the readers of A do not follow each other)."""
     data = abc(dtype)
-    want = reference(ITERATIONS, *data)
+    want = diamond_reference(ITERATIONS, *data)
     a, b, c = (no_write_back(d) for d in data)
     g = syclexp.command_graph(q, [OUTLIVES()])
     diamond(build, g, a, b, c)
@@ -207,11 +196,11 @@ def test_buffer_fill(build, q):
     np.testing.assert_array_equal(contents(a), np.full(SIZE, 3.5, np.float32))
 
 
-def test_temp_buffer_reinterpret(build, q):
+def test_temp_buffer_reinterpret(build, q, diamond_reference):
     """temp_buffer_reinterpret.cpp: the nodes use reinterpretations of the buffers that
     are gone before the graph is finalized and run."""
     data = abc(np.int32)
-    want = reference(ITERATIONS, *data)
+    want = diamond_reference(ITERATIONS, *data)
     a, b, c = (no_write_back(d) for d in data)
     g = syclexp.command_graph(q, [OUTLIVES()])
     diamond(build, g, *(x.reinterpret(np.int32, x.get_range()) for x in (a, b, c)))
@@ -460,7 +449,7 @@ def test_update_with_indices_accessor(q):
     np.testing.assert_array_equal(contents(b), np.arange(SIZE))
 
 
-def test_sub_graph_with_buffers(build, q):
+def test_sub_graph_with_buffers(build, q, diamond_reference):
     """sub_graph.cpp over buffers: the diamond as a sub-graph between two nodes of the
     parent, ordered by the buffers the sub-graph's nodes use."""
     data = abc(np.int32)
@@ -475,7 +464,7 @@ def test_sub_graph_with_buffers(build, q):
     first, node, last = parent.get_nodes()
     assert node.get_predecessors() == [first] and last.get_predecessors() == [node]
     q.ext_oneapi_graph(parent.finalize()).wait()
-    want_a, want_b, want_c = reference(1, data[0] * 2, data[1], data[2])
+    want_a, want_b, want_c = diamond_reference(1, data[0] * 2, data[1], data[2])
     np.testing.assert_array_equal(contents(a), want_a)
     np.testing.assert_array_equal(contents(b), want_b)
     np.testing.assert_array_equal(contents(c), -want_c)

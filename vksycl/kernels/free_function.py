@@ -369,8 +369,8 @@ def _enqueue(h: handler, kernel: FreeFunctionKernel, launch: Any, args: tuple,
              properties: Any, p: Plan) -> None:
     """The launch as the command of a command group, with the recipe a graph needs."""
     q = h._queue
-    h._set(launched_in(h, lambda: launch_command(q.get_device(), kernel, launch, args,
-                                                 properties, p, q.get_context())))
+    h._set(launched_in(h, launch_command, q.get_device(), kernel, launch, args, properties,
+                       p, q.get_context()))
     h.launch_recipe = (Relaunch(kernel, args, p), launch, properties)
 
 

@@ -77,16 +77,13 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
         check_supported(p, device)
     push = p.arguments(pyfn, args or (), launch, context, device, image)
     arg_record = arguments_record(args) if type(args) is tuple and image is None else None
-    if p is last[0] and push == last[1]:
-        if last[4] is not record or last[3] is not context or last[5] is not arg_record:
-            plan.last = (p, push, last[2], context, record, arg_record)
-            remember_accessor_command(plan, record, context, last[2])
-        return last[2]
-    hit = plan.recent.get(push)
+    hit = plan.recent.get(push)  # the last launch's command among them
     if hit is not None and hit[0] is p and hit[1] is context:
-        plan.last = (p, push, hit[2], context, record, arg_record)
-        remember_accessor_command(plan, record, context, hit[2])
-        return hit[2]
+        command = hit[2]
+        if last[2] is not command or last[4] is not record or last[5] is not arg_record:
+            plan.last = (p, push, command, context, record, arg_record)
+            remember_accessor_command(plan, record, context, command)
+        return command
     ck = p.ck
     keep: tuple = ()
     if ck.spec.args_in_memory:

@@ -276,7 +276,7 @@ class _Access(_Extent):
             raise exception(errc.invalid, f"{what}: no_init with a read-only accessor (there "
                             "would be nothing to read)")
         if access_range is None and access_offset is None:
-            self._whole(buf, mode, no_init)
+            self._init_whole(buf, mode, no_init)
             return
         full = buf._range
         rng = full if access_range is None else _as_tuple(access_range, "access_range")
@@ -305,7 +305,7 @@ class _Access(_Extent):
             buf._byte_offset + (_linear(last, full) + 1) * item
         self._key = (buf._storage.ref, self._first, rng, off, full)
 
-    def _whole(self, buf: buffer, mode: access_mode, no_init: bool) -> None:
+    def _init_whole(self, buf: buffer, mode: access_mode, no_init: bool) -> None:
         """An access to the whole buffer: the common case, from values the buffer keeps."""
         self.buffer = buf
         self.dtype = buf._dtype
@@ -316,6 +316,16 @@ class _Access(_Extent):
 
     def get_offset(self) -> sycl_id:
         return sycl_id(*self._offset)
+
+    def region_of(self, host: np.ndarray) -> np.ndarray:
+        """The accessed elements within the flat bytes of the host copy, as a numpy view
+        (read-only for an accessor that only reads)."""
+        view = self.buffer.elements(host)[tuple(
+            slice(o, o + r) for o, r in zip(self._offset, self._range, strict=True))]
+        if not self.access_mode.writes:
+            view = view.view()
+            view.flags.writeable = False
+        return view
 
     def covers_all(self) -> bool:
         s = self.buffer._storage
@@ -378,15 +388,11 @@ class accessor(_Access):
                         n == 2 or (n == 3 and args[2] is access.no_init)))):
             # `accessor(buf, h[, tag][, no_init])`, what command groups write
             self._placeholder = False
-            self._whole(buf, args[1].mode if n > 1 else access_mode.read_write, n == 3)
+            self._init_whole(buf, args[1].mode if n > 1 else access_mode.read_write, n == 3)
             if n == 3 and self.access_mode is access_mode.read:
                 self._init_access(buf, access_mode.read, True, None, None, "accessor")
             h = args[0]
-            q, s = h._queue, buf._storage
-            if q._context is s.context and q._device is s.device and not s.released:
-                self._context = q._context  # bound before: what `bind` would find
-            else:
-                self.bind(q)
+            self.bind(h._queue)
             h.requirements.append(self)
             return
         h, m, no_init, rng, off = _parse(args, mode, access_range, access_offset,
@@ -490,8 +496,7 @@ class accessor(_Access):
                             "sycl.host_accessor(buf)")
         s = self.buffer._storage
         s.check_live("accessor")
-        return self.buffer.elements(s.host_copy_made())[tuple(
-            slice(o, o + r) for o, r in zip(self._offset, self._range, strict=True))]
+        return self.region_of(s.host_copy_made())
 
     def __getitem__(self, index: Any) -> Any:
         return self._host_view()[index]
@@ -504,9 +509,6 @@ class accessor(_Access):
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         view = self._host_view()
-        if not self.access_mode.writes:
-            view = view.view()
-            view.flags.writeable = False
         return view if dtype is None else view.astype(dtype)
 
     def __len__(self) -> int:
@@ -570,12 +572,7 @@ class host_accessor(_Access):
                     s.tracker.record(self._first, self._end, m.writes, self._gate)
                     break
             s.wait(waits, "host_accessor")
-        view = buf.elements(host)[tuple(slice(o, o + r) for o, r in
-                                        zip(self._offset, self._range, strict=True))]
-        if not m.writes:
-            view = view.view()
-            view.flags.writeable = False
-        self._view = view
+        self._view = self.region_of(host)
 
     def release(self) -> None:
         gate = self._gate

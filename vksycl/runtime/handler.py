@@ -62,14 +62,13 @@ def launching_handler() -> handler | None:
     return getattr(_launching, "handler", None)
 
 
-def launched_in(h: handler, build: Callable[[], Command]) -> Command:
-    """The command `build` makes, as command group `h`'s kernel: the accessors it packs
-    must be ones `h` requires (for kernels not built by `handler._launch`: free function
-    kernels launched with `nd_launch(h, ...)`)."""
+def launched_in(h: handler, build: Callable[..., Command], *args: Any) -> Command:
+    """The command `build(*args)` makes, as command group `h`'s kernel: the accessors it
+    packs must be ones `h` requires."""
     outer = getattr(_launching, "handler", None)
     _launching.handler = h
     try:
-        return build()
+        return build(*args)
     finally:
         _launching.handler = outer
 
@@ -209,17 +208,13 @@ class handler:
         q = self._queue
         dev, ctx = q._device, q._context
         command = getattr(kernel, "_vksycl_command", None)
-        outer = getattr(_launching, "handler", None)
-        _launching.handler = self
-        try:
-            if command is not None:
-                if self.reductions:
-                    raise exception(errc.invalid, "reductions run in Python kernels, not in "
-                                    "sycl.kernel objects")
-                return command(dev, launch, self._kernel_args, properties, ctx)
-            return closure_launch(dev, ctx, kernel, launch, properties, self.reductions)
-        finally:
-            _launching.handler = outer
+        if command is not None:
+            if self.reductions:
+                raise exception(errc.invalid, "reductions run in Python kernels, not in "
+                                "sycl.kernel objects")
+            return launched_in(self, command, dev, launch, self._kernel_args, properties, ctx)
+        return launched_in(self, closure_launch, dev, ctx, kernel, launch, properties,
+                           self.reductions)
 
     def host_task(self, fn: Callable[..., Any]) -> None:
         try:
@@ -316,8 +311,7 @@ class handler:
             n = sum(sp.nbytes for sp in targets)
             sources = [memops.resolve(src, n, self._queue, "copy source", writable=False)]
         pairs = memops.paired(sources, targets, n)
-        self._set(memops.MemCopy(*pairs[0]) if len(pairs) == 1 else
-                  memops.Pieces([memops.MemCopy(a, b) for a, b in pairs]))
+        self._set(memops.in_pieces([memops.MemCopy(a, b) for a, b in pairs]))
 
     def fill(self, ptr: Any, pattern: Any, count: int | None = None) -> None:
         """`fill(ptr, pattern, count)`, or `fill(acc, value)` over an accessor's range."""
@@ -331,9 +325,7 @@ class handler:
             if len(raw) != np.dtype(ptr.dtype).itemsize:
                 raise exception(errc.invalid, f"fill(acc, value): the value has {len(raw)} "
                                 f"bytes, an element of the accessor {np.dtype(ptr.dtype)}")
-            runs = ptr.spans("fill")
-            self._set(memops.Fill(runs[0], raw) if len(runs) == 1 else
-                      memops.Pieces([memops.Fill(run, raw) for run in runs]))
+            self._set(memops.in_pieces([memops.Fill(run, raw) for run in ptr.spans("fill")]))
             return
         if count is None:
             raise exception(errc.invalid, "fill(ptr, pattern, count) takes a count")

@@ -218,6 +218,12 @@ class Pieces(Command):
         return steps
 
 
+def in_pieces(pieces: list[Command]) -> Command:
+    """One command for a copy or fill made of `pieces`: the piece itself when there is
+    one."""
+    return pieces[0] if len(pieces) == 1 else Pieces(pieces)
+
+
 def paired(sources: list[Span], targets: list[Span], nbytes: int) -> list[tuple[Span, Span]]:
     """The first `nbytes` of two sequences of byte ranges, cut where either side's ranges
     end: (source piece, target piece) pairs, in order."""
