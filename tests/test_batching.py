@@ -18,6 +18,7 @@ import pytest
 
 import vksycl as sycl
 from vksycl import info
+from vksycl.runtime import faults
 
 status = info.event.command_execution_status
 S = info.event_command_status
@@ -286,19 +287,6 @@ def test_profiling_timestamps_are_ordered_per_command_in_a_batch(flag):
     sycl.free(x, q)
 
 
-class _FailingSubmit:
-    """Stands in for a batch's sequence: submitting it fails as a lost device would."""
-
-    def __init__(self, seq) -> None:
-        self._seq = seq
-
-    def eval_async(self):
-        raise RuntimeError("vk::Queue::submit: ErrorDeviceLost")
-
-    def __getattr__(self, name):
-        return getattr(self._seq, name)
-
-
 def test_a_batch_that_fails_to_submit_reports_to_each_queue_and_event(flag):
     reports: dict[str, list] = {"a": [], "b": []}
     qa = sycl.queue(async_handler=lambda errs: reports["a"].extend(errs))
@@ -312,15 +300,18 @@ def test_a_batch_that_fails_to_submit_reports_to_each_queue_and_event(flag):
     eb = step(qb, y, 2)
     batch = ea._submission.batch
     assert eb._submission.batch is batch and not batch.submitted
-    batch._sequence = _FailingSubmit(batch._sequence)
-    with pytest.raises(sycl.exception) as err:
+    # the batch's submission fails as the driver's would when out of memory
+    with faults.inject("submit", "ErrorOutOfHostMemory") as fault, \
+            pytest.raises(sycl.exception) as err:
         ea.wait_and_throw()  # waiting sends the batch, which fails
-    assert err.value.code() == sycl.errc.runtime
-    assert "could not be submitted" in str(err.value) and "DeviceLost" in str(err.value)
+    assert fault.fired == 1
+    assert err.value.code() == sycl.errc.memory_allocation
+    assert "could not be submitted" in str(err.value) and "OutOfHostMemory" in str(err.value)
     qa.wait_and_throw()
     assert reports["a"] == []  # reported once: through the event
     qb.wait_and_throw()
-    assert len(reports["b"]) == 1 and reports["b"][0].code() == sycl.errc.runtime
+    assert len(reports["b"]) == 1
+    assert reports["b"][0].code() == sycl.errc.memory_allocation
     eb.wait_and_throw()  # its queue's handler had it already
     assert np.all(np.asarray(x)[:N] == 0) and np.all(np.asarray(y)[:N] == 0)  # nothing ran
     step(qa, x, 1).wait()  # the next commands run as usual

@@ -684,7 +684,7 @@ def test_two_processes_share_the_disk_cache(tmp_path):
                               text=True, timeout=300, env=env)
         assert proc.returncode == 0, f"{mode}:\n{proc.stdout}\n{proc.stderr}"
         assert "ok __main__.table" in proc.stdout
-    assert list((tmp_path / "cache").rglob("*.pkl"))
+    assert list((tmp_path / "cache").rglob("*.kc"))
 
 
 STALE = textwrap.dedent('''

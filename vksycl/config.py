@@ -32,3 +32,48 @@ def batch_window_s() -> float:
         raise exception(errc.invalid, "VKSYCL_BATCH_WINDOW_US must be a number of "
                         f"microseconds, got {raw!r}") from None
     return max(value, 0.0) * 1e-6
+
+
+def wait_timeout_s() -> float:
+    """How long a wait for the device may block before it raises errc.runtime:
+    `VKSYCL_WAIT_TIMEOUT_S` seconds (default 0: no limit). The work goes on after the
+    error: Vulkan cannot stop a running kernel."""
+    raw = os.environ.get("VKSYCL_WAIT_TIMEOUT_S", "0")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise exception(errc.invalid, "VKSYCL_WAIT_TIMEOUT_S must be a number of seconds "
+                        f"(0: no limit), got {raw!r}")
+    return value
+
+
+def device_instances() -> int:
+    """How many SYCL devices each Vulkan physical device appears as:
+    `VKSYCL_DEVICE_INSTANCES` (default 1). Each instance is a device of its own (its own
+    Vulkan logical device, queue and memory), so code written for several devices can be
+    tested on a machine with one."""
+    raw = os.environ.get("VKSYCL_DEVICE_INSTANCES", "1").strip() or "1"
+    if not raw.isdigit() or int(raw) < 1:
+        raise exception(errc.invalid, "VKSYCL_DEVICE_INSTANCES must be a positive whole "
+                        f"number, got {raw!r}")
+    return int(raw)
+
+
+# what MPI launchers set to a process's rank among the processes on its node: Open MPI,
+# MPICH and Intel MPI (Hydra), Slurm's srun, Cray PALS, and PMIx launchers
+LOCAL_RANK_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
+                        "PALS_LOCAL_RANKID", "PMIX_LOCAL_RANK")
+
+
+def local_rank() -> int:
+    """This process's rank among the MPI processes of its node, from the first of
+    `LOCAL_RANK_VARIABLES` that is set; 0 outside an MPI launcher (one process)."""
+    for name in LOCAL_RANK_VARIABLES:
+        raw = os.environ.get(name, "").strip()
+        if raw:
+            if not raw.isdigit():
+                raise exception(errc.invalid, f"{name}={raw!r} is not a local rank")
+            return int(raw)
+    return 0

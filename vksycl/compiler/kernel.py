@@ -26,6 +26,7 @@ import spirv_gen
 from ..config import cache_dir
 from ..exceptions import errc, exception
 from ..types import dtype_key
+from . import disk_cache
 from .captures import captured_value, plain_object
 from .codegen import Codegen, analyse
 from .device_global import declared, device_global
@@ -46,6 +47,7 @@ def _compiler_digest() -> str:
 
 
 _DIGEST = _compiler_digest()
+_TARGET_ENV = "vulkan1.1"  # what kernels are validated for, compiled or loaded from disk
 log = logging.getLogger("vksycl.compiler")
 
 
@@ -117,7 +119,7 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
     try:
         binary = cg.module(lowered.kernel, usage, lowered.push_types, frozenset(
             a.push_index for a in lowered.args if a.kind == "device_global"))
-        spirv_gen.validate(binary, "vulkan1.1")
+        spirv_gen.validate(binary, _TARGET_ENV)
     except spirv_gen.SpirvError as ex:
         src = function_source(pyfn)
         raise exception(errc.build, f"{src.filename}:{src.node.lineno}: internal compiler "
@@ -260,6 +262,63 @@ def _globals_current(ck: CompiledKernel) -> bool:
     return True
 
 
+def _load(path: Path) -> CompiledKernel | None:
+    """The kernel cached at `path`, if its entry is intact and holds a usable kernel; a
+    corrupt entry is discarded, so its SPIR-V never reaches a driver."""
+    payload = disk_cache.read(path)
+    if payload is None:
+        return None
+    try:
+        ck = pickle.loads(payload)
+    except Exception as ex:  # a record that does not parse
+        disk_cache.discard(path, f"its record does not load: {type(ex).__name__}: {ex}")
+        return None
+    why = _unusable(ck)
+    if why is not None:
+        disk_cache.discard(path, why)
+        return None
+    return ck
+
+
+# the fields of a cached kernel a launch reads, and their types
+_FIELD_TYPES = {"name": str, "entry": str, "binary": bytes, "spec": KernelSpec, "args": list,
+                "push_size": int, "args_size": int, "local_size": tuple, "aspects": frozenset,
+                "capabilities": tuple, "specialized": tuple, "spec_values": tuple,
+                "coarsen": int, "device_globals": list, "virtual_tables": list}
+
+
+def _unusable(ck: Any) -> str | None:
+    """Why a record from the disk cache is no compiled kernel to launch (None if it is
+    one): its fields have their types, and its SPIR-V validates and has its entry
+    point."""
+    if not isinstance(ck, CompiledKernel):
+        return f"it holds a {type(ck).__name__}, not a compiled kernel"
+    for name, kind in _FIELD_TYPES.items():
+        if not isinstance(getattr(ck, name, None), kind):
+            return f"its {name} is not a {kind.__name__}"
+    if not all(isinstance(a, ArgSlot) for a in ck.args):
+        return "its arguments are not argument slots"
+    if len(ck.local_size) != 3 or not all(isinstance(n, int) and n > 0
+                                          for n in ck.local_size):
+        return f"its local size {ck.local_size!r} is not 3 positive integers"
+    try:
+        spirv_gen.validate(ck.binary, _TARGET_ENV)
+    except (spirv_gen.SpirvError, ValueError) as ex:  # ValueError: not whole words
+        return f"its SPIR-V does not validate: {str(ex).splitlines()[0]}"
+    if ck.entry.encode() + b"\0" not in ck.binary:
+        return f"its SPIR-V has no entry point {ck.entry}"
+    return None
+
+
+def _store(path: Path, ck: CompiledKernel) -> None:
+    try:
+        payload = pickle.dumps(ck)
+    except (pickle.PicklingError, AttributeError, TypeError) as ex:  # local classes
+        log.debug("cannot write the kernel cache: %s", ex)
+        return
+    disk_cache.write(path, payload)
+
+
 def load_or_compile(pyfn: Any, spec: KernelSpec, memory_key: Any,
                     extra: Any = ()) -> CompiledKernel:
     """The compiled kernel from memory, disk, or a fresh compile. `extra` keys variants
@@ -269,24 +328,14 @@ def load_or_compile(pyfn: Any, spec: KernelSpec, memory_key: Any,
         return hit
     key = disk_key(pyfn, spec, extra)
     d = _disk_dir()
-    path = d / f"{key}.pkl" if d is not None else None
-    ck = None
-    if path is not None and path.exists():
-        try:
-            ck = pickle.loads(path.read_bytes())
-        except Exception:  # a corrupt or stale entry is recompiled
-            ck = None
-        if ck is not None and not _globals_current(ck):
-            ck = None
+    path = d / f"{key}.kc" if d is not None else None
+    ck = _load(path) if path is not None else None
+    if ck is not None and not _globals_current(ck):
+        ck = None
     if ck is None:
         ck = compile_kernel(pyfn, spec)
         if path is not None:
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            try:
-                tmp.write_bytes(pickle.dumps(ck))
-                os.replace(tmp, path)
-            except (OSError, pickle.PicklingError, AttributeError) as ex:  # local classes
-                log.debug("cannot write the kernel cache: %s", ex)
+            _store(path, ck)
     dump = os.environ.get("VKSYCL_DUMP_SPIRV")
     if dump:
         out = Path(dump)

@@ -137,7 +137,9 @@ class Allocator:
         nbytes += MIN_ALIGN
         try:
             buffer = self.engine.buffer(nbytes, self.host_visible)
-        except exception:
+        except exception as err:
+            if err.code() is not errc.memory_allocation:  # a lost device: nothing to retry
+                raise
             self.engine.synchronize()
             if not self._release_for_retry():
                 raise
@@ -184,6 +186,15 @@ class Allocator:
         for b in empty:
             self.engine.release(b.buffer)
         return sum(b.buffer.nbytes for b in empty)
+
+    def abandon(self) -> None:
+        """Marks every live allocation freed: its device's memory is gone (vksycl
+        released an application's device)."""
+        with self._lock:
+            for block in self._blocks:
+                for chunk in block.chunks:
+                    if chunk.owner is not None:
+                        chunk.owner.freed = True
 
     def release_cached(self) -> int:
         """Gives blocks that hold no live allocation back to the driver (after the device

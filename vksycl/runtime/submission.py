@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..exceptions import errc, exception
+from . import faults
 
 # sequences one recording may have in flight: replays back to back need not wait on the
 # host for the previous one (the device queue orders them)
@@ -35,27 +36,33 @@ class Dispatch:
     """One dispatch the engine made: `op`, its Kompute op, recorded into sequences as it
     is, and the pipeline (`algo`), push constants and work-group count it was made of.
     Recorded, it starts with a memory barrier on all earlier work, unless `barrier` is
-    False (a graph leaves it out where the DAG has no edge)."""
+    False (a graph leaves it out where the DAG has no edge). `name` is its kernel's, for
+    error messages."""
 
-    __slots__ = ("algo", "barrier", "groups", "op", "push")
+    __slots__ = ("algo", "barrier", "groups", "name", "op", "push")
 
     def __init__(self, op: object, algo: object, push: np.ndarray,
-                 groups: tuple[int, int, int], barrier: bool) -> None:
-        self.op, self.algo, self.push, self.groups, self.barrier = (
-            op, algo, push, groups, barrier)
+                 groups: tuple[int, int, int], barrier: bool, name: str) -> None:
+        self.op, self.algo, self.push, self.groups, self.barrier, self.name = (
+            op, algo, push, groups, barrier, name)
 
 
 class Submitter(Protocol):
     """What submissions and recordings ask of the engine that made them: its lock, how
-    long a wait polls, its clock, its pool of sequences, and the submission of its open
-    batch."""
+    long a wait polls and may block, its clock, its pool of sequences, the submission of
+    its open batch, and the errors of waits that fail."""
 
     lock: threading.RLock
     spin_wait_s: float
     last_wait_s: float
+    wait_timeout_ns: int
     timestamp_period: float
 
     def flush(self, batch: Submission | None = None) -> None: ...
+
+    def timed_out(self, sub: Submission) -> BaseException: ...
+
+    def wait_failed(self, err: BaseException, sub: Submission) -> BaseException: ...
 
     def calibrate(self, offset_ns: int) -> int: ...
 
@@ -96,9 +103,13 @@ class Submission:
 
     def wait(self, spin: bool = True) -> None:
         """Submits the batch first if it is still open. `spin=False` blocks at once (a
-        background thread waiting, whose latency no one sees)."""
+        background thread waiting, whose latency no one sees). Raises errc.runtime when
+        the device is lost, or when the wait blocks longer than the engine's wait
+        timeout (the work goes on, and a later wait waits for it again)."""
         if not self.submitted:
             self._engine.flush(self)
+        if self._sequence is None:  # done, or failed: not waiting for a thread's lock
+            return
         lock = self._lock
         lock.acquire()  # not `with`: a launch + wait passes here, and `with` costs more
         try:
@@ -118,15 +129,32 @@ class Submission:
                 deadline = started + poll
                 while not seq.finish_if_signaled():
                     if time.perf_counter() >= deadline:
-                        seq.eval_await()  # blocks with the interpreter's lock released
+                        self._block(seq)
                         break
             elif not seq.finish_if_signaled():
-                seq.eval_await()
+                self._block(seq)
             if spin:
                 engine.last_wait_s = time.perf_counter() - started
             self._finish(seq)
+            return
+        except exception:
+            raise
+        except Exception as err:  # Kompute's: the device was lost
+            failure = err
         finally:
             lock.release()
+        # reported once this submission's lock is free: the engine takes its own lock,
+        # which a thread may hold while it waits for this lock
+        raise self._engine.wait_failed(failure, self)
+
+    def _block(self, seq: Any) -> None:
+        """Waits for the device with the interpreter's lock released, up to the engine's
+        wait timeout."""
+        if faults.armed:
+            faults.check("wait")
+        seq.eval_await(self._engine.wait_timeout_ns)
+        if seq.is_running():
+            raise self._engine.timed_out(self)
 
     @property
     def finished(self) -> bool:
@@ -150,30 +178,38 @@ class Submission:
             try:
                 seq = self._sequence
                 return seq is None or seq.fence_signaled()
+            except Exception as err:  # Kompute's: the device was lost
+                failure = err
             finally:
                 lock.release()
-        try:
-            seq = self._sequence
-            if seq is None:
+        else:
+            try:
+                seq = self._sequence
+                if seq is None:
+                    return True
+                if not seq.finish_if_signaled():  # keeps the interpreter's lock
+                    return False
+                self._finish(seq)
                 return True
-            if not seq.finish_if_signaled():  # keeps the interpreter's lock
-                return False
-            self._finish(seq)
-            return True
-        finally:
-            self._lock.release()
+            except Exception as err:
+                failure = err
+            finally:
+                self._lock.release()
+        # a lost device fails the submission: there is nothing left to wait for
+        self._engine.wait_failed(failure, self)
+        return self._sequence is None
 
     def flush(self) -> None:
         """Submits the batch now if it is still open."""
         if not self.submitted:
             self._engine.flush(self)
 
-    def fail(self, message: str) -> None:
-        """Its submission failed: nothing of it runs, every wait returns, and each
-        queue with commands in it gets an error of its own."""
-        self.error = exception(errc.runtime, message)
+    def fail(self, code: errc, message: str) -> None:
+        """Its submission failed, or its device was lost: nothing more of it runs, every
+        wait returns, and each queue with commands in it gets an error of its own."""
+        self.error = exception(code, message)
         for report in self.reports:
-            self.reports[report] = exception(errc.runtime, message)
+            self.reports[report] = exception(code, message)
         self.submitted = True
         self._sequence = None
 
@@ -263,9 +299,9 @@ class Recording:
                 self._busy.popleft()
             if not self._idle:
                 if self._count < RECORDING_COPIES:
-                    self._count += 1
                     seq = engine.spare_sequence(len(self.dispatches) if self.timed
                                                 else None)
+                    self._count += 1  # once made: making one may fail (out of memory)
                     self._record(seq)
                     return seq
                 self._busy.popleft().wait()  # its sequence comes back idle
