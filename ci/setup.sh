@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything vksycl needs on a Debian machine, idempotently: the Vulkan loader,
 # Mesa's lavapipe, headers and a compiler for Kompute, the virtual environment .venv,
-# the patched kp wheel (built once, then cached), and vksycl itself in editable mode.
+# the patched kp wheel (built once, then cached), and vksycl itself in editable mode with
+# its extras (MPI included: mpi4py and MPICH wheels).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +23,9 @@ fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 py=.venv/bin/python
-$py -m pip install -q --disable-pip-version-check -e '.[build,dev]'
+# the mpi extra: mpi4py and MPICH as wheels (mpiexec lands in .venv/bin), for the MPI
+# tests and examples/mpi_jacobi.py
+$py -m pip install -q --disable-pip-version-check -e '.[build,dev,mpi]'
 
 wheel=$(third_party/kompute/build.sh "$py" "${XDG_CACHE_HOME:-$HOME/.cache}/vksycl/wheels")
 installed=$($py -c 'import importlib.metadata as m; print(m.version("kp"))' 2>/dev/null || true)

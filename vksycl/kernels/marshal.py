@@ -23,7 +23,7 @@ from ..compiler.typesys import layout
 from ..exceptions import errc, exception
 from ..runtime import device_globals
 from ..runtime.context import scheduler_for
-from ..runtime.usm import Allocation, alloc
+from ..runtime.usm import Allocation, alloc, other_device
 from .cache_keys import signature
 
 _FORMAT = {"i": "i", "u": "I", "f": "f", "b": "I"}
@@ -130,6 +130,8 @@ class Prepared:
             if context is not None and a.context is not context:
                 raise exception(errc.invalid, f"kernel argument {_name(path)}: pointer from "
                                 "another context")
+            if a.device is not device and device is not None and a.device != device:
+                raise other_device(f"kernel argument {_name(path)}", a, device)
             address = a.address + p.byte_offset
             if address % align:
                 raise exception(errc.kernel_argument, f"pointer {_name(path)} is not "

@@ -28,6 +28,7 @@ from ..runtime.commands import KernelLaunch
 from ..runtime.glsl import compile_glsl
 from ..runtime.handler import check_set_args
 from ..runtime.malloc import buffer_range_limit
+from ..runtime.usm import other_device
 from .bundle import bundle_state, kernel_bundle
 from .device_checks import unsupported
 from .reflect import Reflection, reflect
@@ -293,8 +294,8 @@ class SourceKernel:
                 raise invalid(f"argument {i} ({name}) of kernel {self.name} is a pointer from "
                               "another context")
             if p.allocation.device is not device and p.allocation.device != device:
-                raise invalid(f"argument {i} ({name}) of kernel {self.name} was allocated "
-                              "for another device")
+                raise other_device(f"argument {i} ({name}) of kernel {self.name}",
+                                   p.allocation, device)
             bound.append(_bound_range(p, device, f"argument {i} ({name}) of kernel {self.name}"))
         push = self._push(args)
         groups = self._group_count(device, launch)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import atexit
+import ctypes
 import threading
 from typing import Any
 
 from .. import config, info
 from ..exceptions import errc, exception
+from .devices import COOPERATIVE_MATRIX_EXTENSION
 from .engine import Engine
 from .platform import device
 from .scheduler import Scheduler
@@ -36,8 +38,9 @@ def scheduler_for(device: Any) -> Scheduler:
                                 "feature bufferDeviceAddress, which vksycl's USM pointers "
                                 "(device addresses) need")
             spin = _SPIN_WAIT_CPU_S if vk.device_type == "cpu" else _SPIN_WAIT_S
+            optional = (COOPERATIVE_MATRIX_EXTENSION,) if vk.cooperative_matrices else ()
             engine = Engine(vk.index, vk.compute_queue_family, vk.timestamp_period, spin,
-                            config.batch_window_s())
+                            config.batch_window_s(), optional, vk.native)
             sched = Scheduler(engine, {False: _heap_size(vk, False), True: _heap_size(vk, True)})
             _schedulers[device] = sched
         return sched
@@ -55,11 +58,33 @@ def _heap_size(vk: Any, host_visible: bool) -> int:
 def _drain() -> None:
     """Waits for the work in flight on every device before the interpreter tears Kompute
     down (destroying a sequence the device still runs crashes the process), as a SYCL
-    queue's destructor waits for its work."""
+    queue's destructor waits for its work. A device that was lost, or whose work outlasts
+    the wait timeout (a hung kernel), is never torn down: its scheduler, and with it its
+    Kompute manager, memory and sequences, stays alive until the process is gone, so
+    that the process can exit."""
     with _schedulers_lock:
         schedulers = list(_schedulers.values())
     for sched in schedulers:
-        sched.engine.synchronize()
+        if not _drained(sched.engine):
+            _keep_forever(sched)
+
+
+def _drained(engine: Engine) -> bool:
+    """Whether the engine's work completed (False if the device is lost, or a wait for
+    its work timed out)."""
+    if engine.lost is not None:
+        return False
+    try:
+        engine.synchronize()
+    except exception:
+        return False
+    return True
+
+
+def _keep_forever(obj: object) -> None:
+    """One reference to `obj` that nothing releases, so finalizing the interpreter never
+    destroys it."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
 
 
 atexit.register(_drain)
@@ -124,12 +149,14 @@ class context:
                         "no live allocation of this context")
 
 
-_default_contexts: dict[Any, context] = {}
+_default_contexts: dict[tuple[Any, int], context] = {}
 
 
 def default_context(platform: Any) -> context:
-    """The platform's default context (`ext_oneapi_get_default_context`)."""
-    ctx = _default_contexts.get(platform)
+    """The platform's default context (`ext_oneapi_get_default_context`), over every
+    instance of its devices (`VKSYCL_DEVICE_INSTANCES`)."""
+    key = (platform, config.device_instances())
+    ctx = _default_contexts.get(key)
     if ctx is None:
-        ctx = _default_contexts[platform] = context(platform.get_devices())
+        ctx = _default_contexts[key] = context(platform.get_devices())
     return ctx

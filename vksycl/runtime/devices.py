@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -25,6 +25,7 @@ from ..exceptions import errc, exception
 # Chaining the promoted structs only below that version keeps every query valid on
 # Vulkan 1.1 devices without duplicating what 1.2/1.3 devices report in the aggregates.
 _V11, _V12, _V13 = (1, 1), (1, 2), (1, 3)
+COOPERATIVE_MATRIX_EXTENSION = "VK_KHR_cooperative_matrix"
 _PROPERTY_STRUCTS: tuple[tuple[str, str, tuple[int, int] | str, tuple[int, int] | None], ...] = (
     ("VkPhysicalDeviceVulkan11Properties", "VULKAN_1_1_PROPERTIES", _V12, None),
     ("VkPhysicalDeviceVulkan12Properties", "VULKAN_1_2_PROPERTIES", _V12, None),
@@ -65,7 +66,13 @@ _FEATURE_STRUCTS: tuple[tuple[str, str, tuple[int, int] | str, tuple[int, int] |
      "VK_EXT_subgroup_size_control", _V13),
     ("VkPhysicalDeviceShaderAtomicFloatFeaturesEXT", "SHADER_ATOMIC_FLOAT_FEATURES_EXT",
      "VK_EXT_shader_atomic_float", None),
+    ("VkPhysicalDeviceCooperativeMatrixFeaturesKHR", "COOPERATIVE_MATRIX_FEATURES_KHR",
+     COOPERATIVE_MATRIX_EXTENSION, None),
 )
+# VkComponentTypeKHR values and the element dtypes they name
+_COMPONENT_TYPES = {0: "float16", 1: "float32", 2: "float64", 3: "int8", 4: "int16", 5: "int32",
+                    6: "int64", 7: "uint8", 8: "uint16", 9: "uint32", 10: "uint64"}
+_SUBGROUP_SCOPE = 3
 
 # PCI vendor ids of GPU makers; Khronos-registered ids (Mesa, Codeplay, ...) come from the
 # `VK_VENDOR_ID_*` constants of the registry.
@@ -107,6 +114,21 @@ class QueueFamily:
     timestamp_valid_bits: int
     compute: bool
     graphics: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NativeHandles:
+    """An application's Vulkan objects a device was made from (`sycl.make_device`), as
+    integers: vksycl works on them and never destroys them."""
+
+    instance: int
+    physical_device: int
+    device: int
+    queue_family_index: int
+    queue_index: int
+    # which `make_device` call: a device made again from handles the application reused
+    # (after vksycl released the first) is another device
+    serial: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +183,14 @@ class VulkanDeviceInfo:
     timestamp_valid_bits: int  # on the compute queue family; 0: no timestamps there
     timestamp_compute_and_graphics: bool
     compute_units: int | None  # SMs / CUs / cores / CPU threads; None where Vulkan is silent
+    # which of the SYCL devices over this physical device (VKSYCL_DEVICE_INSTANCES): each
+    # instance gets a Vulkan logical device of its own
+    instance: int = 0
+    # the sub-group cooperative matrix multiply-adds (VK_KHR_cooperative_matrix): element
+    # dtype names of A, B, C and the result, then M, N, K
+    cooperative_matrices: tuple[tuple[str, str, str, str, int, int, int], ...] = ()
+    # the application's handles of a device made from them; None: vksycl's own device
+    native: NativeHandles | None = None
 
     @property
     def device_local_memory(self) -> int:
@@ -168,8 +198,10 @@ class VulkanDeviceInfo:
 
     @property
     def identity(self) -> tuple[Any, ...]:
-        """Stable across enumerations and processes: equal for the same physical device."""
-        return (self.driver_uuid, self.device_uuid, self.vendor_id, self.device_id, self.name)
+        """Stable across enumerations and processes: equal for the same instance of the
+        same physical device."""
+        return (self.driver_uuid, self.device_uuid, self.vendor_id, self.device_id, self.name,
+                self.instance, self.native)
 
 
 _lock = threading.Lock()
@@ -230,7 +262,8 @@ def _query() -> tuple[tuple[VulkanDeviceInfo, ...], tuple[int, int, int]]:
                                       "shows why the loader found none") from e
     try:
         handles = vk.vkEnumeratePhysicalDevices(instance)
-        devices = tuple(_describe(vk, i, h, version) for i, h in enumerate(handles))
+        devices = tuple(_describe(vk, i, h, version, instance)
+                        for i, h in enumerate(handles))
     except vk.VkError as e:
         raise exception(errc.runtime, f"enumerating Vulkan devices failed: {e!r}") from e
     finally:
@@ -238,8 +271,18 @@ def _query() -> tuple[tuple[VulkanDeviceInfo, ...], tuple[int, int, int]]:
     return devices, version
 
 
-def _describe(vk: Any, index: int, handle: Any, instance_ver: tuple[int, int, int]
-              ) -> VulkanDeviceInfo:
+def describe_native(vk: Any, instance: Any, handle: Any) -> VulkanDeviceInfo:
+    """What Vulkan says about an application's physical device (cffi handles of the
+    `vulkan` package), with the index of the same device in vksycl's enumeration (-1
+    where it has none)."""
+    info = _describe(vk, -1, handle, instance_version(), instance)
+    same = [d.index for d in vulkan_devices() if d.device_uuid == info.device_uuid
+            and d.driver_uuid == info.driver_uuid]
+    return replace(info, index=same[0]) if same else info
+
+
+def _describe(vk: Any, index: int, handle: Any, instance_ver: tuple[int, int, int],
+              instance: Any) -> VulkanDeviceInfo:
     ffi = vk.ffi
     extensions = frozenset(_text(ffi, e.extensionName)
                            for e in vk.vkEnumerateDeviceExtensionProperties(handle, None))
@@ -342,7 +385,23 @@ def _describe(vk: Any, index: int, handle: Any, instance_ver: tuple[int, int, in
         if compute_family >= 0 else 0,
         timestamp_compute_and_graphics=bool(limits["timestampComputeAndGraphics"]),
         compute_units=_compute_units(properties, device_type, driver_id),
+        cooperative_matrices=_cooperative_matrices(vk, instance, handle, extensions),
     )
+
+
+def _cooperative_matrices(vk: Any, instance: Any, handle: Any, extensions: frozenset[str]
+                          ) -> tuple[tuple[str, str, str, str, int, int, int], ...]:
+    """The sub-group-scope combinations the device lists, with element types numpy has."""
+    if COOPERATIVE_MATRIX_EXTENSION not in extensions:
+        return ()
+    query = vk.vkGetInstanceProcAddr(instance,
+                                     "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR")
+    found = []
+    for p in query(handle):
+        types = [_COMPONENT_TYPES.get(t) for t in (p.AType, p.BType, p.CType, p.ResultType)]
+        if p.scope == _SUBGROUP_SCOPE and None not in types and not p.saturatingAccumulation:
+            found.append((*types, p.MSize, p.NSize, p.KSize))
+    return tuple(sorted(set(found)))
 
 
 def _chain(vk: Any, head: Any, table: tuple, usable: tuple[int, int],
@@ -450,3 +509,16 @@ def _compute_units(props: Mapping[str, Any], device_type: str, driver_id: str) -
             return min(cpus, _LLVMPIPE_MAX_THREADS)
         return cpus
     return None
+
+
+def as_handle(value: Any, what: str) -> int:
+    """A Vulkan handle as an integer: given as one, or as a cffi handle of the `vulkan`
+    package (an application's)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    try:
+        import vulkan as vk
+        return int(vk.ffi.cast("uintptr_t", value))
+    except (TypeError, ImportError):
+        raise exception(errc.invalid, f"{what} must be a Vulkan handle (an integer or a "
+                        f"handle of the vulkan package), not {type(value).__name__}") from None

@@ -14,7 +14,7 @@ import numpy as np
 from ..exceptions import errc, exception
 from ..ranges import nd_range
 from ..ranges import range as sycl_range  # not the builtin
-from . import device_globals, memops
+from . import crossdevice, device_globals, memops
 from .commands import Barrier, Command, HostTask
 from .context import context
 from .event import event
@@ -236,9 +236,11 @@ class handler:
                 raise exception(errc.invalid, "memcpy(dest, src, num_bytes) between USM "
                                 "pointers or arrays takes a size and no offset")
             n = _size(num_bytes, "memcpy")
-            s = memops.resolve(src, n, self._queue, "memcpy source", writable=False)
-            d = memops.resolve(dest, n, self._queue, "memcpy destination", writable=True)
-            self._set(memops.MemCopy(s, d))
+            s = memops.resolve(src, n, self._queue, "memcpy source", writable=False,
+                               cross_device=True)
+            d = memops.resolve(dest, n, self._queue, "memcpy destination", writable=True,
+                               cross_device=True)
+            self._set(crossdevice.copy_command(s, d, self._queue))
             return
         if to is not None and of is not None:
             raise exception(errc.invalid, "memcpy between two device_globals: copy through "

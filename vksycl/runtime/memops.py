@@ -16,7 +16,7 @@ from ..exceptions import errc, exception
 from .commands import Command, GpuStep, HostStep, LowerContext, Step
 from .engine import Engine, Program
 from .glsl import compile_glsl
-from .usm import Allocation, ptr
+from .usm import Allocation, other_device, ptr
 
 _GROUP = 256
 _MAX_GROUPS = 32768  # under the 65535 every Vulkan device allows; more groups hide latency
@@ -46,8 +46,12 @@ class Span:
         return None
 
 
-def resolve(target: Any, nbytes: int, queue: Any, what: str, writable: bool) -> Span:
-    """Checks one side of a memory operation; raises errc.invalid and enqueues nothing."""
+def resolve(target: Any, nbytes: int, queue: Any, what: str, writable: bool,
+            cross_device: bool = False) -> Span:
+    """Checks one side of a memory operation; raises errc.invalid and enqueues nothing.
+    Host and shared USM of another device of the context is host memory here; device USM
+    of another device is refused, unless `cross_device` (a memcpy side, which
+    `crossdevice.copy_command` checks with the other side)."""
     if nbytes < 0:
         raise exception(errc.invalid, f"{what}: negative size {nbytes}")
     if target is None:
@@ -60,12 +64,16 @@ def resolve(target: Any, nbytes: int, queue: Any, what: str, writable: bool) -> 
             raise exception(errc.invalid, f"{what}: pointer to freed memory")
         if a.context is not queue.get_context() or not queue.get_context().owns(a):
             raise exception(errc.invalid, f"{what}: pointer from another context")
-        if a.kind.value == "device" and a.device != queue.get_device():
-            raise exception(errc.invalid, f"{what}: device memory of another device")
         off = target.byte_offset
         if off < 0 or off + nbytes > a.nbytes:
             raise exception(errc.invalid, f"{what}: {nbytes} bytes at byte {off} overrun the "
                             f"allocation of {a.nbytes} bytes")
+        dev = queue.get_device()
+        if a.device is not dev and a.device != dev:
+            if a.host_accessible:  # the host copies it, as it would a numpy array
+                return Span(None, a.host_bytes(), off, nbytes)
+            if not cross_device:
+                raise other_device(what, a, dev)
         return Span(a, None, off, nbytes)
     if isinstance(target, np.ndarray | memoryview | bytearray):
         arr = np.asarray(target)
@@ -115,7 +123,7 @@ def _copy_words(engine: Engine, src: int, dst: int, n: int):
                            struct.pack("<QQ3I", src & ~3, dst & ~3, src & 3, dst & 3, n))
 
 
-def _copy_dispatches(engine: Engine, src: int, dst: int, n: int) -> list:
+def copy_dispatches(engine: Engine, src: int, dst: int, n: int) -> list:
     """Dispatches copying n bytes from address src to address dst; a 16-byte body goes
     through the vector kernel."""
     out = []
@@ -155,19 +163,19 @@ class MemCopy(Command):
         if src.nbytes == 0:
             return []
         if src.allocation is not None and dst.allocation is not None:
-            return [GpuStep(_copy_dispatches(ctx.engine, src.address, dst.address,
+            return [GpuStep(copy_dispatches(ctx.engine, src.address, dst.address,
                                              src.nbytes))]
         sv, dv = src.host_view(), dst.host_view()
         if sv is not None and dv is not None:
             return [HostStep(lambda: np.copyto(dv, sv))]
         if sv is not None:  # numpy into device memory, through staging
-            return _through_staging(ctx, dst, lambda stage, at, n: np.copyto(
+            return through_staging(ctx, dst, lambda stage, at, n: np.copyto(
                 stage.host[:n], sv[at: at + n]), upload=True)
-        return _through_staging(ctx, src, lambda stage, at, n: np.copyto(
+        return through_staging(ctx, src, lambda stage, at, n: np.copyto(
             dv[at: at + n], stage.host[:n]), upload=False)
 
 
-def _through_staging(ctx: LowerContext, usm: Span, host_copy, upload: bool) -> list[Step]:
+def through_staging(ctx: LowerContext, usm: Span, host_copy, upload: bool) -> list[Step]:
     """Windows of a numpy <-> device copy through two staging buffers, so the host copies
     one window while the device copies the other."""
     window = ctx.staging(0).nbytes
@@ -176,7 +184,7 @@ def _through_staging(ctx: LowerContext, usm: Span, host_copy, upload: bool) -> l
         stage = ctx.staging(k % 2)
         n = min(window, usm.nbytes - done)
         ends = (stage.address, usm.address + done)
-        gpu = _copy_dispatches(ctx.engine, *(ends if upload else ends[::-1]), n)
+        gpu = copy_dispatches(ctx.engine, *(ends if upload else ends[::-1]), n)
         host_steps.append(HostStep(lambda stage=stage, at=done, n=n: host_copy(stage, at, n),
                                    lag=1))
         gpu_steps.append(GpuStep(gpu, flush=True))

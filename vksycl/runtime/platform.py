@@ -3,12 +3,20 @@
 A device is one Vulkan physical device; devices compare equal by physical-device identity
 (driver and device UUIDs), so the same device found by two enumerations is equal. A
 platform is one Vulkan driver (ICD), grouping its devices by driverID / driverName.
+`VKSYCL_DEVICE_INSTANCES=N` (for testing multi-device code on a machine with one device)
+makes each physical device N devices, instances 0 to N-1, each with a Vulkan logical
+device, queue and memory of its own: they compare unequal, and USM of one is not usable
+on another, as with two GPUs.
 
 `VKSYCL_DEVICE_SELECTOR` restricts the devices vksycl exposes, as oneAPI's
 `ONEAPI_DEVICE_SELECTOR` does: comma-separated terms, each a type (`gpu`, `cpu`,
 `discrete_gpu`, `integrated_gpu`, `virtual_gpu`), a Vulkan physical-device index as
 `python -m vksycl info` lists it (`0`, `1`), or a case-insensitive substring of the device
-name. Every selector, `device.get_devices()` and `platform.get_platforms()` see only the
+name. The term `local_rank` picks one device per MPI process of a node: of the devices the
+other terms match (every device without them), the one at position `local_rank` modulo
+their number, the local rank read from the launcher (`config.local_rank`: Open MPI's
+OMPI_COMM_WORLD_LOCAL_RANK, MPICH's MPI_LOCALRANKID, Slurm's SLURM_LOCALID, ...; 0 outside
+one). Every selector, `device.get_devices()` and `platform.get_platforms()` see only the
 matching devices; a value that matches none raises `errc.runtime` naming the devices.
 
 Vulkan has no standard compute-unit count: `max_compute_units` is the SM count on NVIDIA
@@ -19,15 +27,16 @@ llvmpipe runs compute on for lavapipe, and 0 where no extension says (e.g. Intel
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 import os
 from collections.abc import Callable
 from typing import Any
 
-from .. import info
+from .. import config, info
 from ..exceptions import errc, exception, invalid
-from .aspects import aspect, hidden_aspects, vulkan_aspects
+from .aspects import aspect, hidden_aspects, matrix_combinations, vulkan_aspects
 from .devices import VulkanDeviceInfo, instance_version, vulkan_devices
 from .selectors import REJECT, default_selector_v
 
@@ -117,7 +126,7 @@ class platform:
     @classmethod
     def _of(cls, dev: device) -> platform:
         p = object.__new__(cls)
-        p._key = _driver_key(dev.vulkan)
+        p._key = _platform_key(dev.vulkan)
         return p
 
     @staticmethod
@@ -129,7 +138,9 @@ class platform:
         return list(seen.values())
 
     def get_devices(self, device_type: info.device_type = info.device_type.all) -> list[device]:
-        return [d for d in device.get_devices(device_type) if _driver_key(d.vulkan) == self._key]
+        found = device.get_devices(device_type) + [d for d in _adopted
+                                                   if _is_type(d, device_type)]
+        return [d for d in found if _platform_key(d.vulkan) == self._key]
 
     def get_info(self, param: info.descriptor) -> Any:
         query = _PLATFORM_INFO.get(param)
@@ -144,7 +155,8 @@ class platform:
         return backend.vulkan
 
     def _first(self) -> VulkanDeviceInfo:
-        return next(d.vulkan for d in _all_devices() if _driver_key(d.vulkan) == self._key)
+        return next(d.vulkan for d in (*_all_devices(), *_adopted)
+                    if _platform_key(d.vulkan) == self._key)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, platform) and self._key == other._key
@@ -185,15 +197,39 @@ def all_vulkan_devices() -> list[device]:
     return list(_all_devices())
 
 
-_cached: tuple[tuple[VulkanDeviceInfo, ...], tuple[device, ...]] | None = None
+_cached: tuple[tuple[VulkanDeviceInfo, ...], int, tuple[device, ...]] | None = None
+# devices made from an application's Vulkan handles (`sycl.make_device`): on the
+# platform of their application's instance, never among those selectors see
+_adopted: list[device] = []
+
+
+def adopt(vk: VulkanDeviceInfo) -> device:
+    """A new device over an application's handles (`vk.native`)."""
+    d = device._of(vk)
+    _adopted.append(d)
+    return d
+
+
+def adopted() -> list[device]:
+    """The devices made from an application's handles and not released."""
+    return list(_adopted)
+
+
+def forget(d: device) -> None:
+    """Drops a device made from an application's handles, once vksycl released them."""
+    _adopted[:] = [a for a in _adopted if a != d]
 
 
 def _all_devices() -> tuple[device, ...]:
+    """Every instance of every physical device, the instances of one next to each other."""
     global _cached
     infos = vulkan_devices()
-    if _cached is None or _cached[0] is not infos:
-        _cached = (infos, tuple(device._of(vk) for vk in infos))
-    return _cached[1]
+    instances = config.device_instances()
+    if _cached is None or _cached[0] is not infos or _cached[1] != instances:
+        _cached = (infos, instances, tuple(
+            device._of(dataclasses.replace(vk, instance=k) if k else vk)
+            for vk in infos for k in range(instances)))
+    return _cached[2]
 
 
 def _visible_devices() -> list[device]:
@@ -202,12 +238,14 @@ def _visible_devices() -> list[device]:
         raise exception(errc.runtime, "no Vulkan devices found: is a Vulkan driver installed?")
     raw = os.environ.get(SELECTOR_ENV, "").strip()
     terms = [t.strip().lower() for t in raw.split(",") if t.strip()]
-    if not terms:
-        return list(devices)
-    chosen = [d for d in devices if any(_matches(d.vulkan, t) for t in terms)]
+    per_rank = "local_rank" in terms
+    terms = [t for t in terms if t != "local_rank"]
+    chosen = [d for d in devices if not terms or any(_matches(d.vulkan, t) for t in terms)]
     if not chosen:
         raise exception(errc.runtime, f"{SELECTOR_ENV}={raw!r} matches none of the Vulkan "
                                       f"devices: {_listing(devices)}")
+    if per_rank:
+        return [chosen[config.local_rank() % len(chosen)]]
     return chosen
 
 
@@ -233,7 +271,9 @@ def _is_type(d: device, t: info.device_type) -> bool:
 
 
 def _describe(d: device) -> str:
-    return f"[{d.vulkan.index}] {d.vulkan.name} ({d.vulkan.device_type})"
+    vk = d.vulkan
+    which = f", instance {vk.instance}" if vk.instance or config.device_instances() > 1 else ""
+    return f"[{vk.index}] {vk.name} ({vk.device_type}{which})"
 
 
 def _listing(devices: Any) -> str:
@@ -248,6 +288,13 @@ def _driver_key(vk: VulkanDeviceInfo) -> tuple[str, ...]:
     if vk.driver_id or vk.driver_name:
         return (vk.driver_id, vk.driver_name)
     return ("vendor", str(vk.vendor_id))
+
+
+def _platform_key(vk: VulkanDeviceInfo) -> tuple[Any, ...]:
+    """A platform is a driver; the devices made from an application's instance are the
+    platform of that instance."""
+    key = _driver_key(vk)
+    return key if vk.native is None else (*key, "instance", vk.native.instance)
 
 
 def _driver_vendor(vk: VulkanDeviceInfo) -> str:
@@ -289,7 +336,14 @@ def _max_alloc(vk: VulkanDeviceInfo) -> int:
     return min(limits)
 
 
+def _matrix_combinations(d: device) -> list[info.combination]:
+    t = info.matrix_type
+    return [info.combination(0, 0, 0, m, n, k, t(a), t(b), t(c), t(r))
+            for a, b, c, r, m, n, k in matrix_combinations(d.vulkan)]
+
+
 _DEVICE_INFO: dict[info.descriptor, Callable[[device], Any]] = {
+    info.experimental.device.matrix_combinations: _matrix_combinations,
     info.device.device_type: lambda d: _TYPE[d.vulkan.device_type],
     info.device.vendor_id: lambda d: d.vulkan.vendor_id,
     info.device.name: lambda d: d.vulkan.name,

@@ -75,6 +75,18 @@ class Allocation:
         self.freed = True
         self.allocator.free(self.chunk)
 
+    def __repr__(self) -> str:
+        return f"{self.kind.value} USM of {self.nbytes} bytes at {self.address:#x}"
+
+
+def other_device(what: str, a: Allocation, device: Any,
+                 hint: str = "copy it between the devices with memcpy on a queue of either"
+                 ) -> exception:
+    """errc.invalid for memory of one device used on another: each device (each Vulkan
+    logical device) reaches only memory allocated through it, host USM included."""
+    return exception(errc.invalid, f"{what}: {a!r} was allocated for {a.device!r}, not for "
+                     f"{device!r}, where it is used; {hint}")
+
 
 class ptr:
     """A typed USM pointer: arithmetic moves the byte offset by whole elements."""
@@ -185,6 +197,17 @@ class ptr:
         view = raw[self.byte_offset: self.byte_offset + self.count * self.dtype.itemsize]
         view = view.view(self.dtype)
         return view if dtype is None else view.astype(dtype, copy=False)
+
+    # DLPack, so host and shared USM goes to libraries as it is (mpi4py's buffers,
+    # torch.from_dlpack): the allocation's own memory from this pointer on, no copy
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self.__array__().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        if not self.allocation.host_accessible:
+            raise exception(errc.invalid, "device USM is not accessible from the host; "
+                            "copy it with queue.memcpy or use malloc_shared")
+        return (1, 0)  # kDLCPU: host memory
 
 
 def _loaded(raw: Any, dtype: np.dtype, context: Any) -> Any:
