@@ -48,6 +48,14 @@ from .runtime.buffers import accessor, buffer, host_accessor, local_accessor
 from .runtime.context import context
 from .runtime.event import event
 from .runtime.handler import handler, interop_handle
+from .runtime.interop import (
+    get_native,
+    make_context,
+    make_device,
+    make_queue,
+    native_event,
+    native_queue,
+)
 from .runtime.malloc import (
     aligned_alloc_device,
     aligned_alloc_host,
@@ -137,6 +145,7 @@ __all__ = [
     "free",
     "get_kernel_bundle",
     "get_kernel_ids",
+    "get_native",
     "get_pointer_device",
     "get_pointer_type",
     "gpu_selector_v",
@@ -163,6 +172,9 @@ __all__ = [
     "local_accessor",
     "logical_and",
     "logical_or",
+    "make_context",
+    "make_device",
+    "make_queue",
     "malloc",
     "malloc_device",
     "malloc_host",
@@ -173,6 +185,8 @@ __all__ = [
     "minimum",
     "multiplies",
     "native",
+    "native_event",
+    "native_queue",
     "nd_range",
     "no_init",
     "none_of_group",
