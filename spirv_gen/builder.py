@@ -360,6 +360,8 @@ class ModuleBuilder(TypeBuilder, ResourceBuilder, ControlFlowBuilder, Encoder):
                 self.capability(self._choose(req.capabilities))
         if req.version is not None and req.version <= self.version:
             return
+        if not req.extensions and req.version is None:
+            return  # named by no extension: that of its capability, or of its instruction
         if req.extensions:
             if not any(e in self._exts for e in req.extensions):
                 self.extension(req.extensions[0])

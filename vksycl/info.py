@@ -8,6 +8,7 @@ objects (`info.kernel`, ...) are added here the same way: a class of `descriptor
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
 
 class descriptor:
@@ -140,3 +141,46 @@ class kernel_device_specific:
     compile_sub_group_size = descriptor()
     # vksycl-specific: bytes of work-group local memory the kernel declares
     ext_vksycl_local_mem_size = descriptor()
+
+
+# -- sycl_ext_oneapi_matrix: what `experimental.device.matrix_combinations` returns ----------
+
+class matrix_type(enum.Enum):
+    """Element types of joint_matrix combinations (their numpy dtype names as values)."""
+
+    fp16 = "float16"
+    fp32 = "float32"
+    fp64 = "float64"
+    sint8 = "int8"
+    sint16 = "int16"
+    sint32 = "int32"
+    sint64 = "int64"
+    uint8 = "uint8"
+    uint16 = "uint16"
+    uint32 = "uint32"
+    uint64 = "uint64"
+
+
+@dataclass(frozen=True)
+class combination:
+    """One multiply-add shape a device runs: D (MxN, dtype) = A (MxK, atype) * B (KxN,
+    btype) + C (MxN, ctype). The sizes are exact where the device lists shapes (the
+    max_* are then 0), as in sycl_ext_oneapi_matrix."""
+
+    max_msize: int
+    max_nsize: int
+    max_ksize: int
+    msize: int
+    nsize: int
+    ksize: int
+    atype: matrix_type
+    btype: matrix_type
+    ctype: matrix_type
+    dtype: matrix_type
+
+
+class experimental:
+    """`sycl::ext::oneapi::experimental::info`."""
+
+    class device:
+        matrix_combinations = descriptor()

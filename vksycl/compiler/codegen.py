@@ -9,7 +9,9 @@ Global memory is reached by address: a uint64 becomes a `PhysicalStorageBuffer` 
 (OpConvertUToPtr) to the element's explicitly laid out type just before a load, store or
 atomic, and every load and store through it says the alignment it may assume (Aligned).
 Declaring the first such pointer switches the module to the PhysicalStorageBuffer64
-addressing model; kernels that touch no global memory stay Logical.
+addressing model; kernels that touch no global memory stay Logical. A `joint_matrix` is a
+cooperative matrix (SPV_KHR_cooperative_matrix), which needs the Vulkan memory model: its
+first use switches the module to it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .typesys import (
     U64,
     VOID,
     ArrayType,
+    MatrixType,
     PtrType,
     Scalar,
     Struct,
@@ -95,6 +98,7 @@ class Codegen:
         self.local_size = local_size
         self.args_in_memory = args_in_memory
         self.addresses = False
+        self.vulkan_model = False
         self.types: dict[Any, Any] = {}
         self.shared_vars: dict[int, Any] = {}
         self.fn_ids: dict[int, Any] = {}
@@ -127,6 +131,10 @@ class Codegen:
             r = b.type_array(self.ty(t.elem, explicit), t.length, stride)
         elif isinstance(t, TupleType):
             r = b.type_struct([self.ty(x) for x in t.items])
+        elif isinstance(t, MatrixType):
+            self.use_vulkan_model()
+            r = b.op("TypeCooperativeMatrixKHR", self.ty(t.elem), b.u32(3), b.u32(t.rows),
+                     b.u32(t.cols), b.u32(("a", "b", "accumulator").index(t.use)))
         else:
             raise TypeError(f"no SPIR-V type for {t!r}")
         self.types[key] = r
@@ -155,8 +163,21 @@ class Codegen:
             self.addresses = True
             b.extension("SPV_KHR_physical_storage_buffer")
             b.capability("PhysicalStorageBufferAddresses")
-            b.memory_model("PhysicalStorageBuffer64", "GLSL450")
+            self.set_memory_model()
         return b.type_pointer("PhysicalStorageBuffer", pointee)
+
+    def use_vulkan_model(self) -> None:
+        """Cooperative matrices need the Vulkan memory model (and so device-scope atomics
+        and barriers its device-scope capability)."""
+        if not self.vulkan_model:
+            self.vulkan_model = True
+            self.b.capability("VulkanMemoryModel")
+            self.b.capability("VulkanMemoryModelDeviceScope")
+            self.set_memory_model()
+
+    def set_memory_model(self) -> None:
+        self.b.memory_model("PhysicalStorageBuffer64" if self.addresses else "Logical",
+                            "Vulkan" if self.vulkan_model else "GLSL450")
 
     def root_pointer_type(self, root: ir.Root) -> Any:
         shape = root.shape if isinstance(root, ir.ParamRoot) else root
@@ -260,6 +281,11 @@ class Codegen:
             b.op("Store", ptr, value, *aligned)
         elif isinstance(s, ir.Eval):
             self.ev(s.value)
+        elif isinstance(s, ir.MatrixStore):
+            value = self.ev(s.value)
+            ptr, aligned = self.chain(s.place)
+            b.op("CooperativeMatrixStoreKHR", ptr, value, b.u32(s.layout), self.ev(s.stride),
+                 *(aligned and ("Aligned", s.align)))
         elif isinstance(s, ir.If):
             c = self.ev(s.cond)
             with b.if_(c) as sel:
@@ -365,6 +391,10 @@ class Codegen:
             return b.op("Load", self.ty(v.ty), ptr, *aligned)
         if isinstance(v, ir.Atomic):
             return self.atomic(v)
+        if isinstance(v, ir.MatrixLoad):
+            ptr, aligned = self.chain(v.place)
+            return b.op("CooperativeMatrixLoadKHR", self.ty(v.ty), ptr, b.u32(v.layout),
+                        self.ev(v.stride), *(aligned and ("Aligned", v.align)))
         raise TypeError(f"unknown value {v!r}")
 
     def operand(self, a: Any) -> Any:
@@ -372,6 +402,8 @@ class Codegen:
             return a.value
         if isinstance(a, ir.ScopeId):
             return self.b.u32(a.value)
+        if isinstance(a, ir.TypeRef):
+            return self.ty(a.ty)
         return self.ev(a)
 
     def const(self, t: Type, value: Any) -> Any:

@@ -15,7 +15,7 @@ import numpy as np
 from ..exceptions import errc, exception, invalid
 
 
-def _device_only(name: str) -> Any:
+def device_only(name: str) -> Any:
     def fn(*args: Any, **kwargs: Any) -> Any:
         raise exception(errc.feature_not_supported, f"{name} can only be called in device code")
 
@@ -115,18 +115,18 @@ GROUP_FUNCTIONS = (
     "shift_group_right", "permute_group_by_xor", "any_of_group", "all_of_group",
     "none_of_group",
 )
-group_barrier = _device_only("group_barrier")
-reduce_over_group = _device_only("reduce_over_group")
-inclusive_scan_over_group = _device_only("inclusive_scan_over_group")
-exclusive_scan_over_group = _device_only("exclusive_scan_over_group")
-group_broadcast = _device_only("group_broadcast")
-select_from_group = _device_only("select_from_group")
-shift_group_left = _device_only("shift_group_left")
-shift_group_right = _device_only("shift_group_right")
-permute_group_by_xor = _device_only("permute_group_by_xor")
-any_of_group = _device_only("any_of_group")
-all_of_group = _device_only("all_of_group")
-none_of_group = _device_only("none_of_group")
+group_barrier = device_only("group_barrier")
+reduce_over_group = device_only("reduce_over_group")
+inclusive_scan_over_group = device_only("inclusive_scan_over_group")
+exclusive_scan_over_group = device_only("exclusive_scan_over_group")
+group_broadcast = device_only("group_broadcast")
+select_from_group = device_only("select_from_group")
+shift_group_left = device_only("shift_group_left")
+shift_group_right = device_only("shift_group_right")
+permute_group_by_xor = device_only("permute_group_by_xor")
+any_of_group = device_only("any_of_group")
+all_of_group = device_only("all_of_group")
+none_of_group = device_only("none_of_group")
 
 
 # -- memory in kernels ------------------------------------------------------------------
@@ -147,8 +147,8 @@ class work_group_memory:
             raise invalid("work_group_memory needs a positive size")
 
 
-get_work_group_scratch_memory = _device_only("get_work_group_scratch_memory")
-private_array = _device_only("private_array")
+get_work_group_scratch_memory = device_only("get_work_group_scratch_memory")
+private_array = device_only("private_array")
 
 
 # -- free function queries ----------------------------------------------------------------
@@ -156,9 +156,9 @@ private_array = _device_only("private_array")
 class this_work_item:
     """`this_work_item.get_nd_item(dims)` and friends. Device code only."""
 
-    get_nd_item = staticmethod(_device_only("get_nd_item"))
-    get_work_group = staticmethod(_device_only("get_work_group"))
-    get_sub_group = staticmethod(_device_only("get_sub_group"))
+    get_nd_item = staticmethod(device_only("get_nd_item"))
+    get_work_group = staticmethod(device_only("get_work_group"))
+    get_sub_group = staticmethod(device_only("get_sub_group"))
 
 
 # -- math ---------------------------------------------------------------------------------

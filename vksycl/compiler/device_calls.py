@@ -150,7 +150,7 @@ class DeviceCalls:
         if isinstance(v, ReducerV):
             raise fl.err(node, f"a reducer ({name}) is used in the kernel body only: combine "
                          "there the values a device function returns")
-        raise fl.err(node, f"cannot pass this value to a device function ({name})")
+        raise fl.err(node, f"cannot pass {kind_of(v)} to a device function ({name})")
 
     def finish_returns(self, fl: FunctionLowering, fn: ir.Function) -> None:
         rets = fl.returns

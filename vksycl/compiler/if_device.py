@@ -103,6 +103,27 @@ def run(fl: Any, fn: Any, node: ast.AST, name: str) -> None:
         fl.emit(ir.Eval(value))
 
 
+def call_lambda(fl: Any, body: Body, args: list[Any], node: ast.AST, name: str) -> Any:
+    """The value of a lambda called with `args` where it is defined (the element function
+    of joint_matrix_apply)."""
+    if body.owner is not fl:
+        raise fl.err(node, f"{body!r} is passed to {name} outside the function that "
+                     "defines it; pass it where it is defined")
+    n = body.node
+    if not isinstance(n, ast.Lambda):
+        raise fl.err(n, f"pass {name} a lambda or a module-level function, not a nested "
+                     "function definition")
+    a = n.args
+    if a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg or a.defaults or \
+            len(a.args) != len(args):
+        raise fl.err(n, f"the function passed to {name} must take {len(args)} argument"
+                     f"{'s' if len(args) != 1 else ''}")
+    with _scope(fl, n, {p.arg for p in a.args}, set()):
+        for p, v in zip(a.args, args, strict=True):
+            fl.env[p.arg] = FixedSlot(v)
+        return fl.expr(n.body)
+
+
 def inline(fl: Any, body: Body, node: ast.AST, name: str) -> None:
     if body.owner is not fl:
         raise fl.err(node, f"{body!r} is passed to {name} outside the function that "

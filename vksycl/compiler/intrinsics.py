@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import accessors, if_device, ir, reduction, virtual
+from . import accessors, if_device, ir, matrix_code, reduction, virtual
 from . import device as dev
 from . import device_global_code as dgc
 from .atomics import Atomics
@@ -213,6 +213,8 @@ class Intrinsics(Operators, MathFunctions, Atomics):
         if isinstance(base, ItemV):
             return self.m.queries.call(fl, base, m.name, args, node)
         if isinstance(base, AtomicV):
+        if matrix_code.is_matrix_function(name):
+            return matrix_code.call(fl, name, args, kwargs, node)
             return self.atomic(fl, base, m.name, args, kwargs, node)
         if isinstance(base, AccessorV):
             return accessors.method(fl, base, m.name, args, node)

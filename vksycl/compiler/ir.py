@@ -114,6 +114,13 @@ class Lit:
 
 
 @dataclass(frozen=True)
+class TypeRef:
+    """A type operand (OpCooperativeMatrixLengthKHR takes the matrix type itself)."""
+
+    ty: Type
+
+
+@dataclass(frozen=True)
 class ScopeId:
     """An id operand holding a uint32 constant (scopes, memory semantics)."""
 
@@ -252,6 +259,18 @@ class Load(Value):
 
 
 @dataclass(eq=False)
+class MatrixLoad(Value):
+    """A cooperative matrix loaded from memory starting at `place`: rows (or columns, by
+    `layout`: 0 row major, 1 column major) `stride` elements apart."""
+
+    place: Place
+    layout: int
+    stride: Value
+    ty: Type
+    align: int  # what Vulkan requires of a row's (column's) start: its alignment in memory
+
+
+@dataclass(eq=False)
 class Atomic(Value):
     opname: str
     place: Place
@@ -277,6 +296,17 @@ class Assign(Stmt):
 class Store(Stmt):
     place: Place
     value: Value
+
+
+@dataclass(eq=False)
+class MatrixStore(Stmt):
+    """A cooperative matrix stored to memory, as `MatrixLoad` reads it."""
+
+    place: Place
+    value: Value
+    layout: int
+    stride: Value
+    align: int
 
 
 @dataclass(eq=False)

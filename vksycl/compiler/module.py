@@ -30,6 +30,7 @@ from .device_global_code import GlobalV
 from .frontend.lowering import FunctionLowering, source_of
 from .frontend.names import Restart
 from .intrinsics import Intrinsics
+from .matrix_code import MatrixTarget
 from .reduction import KernelReductions, ReductionSpec
 from .type_registry import element_type
 from .typesys import (
@@ -83,6 +84,8 @@ class KernelSpec:
     device_has: tuple[str, ...] | None = None
     # the reductions whose reducers follow the work-item parameter (reduction.py)
     reductions: tuple[ReductionSpec, ...] = ()
+    # how joint_matrix lowers on the device (None: portably, any sub-group size)
+    matrix: MatrixTarget | None = None
 
 
 @dataclass

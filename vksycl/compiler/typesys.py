@@ -135,6 +135,20 @@ class LocalAccessorType(Type):
         return f"sycl.local_accessor[{self.elem!r}, {self.dims}{shape}]"
 
 
+@dataclass(frozen=True)
+class MatrixType(Type):
+    """A `joint_matrix` held by a sub-group: a SPIR-V cooperative matrix of `elem`s whose
+    `use` ("a", "b" or "accumulator") is its role in a multiply-add."""
+
+    elem: Scalar
+    rows: int
+    cols: int
+    use: str
+
+    def __repr__(self) -> str:
+        return f"joint_matrix[{self.elem!r}, {self.use}, {self.rows}x{self.cols}]"
+
+
 BOOL = Scalar("b", 8)
 I8, I16, I32, I64 = (Scalar("i", b) for b in (8, 16, 32, 64))
 U8, U16, U32, U64 = (Scalar("u", b) for b in (8, 16, 32, 64))

@@ -27,6 +27,9 @@ _CAPABILITY_FEATURES = {
     "AtomicFloat32MinMaxEXT": "shaderBufferFloat32AtomicMinMax",
     "AtomicFloat64MinMaxEXT": "shaderBufferFloat64AtomicMinMax",
     "PhysicalStorageBufferAddresses": "bufferDeviceAddress",
+    "VulkanMemoryModel": "vulkanMemoryModel",
+    "VulkanMemoryModelDeviceScope": "vulkanMemoryModelDeviceScope",
+    "CooperativeMatrixKHR": "cooperativeMatrix",
 }
 # SPIR-V capabilities of integer types and the aspects that name them
 _CAPABILITY_ASPECTS = {"Int64": "int64", "Int16": "int16", "Int8": "int8"}

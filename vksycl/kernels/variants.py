@@ -1,7 +1,8 @@
 """Which compiled variant of a kernel a launch runs: the work-group shape of its launch
 shape, the scratch memory and required aspects its properties ask for, work-groups
 numbered linearly where a dimension has more than the device dispatches, the virtual
-call sets it may reach, and whether it reads its arguments from memory.
+call sets it may reach, whether it reads its arguments from memory, and how joint_matrix
+lowers on the device.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from typing import Any
 
 from ..compiler import virtual
 from ..compiler.kernel import kernel_name
+from ..compiler.matrix_code import MatrixTarget
 from ..compiler.module import KernelSpec
 from ..compiler.reduction import ReductionSpec
 from ..properties import work_group_scratch_size
+from ..runtime.aspects import aspect, matrix_combinations
 from .device_checks import required_aspects, too_many_groups
 from .virtual import check_sets, indirect_sets
 
@@ -44,6 +47,15 @@ def _scratch(properties: Any) -> int:
     return 0
 
 
+def matrix_target(device: Any) -> MatrixTarget:
+    """Cooperative matrices of the combinations the device lists where it has them (and
+    `VKSYCL_HIDE_ASPECTS` does not hide them), else the portable form."""
+    vk = device.vulkan
+    if device.has(aspect.ext_oneapi_cooperative_matrix):
+        return MatrixTarget(True, vk.subgroup_size, matrix_combinations(vk))
+    return MatrixTarget(False, vk.subgroup_size)
+
+
 def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
                    properties: Any, args_in_memory: bool = False,
                    reductions: tuple[ReductionSpec, ...] = (),
@@ -60,11 +72,12 @@ def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
     # the name, not the function: plans keep `spec`, and a closure's cells may hold
     # accessors, whose buffers write back only when they go
     name = info.name if info is not None else kernel_name(pyfn)
+    matrix = matrix_target(device)
 
     def spec() -> KernelSpec:
         return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold,
                           args_in_memory, sets, virtual.digest(sets) if sets else "", has,
-                          reductions)
+                          reductions, matrix)
 
     return (kind, dims, local, has_offset, scratch, param_types, fold, args_in_memory, sets,
-            virtual.version() if sets else 0, has, reductions), spec
+            virtual.version() if sets else 0, has, reductions, matrix), spec

@@ -44,6 +44,9 @@ class aspect(enum.Enum):
     int64 = "int64"
     int16 = "int16"
     int8 = "int8"
+    # vksycl-specific: joint_matrix runs on cooperative matrices (tensor cores), not the
+    # portable form every device has
+    ext_oneapi_cooperative_matrix = "ext_oneapi_cooperative_matrix"
 
 
 _TYPE_ASPECT = {
@@ -90,6 +93,9 @@ def vulkan_aspects(info: VulkanDeviceInfo) -> frozenset[aspect]:
     # only promises it for every family at once.
     if info.timestamp_valid_bits > 0:
         found.add(aspect.queue_profiling)
+    if info.cooperative_matrices and f.get("cooperativeMatrix") and \
+            f.get("vulkanMemoryModel") and f.get("vulkanMemoryModelDeviceScope"):
+        found.add(aspect.ext_oneapi_cooperative_matrix)
     return frozenset(found)
 
 
@@ -103,3 +109,27 @@ def hidden_aspects() -> frozenset[aspect]:
         raise invalid(f"{HIDE_ASPECTS_ENV} names unknown aspects {unknown}; "
                       f"known: {', '.join(aspect.__members__)}")
     return frozenset(aspect[n] for n in names)
+
+
+# The joint_matrix shapes every device runs without cooperative matrices (the portable
+# form takes any shape; these are the ones tensor-core hardware commonly has, so code
+# written against them runs on both forms): element dtypes of A, B, C and D, M, N, K.
+PORTABLE_MATRICES = tuple(
+    (*types, m, n, k)
+    for types, shapes in (
+        (("float16", "float16", "float32", "float32"), ((16, 16, 16), (16, 8, 16), (16, 8, 8))),
+        (("float16", "float16", "float16", "float16"), ((16, 16, 16), (16, 8, 16), (16, 8, 8))),
+        (("int8", "int8", "int32", "int32"), ((16, 16, 32), (16, 8, 32))),
+        (("uint8", "uint8", "uint32", "uint32"), ((16, 16, 32), (16, 8, 32))),
+    )
+    for m, n, k in shapes)
+
+
+def matrix_combinations(info: VulkanDeviceInfo) -> tuple[tuple[str, str, str, str, int, int,
+                                                               int], ...]:
+    """The joint_matrix multiply-adds a device runs: its cooperative ones where it has the
+    aspect (and it is not hidden), else the portable set."""
+    if aspect.ext_oneapi_cooperative_matrix in vulkan_aspects(info) and \
+            aspect.ext_oneapi_cooperative_matrix not in hidden_aspects():
+        return info.cooperative_matrices
+    return PORTABLE_MATRICES

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import accessors, ir
+from ..matrix_code import MatrixV
 from ..reduction import ReducerV
 from ..values import AccessorV, AggV, ItemV, ObjV, PtrV, PyV, RangeV, TupV
 
@@ -39,6 +40,8 @@ def kind_of(v: Any) -> str:
         return f"an accessor's {len(v.items)}-dimensional {v.kind}"
     if isinstance(v, ReducerV):
         return "a reducer" if v.element is None else "a reducer's element"
+    if isinstance(v, MatrixV):
+        return v.describe()
     if isinstance(v, PyV):
         return describe(v.obj)
     if v is None:

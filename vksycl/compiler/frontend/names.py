@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import ir
+from ..matrix_code import MatrixV
 from ..reduction import ReducerV
 from ..typesys import BOOL, promote
 from ..values import (
@@ -77,7 +78,8 @@ class Names(LoweringState):
         return slot.value
 
     def new_slot(self, name: str, value: Any, node: ast.AST) -> Any:
-        if isinstance(value, ItemV | AtomicV | MethodV | ReducerV | AccessorV | RangeV):
+        if isinstance(value, ItemV | AtomicV | MethodV | ReducerV | AccessorV | RangeV |
+                      MatrixV):
             return FixedSlot(value)
         if isinstance(value, PyV):
             numeric = isinstance(value.obj, int | float | bool | np.generic)

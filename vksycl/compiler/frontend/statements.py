@@ -12,7 +12,18 @@ from .. import accessors, if_device, ir, reduction, virtual
 from .. import device_global_code as dgc
 from ..type_registry import type_of_annotation
 from ..typesys import BOOL, I32, Scalar, Struct, mem_type, promote
-from ..values import AccessorV, AggSlot, AggV, ObjV, PtrV, PyV, RangeV, ScalarSlot, TupV
+from ..values import (
+    AccessorV,
+    AggSlot,
+    AggV,
+    FixedSlot,
+    ObjV,
+    PtrV,
+    PyV,
+    RangeV,
+    ScalarSlot,
+    TupV,
+)
 from .base import LoweringState
 from .describe import kind_of
 
@@ -236,6 +247,10 @@ class Statements(LoweringState):
         if isinstance(seq, TupV) or (isinstance(seq, PyV) and isinstance(seq.obj, tuple)):
             items = seq.items if isinstance(seq, TupV) else [PyV(o) for o in seq.obj]
             for item in items:  # unrolled: each element may have its own type
+                for name in ast.walk(s.target):  # each copy binds the names afresh
+                    if isinstance(name, ast.Name) and \
+                            isinstance(self.env.get(name.id), FixedSlot):
+                        del self.env[name.id]
                 self.store_target(s.target, item)
                 body = self.sub(s.body)
                 if _has_loop_exit(body):

@@ -2,8 +2,9 @@
 
 Free function kernels (seed 004), kernel properties, enqueue functions, work-group
 memory, kernel bundles of free function kernels, kernels from GLSL / SPIR-V source,
-if_device / if_host (seed 002), device_global (seed 001), virtual functions (seed 000) and
-command graphs (seed 003).
+if_device / if_host (seed 002), device_global (seed 001), virtual functions (seed 000),
+command graphs (seed 003), `matrix` (sycl_ext_oneapi_matrix) with its `info` query, and
+`make_usm_from_native` (USM over an application's VkBuffer).
 """
 
 from ....compiler import (
@@ -34,6 +35,7 @@ from ....graph import (
     property,
     queue_state,
 )
+from ....info import experimental as info
 from ....kernels.bundle_members import get_kernel_id
 from ....kernels.bundle_selection import (
     get_kernel_bundle,
@@ -76,6 +78,8 @@ from ....kernels.virtual import (
     indirectly_callable_in,
 )
 from ....properties import work_group_scratch_size
+from ....runtime.native_usm import make_usm_from_native, native_memory
+from . import matrix
 
 __all__ = [
     "assume_indirect_calls",
@@ -105,6 +109,7 @@ __all__ = [
     "implement_in_csr",
     "indirectly_callable",
     "indirectly_callable_in",
+    "info",
     "init_mode_reprogram",
     "init_mode_reset",
     "is_compatible",
@@ -116,6 +121,9 @@ __all__ = [
     "kernel_function",
     "kernel_function_s",
     "launch_config",
+    "make_usm_from_native",
+    "matrix",
+    "native_memory",
     "nd_launch",
     "nd_range_kernel",
     "node",
