@@ -3,8 +3,9 @@ joint_matrix (sycl_ext_oneapi_matrix), tiled through local memory, with the epil
 
 Each work-group computes a BM x BN tile of C with SGM x SGN sub-groups; each of its sub-groups a
 32 x 32 tile held as four 16 x 16 float32 accumulators. Per step of BK along K, the
-work-group stages its rows of A and columns of B in local memory, then every sub-group
-multiplies 16 x 16 fragments from there. The bias is the accumulators' starting value (a
+work-group stages its rows of A and columns of B in local memory, 8 bytes (four halves) at
+a time, then every sub-group multiplies 16 x 16 fragments from there (a load reads halves
+through the staged words). The bias is the accumulators' starting value (a
 load with stride 0 repeats one row), and ReLU runs on the accumulators before the store.
 
 On devices with cooperative matrices (an NVIDIA GPU's tensor cores) the fragments are
@@ -20,6 +21,7 @@ from vksycl.ext.oneapi.experimental import matrix as jm
 T = 16  # fragment size: 16 x 16 x 16, float16 inputs, float32 accumulation
 SGM, SGN = 2, 2  # sub-groups of a work-group along M and N
 BM, BN, BK = SGM * 2 * T, SGN * 2 * T, 32  # the work-group's tile of C, and its K step
+W = 4  # halves in a 64-bit word, the unit of the copies into local memory
 
 
 def gemm_bias_relu(q: sycl.queue, a, b, bias, c, m: int, n: int, k: int) -> sycl.event:
@@ -36,6 +38,8 @@ def gemm_bias_relu(q: sycl.queue, a, b, bias, c, m: int, n: int, k: int) -> sycl
 def gemm_kernel(a, b, bias, c, n: int, k: int, work_items: int):
     """The kernel of one launch: work-groups of `work_items` (SGM * SGN sub-groups)."""
     groups_n = n // BN
+    a_words, b_words = a.astype(sycl.uint64), b.astype(sycl.uint64)
+    k_words, n_words = k // W, n // W
 
     def body(it):
         sg = it.get_sub_group()
@@ -46,8 +50,8 @@ def gemm_kernel(a, b, bias, c, n: int, k: int, work_items: int):
         sid = sg.get_group_linear_id()
         r = (sid // SGN) * 2 * T  # the sub-group's tile within the work-group's
         cc = (sid % SGN) * 2 * T
-        tile_a = syclexp.work_group_memory(sycl.float16, (BM * BK,))
-        tile_b = syclexp.work_group_memory(sycl.float16, (BK * BN,))
+        tile_a = syclexp.work_group_memory(sycl.uint64, (BM * BK // W,))
+        tile_b = syclexp.work_group_memory(sycl.uint64, (BK * BN // W,))
 
         c00 = jm.joint_matrix(sg, sycl.float32, jm.use.accumulator, T, T)
         c01 = jm.joint_matrix(sg, sycl.float32, jm.use.accumulator, T, T)
@@ -64,16 +68,18 @@ def gemm_kernel(a, b, bias, c, n: int, k: int, work_items: int):
         b1 = jm.joint_matrix(sg, sycl.float16, jm.use.b, T, T, jm.layout.row_major)
 
         for k0 in range(0, k, BK):
-            for e in range(lid, BM * BK, work_items):
-                tile_a[e] = a[(row0 + e // BK) * k + k0 + e % BK]
-            for e in range(lid, BK * BN, work_items):
-                tile_b[e] = b[(k0 + e // BN) * n + col0 + e % BN]
+            for e in range(lid, BM * BK // W, work_items):
+                row, word = e // (BK // W), e % (BK // W)
+                tile_a[e] = a_words[(row0 + row) * k_words + k0 // W + word]
+            for e in range(lid, BK * BN // W, work_items):
+                row, word = e // (BN // W), e % (BN // W)
+                tile_b[e] = b_words[(k0 + row) * n_words + col0 // W + word]
             sycl.group_barrier(it.get_group())
             for kf in range(0, BK, T):
-                jm.joint_matrix_load(sg, a0, tile_a + r * BK + kf, BK)
-                jm.joint_matrix_load(sg, a1, tile_a + (r + T) * BK + kf, BK)
-                jm.joint_matrix_load(sg, b0, tile_b + kf * BN + cc, BN)
-                jm.joint_matrix_load(sg, b1, tile_b + kf * BN + cc + T, BN)
+                jm.joint_matrix_load(sg, a0, tile_a + (r * BK + kf) // W, BK // W)
+                jm.joint_matrix_load(sg, a1, tile_a + ((r + T) * BK + kf) // W, BK // W)
+                jm.joint_matrix_load(sg, b0, tile_b + (kf * BN + cc) // W, BN // W)
+                jm.joint_matrix_load(sg, b1, tile_b + (kf * BN + cc + T) // W, BN // W)
                 jm.joint_matrix_mad(sg, c00, a0, b0, c00)
                 jm.joint_matrix_mad(sg, c01, a0, b1, c01)
                 jm.joint_matrix_mad(sg, c10, a1, b0, c10)

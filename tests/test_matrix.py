@@ -413,3 +413,40 @@ def test_storing_through_a_read_only_accessor(q):
 
         with pytest.raises(sycl.exception, match="a read_only accessor cannot be written"):
             q.submit(group).wait()
+
+
+def test_loads_through_packed_words(q, mem):
+    """A tile read through uint32 and uint64 pointers that pack halves (column major too),
+    and a store through one refused."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((16, 16)).astype(np.float16)
+    b = rng.standard_normal((16, 16)).astype(np.float16)
+    pa, pb = mem.of(a), mem.of(np.ascontiguousarray(b.T))
+    out = mem.zeros(256, np.float32)
+    words_a, words_b = pa.astype(sycl.uint64), pb.astype(sycl.uint32)
+
+    def body(it):
+        sg = it.get_sub_group()
+        ma = jm.joint_matrix(sg, sycl.float16, jm.use.a, 16, 16, jm.layout.row_major)
+        mb = jm.joint_matrix(sg, sycl.float16, jm.use.b, 16, 16, jm.layout.col_major)
+        mc = jm.joint_matrix(sg, sycl.float32, jm.use.accumulator, 16, 16)
+        jm.joint_matrix_fill(sg, mc, 0)
+        jm.joint_matrix_load(sg, ma, words_a, 4)
+        jm.joint_matrix_load(sg, mb, words_b, 8)
+        jm.joint_matrix_mad(sg, mc, ma, mb, mc)
+        jm.joint_matrix_store(sg, mc, out, 16, jm.layout.row_major)
+
+    s = _sub_group(q)
+    q.parallel_for(sycl.nd_range((s,), (s,)), body).wait()
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(mem.view(out, 256).reshape(16, 16), want, rtol=1e-3,
+                               atol=1e-3)
+
+    out_words = out.astype(sycl.uint64)
+
+    def packed_store(it):
+        sg = it.get_sub_group()
+        mc = jm.joint_matrix(sg, sycl.float32, jm.use.accumulator, 16, 16)
+        jm.joint_matrix_store(sg, mc, out_words, 8, jm.layout.row_major)
+
+    assert "it must point to float32" in str(_build_error(q, packed_store))

@@ -11,7 +11,9 @@
   results are those of the cooperative form, since every work-item of the sub-group makes
   the same calls on the same data.
 
-In the cooperative form the pointer and stride of a load or store must keep each row (or
+A load may read through a pointer to unsigned integers that pack several elements each
+(local memory filled 8 bytes at a time); its stride then counts those words, as SPIR-V's
+does. In the cooperative form the pointer and stride of a load or store must keep each row (or
 column) aligned to the lesser of 16 bytes and the row's size, as Vulkan requires: the code
 tells the driver so (it then moves rows whole), and constant strides are checked here.
 
@@ -307,10 +309,18 @@ def _pointer(fl: Any, v: Any, m: MatrixV, node: ast.AST, what: str,
     if not isinstance(v, PtrV):
         raise fl.err(node, f"{what} must be a pointer to {m.ty.elem!r} (a USM pointer, "
                      "local memory or an accessor)")
-    if mem_type(v.elem) != mem_type(m.ty.elem):
+    if mem_type(v.elem) != mem_type(m.ty.elem) and (write or not _packs(v.elem, m.ty.elem)):
+        also = "" if write else f", or to unsigned integers packing {m.ty.elem!r}s"
         raise fl.err(node, f"{what} points to {v.elem!r}; {m.describe()} holds "
-                     f"{m.ty.elem!r}")
+                     f"{m.ty.elem!r}: it must point to {m.ty.elem!r}{also}")
     return v
+
+
+def _packs(word: Any, elem: Scalar) -> bool:
+    """Whether `word` is an unsigned integer holding several `elem`s (a load may read a
+    tile through such a pointer: local memory filled 8 bytes at a time, say)."""
+    return isinstance(word, Scalar) and word.kind == "u" and word.bits > elem.bits and \
+        word.bits % elem.bits == 0
 
 
 def _layout_of(fl: Any, m: MatrixV, given: Any, node: ast.AST, what: str) -> layout:
@@ -345,7 +355,7 @@ def _memory_args(fl: Any, name: str, args: list[Any], kwargs: dict[str, Any],
         raise fl.err(node, f"{name}'s stride must be an integer, got {stride.ty!r}")
     lay = _layout_of(fl, m, given.get("layout"), node, name)
     if _cooperative(fl) and isinstance(stride, ir.Const):
-        _check_stride(fl, m, stride.value, lay, node, name)
+        _check_stride(fl, m, ptr, stride.value, lay, node, name)
     return m, ptr, fl.convert(stride, I32, node), lay
 
 
@@ -356,9 +366,9 @@ def _row_alignment(m: MatrixV, lay: layout) -> int:
     return min(16, (m.ty.cols if lay is layout.row_major else m.ty.rows) * m.ty.elem.nbytes)
 
 
-def _check_stride(fl: Any, m: MatrixV, stride: int, lay: layout, node: ast.AST,
-                  name: str) -> None:
-    size = m.ty.elem.nbytes
+def _check_stride(fl: Any, m: MatrixV, ptr: PtrV, stride: int, lay: layout,
+                  node: ast.AST, name: str) -> None:
+    size = ptr.elem.nbytes
     need = _row_alignment(m, lay)
     if stride * size % need:
         raise fl.err(node, f"{name}: a stride of {stride} elements puts rows {stride * size} "
@@ -370,6 +380,22 @@ def _position(fl: Any, ptr: PtrV, r: ir.Value, c: ir.Value, stride: ir.Value,
     index = _add(_mul(r, stride), c) if lay is layout.row_major else \
         _add(_mul(c, stride), r)
     return fl.index_place(ptr, index, node)
+
+
+def _packed(fl: Any, ptr: PtrV, m: MatrixV, r: ir.Value, c: ir.Value, stride: ir.Value,
+            lay: layout, node: ast.AST) -> ir.Value:
+    """Element (r, c) read through a pointer to words packing several elements: rows
+    (columns) are `stride` words apart, elements lie in a row from the low bits up."""
+    word = ptr.elem
+    per = word.bits // m.ty.elem.bits
+    major, minor = (r, c) if lay is layout.row_major else (c, r)
+    index = _add(_mul(major, stride), ir.Op("OpSDiv", I32, [minor, ir.Const(I32, per)]))
+    shift = _mul(ir.Op("OpSMod", I32, [minor, ir.Const(I32, per)]),
+                 ir.Const(I32, m.ty.elem.bits))
+    bits = ir.Op("OpShiftRightLogical", word, [ir.Load(fl.index_place(ptr, index, node)),
+                                               shift])
+    narrow = Scalar("u", m.ty.elem.bits)
+    return ir.Op("OpBitcast", m.ty.elem, [ir.Op("OpUConvert", narrow, [bits])])
 
 
 def _start(fl: Any, ptr: PtrV, node: ast.AST) -> ir.Place:
@@ -384,11 +410,14 @@ def _load(fl: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Py
         return PyV(None)
     cols = m.ty.cols
 
+    packed = mem_type(ptr.elem) != mem_type(m.ty.elem)
+
     def body(e: ir.Value) -> None:
         r = ir.Op("OpSDiv", I32, [e, ir.Const(I32, cols)])
         c = ir.Op("OpSMod", I32, [e, ir.Const(I32, cols)])
-        fl.emit(ir.Store(_element(m, e), ir.Load(_position(fl, ptr, r, c, stride, lay,
-                                                           node))))
+        value = _packed(fl, ptr, m, r, c, stride, lay, node) if packed else \
+            ir.Load(_position(fl, ptr, r, c, stride, lay, node))
+        fl.emit(ir.Store(_element(m, e), value))
 
     _elements(fl, m, body)
     return PyV(None)
