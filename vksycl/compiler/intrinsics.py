@@ -201,6 +201,8 @@ class Intrinsics(Operators, MathFunctions, Atomics):
         if name == "get_work_group_scratch_memory":
             dtype = self.const(fl, args[0], node) if args else np.uint8
             return self.m.scratch_memory(fl, dtype, node)
+        if matrix_code.is_matrix_function(name):
+            return matrix_code.call(fl, name, args, kwargs, node)
         if name == "private_array":
             return self.m.private_array(fl, self.const(fl, args[0], node),
                                         self.const(fl, args[1], node), node)
@@ -213,8 +215,6 @@ class Intrinsics(Operators, MathFunctions, Atomics):
         if isinstance(base, ItemV):
             return self.m.queries.call(fl, base, m.name, args, node)
         if isinstance(base, AtomicV):
-        if matrix_code.is_matrix_function(name):
-            return matrix_code.call(fl, name, args, kwargs, node)
             return self.atomic(fl, base, m.name, args, kwargs, node)
         if isinstance(base, AccessorV):
             return accessors.method(fl, base, m.name, args, node)
