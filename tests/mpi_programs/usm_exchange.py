@@ -77,8 +77,11 @@ def main() -> int:
     for p in (send, recv, got):
         sycl.free(p, q)
     instance = q.get_device().vulkan.instance
-    print(f"rank {rank} {'ok' if not failures else 'FAILED: ' + '; '.join(failures)} "
-          f"instance {instance}", flush=True)
+    line = f"rank {rank} {'ok' if not failures else 'FAILED: ' + '; '.join(failures)} " \
+        f"instance {instance}"
+    # one process prints every rank's line: lines printed by several ranks can interleave
+    for report in comm.gather(line, root=0) or []:
+        print(report, flush=True)
     return 1 if failures else 0
 
 
