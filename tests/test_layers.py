@@ -162,6 +162,17 @@ def test_the_package_root_holds_only_the_public_vocabulary():
     assert loose - TOP == VOCABULARY
 
 
+def test_the_fuzzer_uses_only_the_public_api():
+    """fuzz/ tests vksycl from outside, as a user's program would: it imports `vksycl` and
+    `vksycl.ext.oneapi`, never a module inside them."""
+    public = {"vksycl", "vksycl.ext.oneapi", "vksycl.ext.oneapi.experimental"}
+    found = [f"{path.relative_to(ROOT)}:{line}: {target}"
+             for path in sorted((ROOT / "fuzz").rglob("*.py"))
+             for target, line in imports_of(path, module_name(path, ROOT), set())
+             if target.partition(".")[0] == "vksycl" and target not in public]
+    assert found == []
+
+
 def documented_orders(text: str, modules: set[str]) -> dict[str, list[str]]:
     """The modules each folder's paragraph under "Inside each folder" names, in the order
     it first names them. A name in backquotes is a module of the folder, or of one of its

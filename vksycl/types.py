@@ -68,11 +68,13 @@ def struct_class(dtype: np.dtype) -> type | None:
 def dtype_key(dtype: np.dtype) -> Any:
     """A hashable key that tells dtypes apart the way kernels see them: numpy's equality
     ignores metadata, so a pointer dtype would otherwise equal uint64 (and every other
-    pointer dtype), and a struct with a pointer field its twin with another pointee."""
+    pointer dtype), a struct with a pointer field its twin with another pointee, and two
+    struct classes with the same fields each other."""
     target = pointee(dtype)
     if target is not None:
         return ("ptr", dtype_key(target))
     if dtype.names is None:
         return dtype
-    return (dtype, tuple((name, dtype.fields[name][1], dtype_key(dtype.fields[name][0]))
-                         for name in dtype.names))
+    return (dtype, struct_class(dtype),
+            tuple((name, dtype.fields[name][1], dtype_key(dtype.fields[name][0]))
+                  for name in dtype.names))

@@ -60,7 +60,7 @@ class Intrinsics(Operators, MathFunctions, Atomics):
             return self.m.shared_array(fl, self.const(fl, args[0], node),
                                        self.const(fl, shape, node), node)
         if obj in (np.zeros, np.empty):
-            return self.private_array(fl, args, kwargs, node)
+            return self.private_array(fl, args, kwargs, node, zeroed=obj is np.zeros)
         if isinstance(obj, type) and hasattr(obj, "__vksycl_struct__"):
             return self.construct(fl, obj.__vksycl_struct__, args, kwargs, node)
         if isinstance(obj, type) and issubclass(obj, dev.BinaryOp):
@@ -159,19 +159,31 @@ class Intrinsics(Operators, MathFunctions, Atomics):
         t = BOOL if x.ty.is_bool and y.ty.is_bool else promote(x.ty, y.ty)
         if t.is_bool:
             t = I32
-        x, y = fl.convert(x, t), fl.convert(y, t)
-        lt = "OpFOrdLessThan" if t.is_float else "OpSLessThan" if t.is_signed else "OpULessThan"
-        # Python: min(a, b) is b if b < a else a; max(a, b) is b if a < b else a
-        cond = ir.Op(lt, BOOL, [y, x] if name == "min" else [x, y])
-        return ir.Op("OpSelect", t, [cond, y, x])
+        # Python: min(a, b) is b if b < a else a; max(a, b) is b if a < b else a, with `<`
+        # comparing the values before they take the common type (as it does for a signed
+        # and an unsigned value: min(-1, uint32(5)) is -1, as the common type 0xffffffff)
+        cond = self.compare(fl, ast.Lt(), *((y, x) if name == "min" else (x, y)), node)
+        return ir.Op("OpSelect", t, [cond, fl.convert(y, t), fl.convert(x, t)])
 
     # == memory =======================================================================
     def private_array(self, fl: Any, args: list[Any], kwargs: dict[str, Any],
-                      node: ast.AST) -> PtrV:
+                      node: ast.AST, zeroed: bool = False) -> PtrV:
         shape = self.const(fl, args[0] if args else kwargs.get("shape"), node)
         dtype = self.const(fl, args[1] if len(args) > 1 else kwargs.get("dtype",
                                                                           PyV(np.float64)), node)
-        return self.m.private_array(fl, dtype, shape, node)
+        ptr = self.m.private_array(fl, dtype, shape, node)
+        if zeroed and (fl.loop_depth or fl.inlined is not None):
+            # np.zeros makes new zeros each time it runs; the array's initializer zeroes
+            # it once, when the function starts
+            i = fl.new_local("zeros.i", I32)
+            saved, fl.out = fl.out, []
+            fl.store(fl.index_place(ptr, ir.Read(i), node), _zero(ptr.root.elem), node)
+            body, fl.out = fl.out, saved
+            fl.emit(ir.Assign(i, ir.Const(I32, 0)))
+            fl.emit(ir.Loop([], ir.Op("OpSLessThan", BOOL, [
+                ir.Read(i), ir.Const(I32, ptr.root.length)]), body,
+                [ir.Assign(i, ir.Op("OpIAdd", I32, [ir.Read(i), ir.Const(I32, 1)]))]))
+        return ptr
 
     def construct(self, fl: Any, sty: Struct, args: list[Any], kwargs: dict[str, Any],
                   node: ast.AST) -> AggV:
@@ -236,6 +248,15 @@ class Intrinsics(Operators, MathFunctions, Atomics):
             fl.store(place, args[0], node)
             return PyV(None)
         raise fl.err(node, f"{_what(base)} has no method {m.name}")
+
+
+def _zero(t: Any) -> Any:
+    """A value of type `t` that is all zeros."""
+    if isinstance(t, Struct):
+        return AggV(t, [_zero(ft) for _, ft in t.fields])
+    if isinstance(t, PtrType):
+        return PyV(None)
+    return ir.Const(t, False if t.is_bool else 0)
 
 
 def _what(v: Any) -> str:

@@ -109,6 +109,9 @@ class MathFunctions:
         if name in ("abs", "fabs"):
             if t.is_float:
                 return ir.Ext("FAbs", t, vals)
+            if t.bits < 32:  # C++ integral promotion: abs(int8(-128)) is the int 128
+                t = I32
+                vals = [fl.convert(vals[0], t)]
             if t.is_signed:
                 return ir.Ext("SAbs", t, vals)
             return vals[0]

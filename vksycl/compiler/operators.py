@@ -95,14 +95,15 @@ class Operators:
         px, py = promote(x.ty, x.ty), promote(y.ty, y.ty)
         if px.is_signed == py.is_signed:
             t = promote(px, py)
-            return ir.Op(names[0 if t.is_signed else 1], BOOL, [fl.convert(x, t),
-                                                                fl.convert(y, t)])
+            if t.is_signed:
+                return signed_compare(names, fl.convert(x, t), fl.convert(y, t))
+            return ir.Op(names[1], BOOL, [fl.convert(x, t), fl.convert(y, t)])
         # signed against unsigned: compare the mathematical values, as Python does
         if not px.is_signed:
             x, y, px, py, op = y, x, py, px, _SWAP[type(op)]()
             names = _CMP[type(op)]
         ut = Scalar("u", max(px.bits, py.bits))
-        neg = ir.Op("OpSLessThan", BOOL, [fl.convert(x, px), ir.Const(px, 0)])
+        neg = signed_compare(_CMP[ast.Lt], fl.convert(x, px), ir.Const(px, 0))
         base = ir.Op(names[1], BOOL, [fl.convert(fl.convert(x, px), ut), fl.convert(y, ut)])
         if isinstance(op, ast.Lt | ast.LtE | ast.NotEq):
             return ir.Op("OpLogicalOr", BOOL, [neg, base])
@@ -126,6 +127,19 @@ class Operators:
                 return PyV(isinstance(op, ast.NotEq))
             x, y = p.offset, ir.Const(U64, 0)
         return ir.Op(_CMP[type(op)][0 if x.ty.is_signed else 1], BOOL, [x, y])
+
+
+def signed_compare(names: tuple[str, str, str], x: ir.Value, y: ir.Value) -> ir.Value:
+    """A comparison of two signed integers. Ordered comparisons of 64-bit ones compare
+    them unsigned with their sign bits flipped, which is the same: lavapipe (Mesa 22.3)
+    gets `x < c` wrong when x is an int32 sign-extended to 64 bits and c a constant (it
+    answers false for <, <= and true for >, >=, whatever x is)."""
+    t = x.ty
+    if t.bits != 64 or names[0] in ("OpIEqual", "OpINotEqual"):
+        return ir.Op(names[0], BOOL, [x, y])
+    sign = ir.Const(t, -(1 << 63))
+    return ir.Op(names[1], BOOL, [ir.Op("OpBitwiseXor", t, [x, sign]),
+                                  ir.Op("OpBitwiseXor", t, [y, sign])])
 
 
 def _rounds_up(x: ir.Value, y: ir.Value, q: ir.Value, t: Scalar) -> ir.Value:

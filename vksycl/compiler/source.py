@@ -39,11 +39,15 @@ def error(filename: str, node: ast.AST | None, message: str) -> exception:
     return exception(errc.build, f"{filename}:{line}:{col}: {message}")
 
 
-_FILES: dict[str, tuple[float, ast.Module, list[str]]] = {}
+_Starts = dict[int, list[ast.AST]]
+_FILES: dict[str, tuple[float, _Starts, list[str]]] = {}
 _BY_CODE: dict[Any, Source] = {}
 
 
-def _parse_file(filename: str) -> tuple[ast.Module, list[str]]:
+def _parse_file(filename: str) -> tuple[_Starts, list[str]]:
+    """A file's functions and lambdas by the line each starts on (a decorator's, for a
+    decorated function), and its lines. Indexed once per parse: looking a function up
+    walks no tree, however many functions the file holds."""
     try:
         mtime = os.path.getmtime(filename)
     except OSError:
@@ -56,9 +60,15 @@ def _parse_file(filename: str) -> tuple[ast.Module, list[str]]:
     if not lines:
         raise exception(errc.build, f"{filename}: the source of a kernel is not available "
                         "(kernels must be defined in a file)")
-    tree = ast.parse("".join(lines), filename)
-    _FILES[filename] = (mtime, tree, lines)
-    return tree, lines
+    starts: _Starts = {}
+    for node in ast.walk(ast.parse("".join(lines), filename)):
+        if isinstance(node, ast.Lambda):
+            starts.setdefault(node.lineno, []).append(node)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            starts.setdefault(first, []).append(node)
+    _FILES[filename] = (mtime, starts, lines)
+    return starts, lines
 
 
 def _last_line(code: Any) -> int:
@@ -121,22 +131,14 @@ def function_source(fn: Any) -> Source:
     hit = _BY_CODE.get(code)
     if hit is not None:
         return hit
-    tree, lines = _parse_file(code.co_filename)
+    starts, lines = _parse_file(code.co_filename)
     first = code.co_firstlineno
     want_lambda = code.co_name == "<lambda>"
     argnames = code.co_varnames[: code.co_argcount]
-    candidates = []
-    for node in ast.walk(tree):
-        if want_lambda and isinstance(node, ast.Lambda):
-            start = node.lineno
-        elif not want_lambda and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            if node.name != code.co_name:
-                continue
-            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
-        else:
-            continue
-        if start == first and tuple(a.arg for a in node.args.args) == argnames:
-            candidates.append(node)
+    candidates = [node for node in starts.get(first, ())
+                  if (isinstance(node, ast.Lambda) if want_lambda else
+                      getattr(node, "name", None) == code.co_name)
+                  and tuple(a.arg for a in node.args.args) == argnames]
     if not candidates:
         raise exception(errc.build, f"{code.co_filename}:{first}: cannot find the source "
                         f"of {code.co_name}")

@@ -12,15 +12,28 @@ import numpy as np
 
 from ..access import accessor_type, local_accessor_type
 from ..exceptions import invalid
-from ..types import dtype_key, pointee
+from ..types import dtype_key, pointee, struct_class
 from .typesys import AccessorType, LocalAccessorType, PtrType, Struct, Type, scalar_of
 
-_STRUCTS_BY_DTYPE: dict[Any, Struct] = {}  # by dtype_key
+_STRUCTS_BY_DTYPE: dict[Any, Struct] = {}  # by dtype_key, which names the struct class
+_STRUCTS_BY_LAYOUT: dict[Any, Struct] = {}  # for a dtype that names no class: the latest
 
 
 def register_struct(st: Struct, dtype: np.dtype) -> None:
     """Makes `dtype` (a struct class's memory layout) name the struct `st`."""
     _STRUCTS_BY_DTYPE[dtype_key(dtype)] = st
+    _STRUCTS_BY_LAYOUT[_layout(dtype)] = st
+
+
+def _layout(dtype: np.dtype) -> Any:
+    """A dtype's `dtype_key` without the struct classes it names."""
+    target = pointee(dtype)
+    if target is not None:
+        return ("ptr", _layout(target))
+    if dtype.names is None:
+        return dtype
+    return (dtype, tuple((name, dtype.fields[name][1], _layout(dtype.fields[name][0]))
+                         for name in dtype.names))
 
 
 def type_of_annotation(t: Any) -> Type | None:
@@ -53,6 +66,8 @@ def element_type(dtype: np.dtype) -> Type:
     if s is not None:
         return s
     st = _STRUCTS_BY_DTYPE.get(dtype_key(dtype))
+    if st is None and struct_class(dtype) is None:
+        st = _STRUCTS_BY_LAYOUT.get(_layout(dtype))
     if st is None:
         raise invalid(f"no @sycl.struct class has the element type {dtype}")
     return st

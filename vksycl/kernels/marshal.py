@@ -139,7 +139,8 @@ class Prepared:
             values[pos] = address
         for get, pos, is_bool in self.scalars:
             v = get(pyfn, args)
-            values[pos] = int(bool(v)) if is_bool else v
+            # numpy's bool is no integer to struct (Python's bool is), whatever the slot
+            values[pos] = int(bool(v)) if is_bool or isinstance(v, np.bool_) else v
         for get, path, at, pieces in self.accessors:
             acc = get(pyfn, args)
             if not hasattr(type(acc), "__vksycl_accessor__"):

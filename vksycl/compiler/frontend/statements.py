@@ -11,7 +11,7 @@ from typing import Any
 from .. import accessors, if_device, ir, reduction, virtual
 from .. import device_global_code as dgc
 from ..type_registry import type_of_annotation
-from ..typesys import BOOL, I32, Scalar, Struct, mem_type, promote
+from ..typesys import BOOL, I32, I64, Scalar, Struct, mem_type, promote
 from ..values import (
     AccessorV,
     AggSlot,
@@ -26,6 +26,7 @@ from ..values import (
 )
 from .base import LoweringState
 from .describe import kind_of
+from .scalars import weak_want
 
 _UNSUPPORTED_STMTS = {
     ast.Try: "try/except", ast.Raise: "raise", ast.With: "with", ast.AsyncWith: "async with",
@@ -205,6 +206,11 @@ class Statements(LoweringState):
                 if i < 0:
                     raise self.err(target, f"struct {slot.sty.name} has no field '{attr}'")
                 fslot = slot.fields[i]
+                if isinstance(fslot, ScalarSlot):  # a field keeps its type: no widening
+                    ft = fslot.local.ty
+                    return lambda v: self.read_slot(fslot) if v is None else self.emit(
+                        ir.Assign(fslot.local, self.convert(self.scalar(v, target, ft), ft,
+                                                            target)))
                 return lambda v: self.read_slot(fslot) if v is None else \
                     self.assign_slot(f"{base_node.id}.{attr}", fslot, v, target)
         obj = self.expr(base_node)
@@ -267,12 +273,22 @@ class Statements(LoweringState):
             args = [PyV(0), args[0], PyV(1)]
         elif len(args) == 2:
             args.append(PyV(1))
-        vals = [self.scalar(a, call) for a in args]
+        # Python's range counts mathematically: the counter's type holds every argument (a
+        # literal takes the others' type where it fits it; signed and unsigned values mix
+        # as int64, so range(n_uint32, -1, -1) ends at 0 rather than never starting)
+        base = I32
+        for a in args:
+            if not isinstance(a, PyV):
+                base = promote(base, self.scalar(a, call).ty)
+        vals = [self.scalar(a, call, weak_want(a.obj, base)) if isinstance(a, PyV) else
+                self.scalar(a, call) for a in args]
         ty = I32
         for v in vals:
             if not v.ty.is_int and not v.ty.is_bool:
                 raise self.err(call, f"range() needs integers, got {v.ty!r}")
             ty = promote(ty, v.ty)
+        if len({promote(v.ty, v.ty).is_signed for v in vals}) == 2:
+            ty = I64
         start, stop, step = (self.convert(v, ty, call) for v in vals)
         counter = self.new_local("range.i", ty)
         limit = self.new_local("range.stop", ty)

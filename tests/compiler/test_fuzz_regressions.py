@@ -1,0 +1,179 @@
+"""What the differential fuzzer (`python -m fuzz`) found: wrong answers and refused
+arguments, each reduced to a small kernel whose right values are written out by hand,
+and a compile time that grew with the size of the kernel's file."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+
+import vksycl as sycl
+
+
+def test_min_and_max_compare_a_signed_with_an_unsigned_value_as_values(q, mem):
+    """min(a, b) is b if b < a else a, and `<` compares the values: min(-1, uint32(2)) is
+    -1 (0xffffffff as their common type), not 2."""
+    a = mem.of(np.array([-1, 5, -7, 3], np.int32))
+    b = mem.of(np.array([2, 3, 4, 5], np.uint32))
+    out = mem.zeros(8, np.uint32)
+
+    def body(i):
+        out[2 * i] = min(a[i], b[i])
+        out[2 * i + 1] = max(a[i], b[i])
+
+    q.parallel_for(sycl.range(4), body).wait()
+    got = mem.view(out, 8).reshape(4, 2)
+    np.testing.assert_array_equal(got[:, 0], [2**32 - 1, 3, 2**32 - 7, 3])
+    np.testing.assert_array_equal(got[:, 1], [2, 5, 4, 5])
+
+
+def test_abs_of_a_narrow_integer_is_an_int(q, mem):
+    """C++ integral promotion: abs(int8(-128)) is the int 128, not int8 -128."""
+    x8 = mem.of(np.array([-128, -5, 7, 127], np.int8))
+    x16 = mem.of(np.array([-32768, -3, 0, 32767], np.int16))
+    out = mem.zeros(8, np.int32)
+
+    def body(i):
+        out[i] = abs(x8[i])
+        out[4 + i] = abs(x16[i])
+
+    q.parallel_for(sycl.range(4), body).wait()
+    np.testing.assert_array_equal(mem.view(out, 8), [128, 5, 7, 127, 32768, 3, 0, 32767])
+
+
+@sycl.struct
+class Pair:
+    small: sycl.uint8
+    wide: sycl.int64
+
+
+def test_a_struct_field_keeps_its_type_when_assigned_a_wider_value(q, mem):
+    """`p.small = <int32>` converts to the field's uint8 (250 + 6 is 0), as a store to
+    memory does; the field must not widen to the value's type."""
+    out = mem.zeros(4, np.int32)
+
+    def body(i):
+        p = Pair(sycl.uint8(0), sycl.int64(0))
+        p.small = 250 + i * 3
+        out[i] = p.small + 1
+
+    q.parallel_for(sycl.range(4), body).wait()
+    np.testing.assert_array_equal(mem.view(out, 4), [251, 254, 1, 4])
+
+
+def test_np_zeros_in_a_loop_makes_new_zeros_each_iteration(q, mem):
+    out = mem.zeros(4, np.int32)
+
+    def body(i):
+        total = sycl.int32(0)
+        for k in range(3):
+            arr = np.zeros(4, np.int32)
+            arr[k] = k + 1
+            total += arr[0] + arr[1] + arr[2] + arr[3]
+        out[i] = total + i
+
+    q.parallel_for(sycl.range(4), body).wait()
+    np.testing.assert_array_equal(mem.view(out, 4), [6, 7, 8, 9])
+
+
+@sycl.struct
+class Celsius:
+    degrees: sycl.float32
+
+
+@sycl.struct
+class Kelvin:  # the same fields as Celsius: its memory is still Celsius memory
+    degrees: sycl.float32
+
+
+def test_two_structs_with_the_same_fields_stay_apart(q, mem):
+    out = mem.of(np.zeros(4, Celsius.dtype))
+    other = mem.of(np.zeros(4, Kelvin.dtype))
+
+    def body(i):
+        out[i] = Celsius(sycl.float32(i) * 1.5)
+        other[i] = Kelvin(sycl.float32(i) + 273.0)
+
+    q.parallel_for(sycl.range(4), body).wait()
+    np.testing.assert_array_equal(np.asarray(out)[:4]["degrees"], [0.0, 1.5, 3.0, 4.5])
+    np.testing.assert_array_equal(np.asarray(other)[:4]["degrees"], [273, 274, 275, 276])
+
+
+def test_range_over_signed_and_unsigned_bounds_counts_as_python_does(q, mem):
+    """range(n, -1, -1) with an unsigned n counts down to 0 (the -1 must not become
+    0xffffffff), and range(-2, n) starts at -2."""
+    n = mem.of(np.array([3, 0, 5], np.uint32))
+    out = mem.zeros(9, np.int64)
+
+    def body(i):
+        down = sycl.int32(0)
+        last = sycl.int64(-100)
+        for k in range(n[i], -1, -1):
+            down += 1
+            last = k
+        up = sycl.int64(0)
+        for k in range(-2, n[i]):
+            up += k
+        out[3 * i] = down
+        out[3 * i + 1] = last
+        out[3 * i + 2] = up
+
+    q.parallel_for(sycl.range(3), body).wait()
+    got = mem.view(out, 9).reshape(3, 3)
+    np.testing.assert_array_equal(got[:, 0], [4, 1, 6])
+    np.testing.assert_array_equal(got[:, 1], [0, 0, 0])
+    np.testing.assert_array_equal(got[:, 2], [sum(range(-2, m)) for m in (3, 0, 5)])
+
+
+def test_int64_from_an_int32_compares_with_a_constant(q, mem):
+    """lavapipe (Mesa 22.3) folds `int64(x32) < c` to false (and `>` to true) for any
+    constant c an int32 holds; vksycl compares 64-bit values so that it cannot."""
+    x = np.array([-20, -8, -1, 0, 1, 5, 7], np.int32)
+    a = mem.of(x)
+    out = mem.zeros(4 * len(x), np.int32)
+
+    def body(i):
+        w = sycl.int64(a[i])
+        out[4 * i] = w < 5
+        out[4 * i + 1] = w >= -8
+        out[4 * i + 2] = 0 > w  # noqa: SIM300 (the constant first, as the bug needs)
+        out[4 * i + 3] = w <= sycl.int64(1)
+
+    q.parallel_for(sycl.range(len(x)), body).wait()
+    got = mem.view(out, 4 * len(x)).reshape(-1, 4)
+    np.testing.assert_array_equal(got[:, 0], x < 5)
+    np.testing.assert_array_equal(got[:, 1], x >= -8)
+    np.testing.assert_array_equal(got[:, 2], x < 0)
+    np.testing.assert_array_equal(got[:, 3], x <= 1)
+
+
+def test_a_captured_numpy_bool_is_a_kernel_argument(q, mem):
+    out = mem.zeros(4, np.int32)
+    for flag in (np.bool_(True), np.bool_(False)):
+
+        def body(i):
+            out[i] = 10 if flag else 20  # noqa: B023
+
+        q.parallel_for(sycl.range(4), body).wait()
+        np.testing.assert_array_equal(mem.view(out, 4), [10 if flag else 20] * 4)
+
+
+def test_the_functions_of_one_file_are_found_from_one_walk_of_it(tmp_path, monkeypatch):
+    """Finding a kernel's source walked the file's whole tree for every function: a
+    module of many kernels (as the fuzzer writes them) compiled in time quadratic in its
+    size. The file is now indexed once."""
+    from vksycl.compiler import source
+
+    path = tmp_path / "many_kernels.py"
+    path.write_text("".join(f"def k{n}(x):\n    return x + {n}\n\n\n" for n in range(40)))
+    spec = importlib.util.spec_from_file_location("many_kernels", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    walks = []
+    walk = source.ast.walk
+    monkeypatch.setattr(source.ast, "walk", lambda node: walks.append(node) or walk(node))
+    found = [source.function_source(getattr(module, f"k{n}")) for n in range(40)]
+    assert [f.name for f in found] == [f"k{n}" for n in range(40)]
+    assert found[7].text == "def k7(x):\n    return x + 7\n"
+    assert len(walks) == 1
