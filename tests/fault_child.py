@@ -20,46 +20,16 @@ import vksycl as sycl
 from vksycl.compiler import kernel as kernel_cache
 from vksycl.runtime import faults
 
+# run with -P (tests/spirv_gen would shadow the package): the kernel beside it, appended
+sys.path.append(str(Path(__file__).parent))
+import busy_kernel
+
 # lavapipe ends any one invocation's loops after 65535 iterations in all, so a kernel
 # hangs there by being enormous: this many work-items of `hang` take over ten minutes
 HANG_ITEMS = 1 << 24
-# work-items of the xorshift kernel that keep lavapipe busy for about a second
+# work-items of the busy kernel that keep lavapipe busy for about a second
 LONG_ITEMS = 16384
 N = 256
-
-
-def rounds(q: sycl.queue) -> int:
-    """The xorshift kernel's loop: under lavapipe's limit on a CPU device; a GPU runs
-    every work-item at once, so there each loops far longer."""
-    return 60000 if q.get_device().is_cpu() else 20_000_000
-
-
-def xorshift_kernel(q: sycl.queue, out: sycl.ptr, items: int) -> sycl.event:
-    """`items` work-items running xorshift32 for `rounds(q)` rounds; work-item 0 writes
-    its result."""
-    n = np.uint32(rounds(q))
-
-    def spin(i):
-        x = sycl.uint32(2463534242) + sycl.uint32(i)
-        k = sycl.uint32(0)
-        while k < n:
-            x = x ^ (x << sycl.uint32(13))
-            x = x ^ (x >> sycl.uint32(17))
-            x = x ^ (x << sycl.uint32(5))
-            k += sycl.uint32(1)
-        if i == 0:
-            out[0] = x
-    return q.parallel_for(sycl.range(items), spin)
-
-
-def xorshift(q: sycl.queue) -> int:
-    """What work-item 0 of `xorshift_kernel` writes."""
-    x = 2463534242
-    for _ in range(rounds(q)):
-        x ^= (x << 13) & 0xFFFFFFFF
-        x ^= x >> 17
-        x ^= (x << 5) & 0xFFFFFFFF
-    return x
 
 
 def hang_kernel(q: sycl.queue, flag: sycl.ptr, out: sycl.ptr) -> sycl.event:
@@ -132,7 +102,7 @@ def long() -> dict:
     out = sycl.malloc_shared(1, np.uint32, q)
     x = sycl.malloc_shared(N, np.uint32, q)
     np.asarray(x)[:] = 0
-    e = xorshift_kernel(q, out, LONG_ITEMS)
+    e = busy_kernel.busy(q, out, LONG_ITEMS)
     timeouts = []
     while len(timeouts) < 1000:
         seen = attempt(e.wait)
@@ -142,7 +112,7 @@ def long() -> dict:
     step(q, x, 5).wait()
     q.wait()
     return {"timeouts": timeouts[:2], "count": len(timeouts),
-            "result": bool(np.asarray(out)[0] == xorshift(q)),
+            "result": bool(np.asarray(out)[0] == busy_kernel.xorshift(busy_kernel.rounds(q))),
             "after": bool(np.array_equal(np.asarray(x)[:N], steps([5])))}
 
 
@@ -163,7 +133,7 @@ def lost(where: str) -> dict:
             seen["lost"] = attempt(lambda: step(q, x, 1))
         pending = []
     else:
-        pending = [xorshift_kernel(q, out, LONG_ITEMS), step(q, x, 1)]
+        pending = [busy_kernel.busy(q, out, LONG_ITEMS), step(q, x, 1)]
         kind = "wait" if where == "wait" else "submit"
         with faults.inject(kind, "ErrorDeviceLost") as fault:
             seen["lost"] = attempt(pending[0].wait if kind == "wait" else q.wait)

@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,14 +21,15 @@ import vksycl as sycl
 from vksycl import info
 from vksycl.runtime import faults
 
+sys.path.append(str(Path(__file__).parent))  # the busy kernel beside this file
+import busy_kernel
+from busy_kernel import xorshift
+
 status = info.event.command_execution_status
 S = info.event_command_status
-# the busy kernel's work-items and their loop (lavapipe ends any one invocation's loops
-# after 65535 iterations in all): tens of milliseconds on lavapipe, far longer than the
-# host takes to submit what each test puts behind it
+# the busy kernel's work-items: tens of milliseconds on lavapipe, far longer than the host
+# takes to submit what each test puts behind it
 BUSY = 4096
-LOOP = 60000
-GPU_LOOP = 20_000_000
 N = 256
 
 
@@ -36,35 +38,9 @@ def submissions(q: sycl.queue) -> int:
     return q._scheduler.engine.submissions
 
 
-def xorshift(iterations: int) -> int:
-    x = 2463534242
-    for _ in range(iterations):
-        x ^= (x << 13) & 0xFFFFFFFF
-        x ^= x >> 17
-        x ^= (x << 5) & 0xFFFFFFFF
-    return x
-
-
 def busy(q: sycl.queue, out: sycl.ptr, items: int = BUSY, deps=None,
          rounds: int | None = None) -> sycl.event:
-    """`items` work-items running xorshift32 for `rounds` rounds each (a loop no compiler
-    folds): the device is busy meanwhile. Work-item 0 writes its result. A GPU runs all
-    the work-items at once, so there each loops far longer."""
-    if rounds is None:
-        rounds = LOOP if q.get_device().is_cpu() else GPU_LOOP
-    n = np.uint32(rounds)
-
-    def spin(i):
-        x = sycl.uint32(2463534242) + sycl.uint32(i)
-        k = sycl.uint32(0)
-        while k < n:
-            x = x ^ (x << sycl.uint32(13))
-            x = x ^ (x >> sycl.uint32(17))
-            x = x ^ (x << sycl.uint32(5))
-            k += sycl.uint32(1)
-        if i == 0:
-            out[0] = x
-    return q.parallel_for(sycl.range(items), spin, depends_on=deps)
+    return busy_kernel.busy(q, out, items, deps, rounds)
 
 
 def step(q: sycl.queue, x: sycl.ptr, k: int, deps=None) -> sycl.event:
@@ -95,8 +71,8 @@ def flag(q):
 
 
 def test_busy_kernel_computes_its_xorshift(q, flag):
-    busy(q, flag, 64, rounds=LOOP).wait()
-    assert int(np.asarray(flag)[0]) == xorshift(LOOP)
+    busy(q, flag, 64, rounds=busy_kernel.CPU_ROUNDS).wait()
+    assert int(np.asarray(flag)[0]) == xorshift(busy_kernel.CPU_ROUNDS)
 
 
 def test_in_order_commands_behind_a_busy_device_share_one_submission(ordered_q, flag):

@@ -153,7 +153,7 @@ def test_out_of_memory_submitting_a_batch_of_eager_launches(usm):
     out = usm.of(np.zeros(1, np.uint32), q=q)
     keep = usm.of(PATTERN, kind="device", q=q)
     child.step(q, x, 1).wait()
-    child.xorshift_kernel(q, out, BUSY)  # the device is busy: the steps wait in a batch
+    child.busy_kernel.busy(q, out, BUSY)  # the device is busy: the steps wait in a batch
     with faults.inject("submit") as fault:
         events = [child.step(q, x, k) for k in (2, 3, 4)]
         q.wait()  # sends the batch, which the device refuses
@@ -164,13 +164,13 @@ def test_out_of_memory_submitting_a_batch_of_eager_launches(usm):
     for e in events:
         e.wait_and_throw()  # reported once, through the handler
     assert np.array_equal(usm.read(x, N), child.steps([1]))  # nothing of the batch ran
-    child.xorshift_kernel(q, out, BUSY)
+    child.busy_kernel.busy(q, out, BUSY)
     for k in (5, 6):
         child.step(q, x, k)  # batched again
     q.wait_and_throw()
     assert len(reports) == 1
     assert np.array_equal(usm.read(x, N), child.steps([1, 5, 6]))
-    assert usm.read(out)[0] == child.xorshift(q)
+    assert usm.read(out)[0] == child.busy_kernel.xorshift(child.busy_kernel.rounds(q))
     assert np.array_equal(usm.read(keep, PATTERN.size), PATTERN)
 
 

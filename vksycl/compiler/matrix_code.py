@@ -184,7 +184,7 @@ def _matrix(fl: Any, v: Any, node: ast.AST, what: str) -> MatrixV:
 
 def _elements(fl: Any, m: MatrixV, body: Any) -> None:
     """Emits `body(i)` for each element index i this work-item holds."""
-    if fl.m.spec.matrix is not None and fl.m.spec.matrix.cooperative:
+    if _cooperative(fl):
         count = ir.Op("OpBitcast", I32, [ir.Op("OpCooperativeMatrixLengthKHR", U32,
                                                [ir.TypeRef(m.ty)])])
     else:
@@ -218,7 +218,7 @@ def _mul(a: ir.Value, b: ir.Value) -> ir.Value:
 
 
 def _cooperative(fl: Any) -> bool:
-    return fl.m.spec.matrix is not None and fl.m.spec.matrix.cooperative
+    return _target(fl).cooperative
 
 
 # -- fill, copy, apply -------------------------------------------------------------------------
@@ -462,7 +462,7 @@ def _mad(fl: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> PyV
                      f"{b.ty.rows}x{b.ty.cols} (b), {c.ty.rows}x{c.ty.cols} (c) into "
                      f"{d.ty.rows}x{d.ty.cols} (d): a is MxK, b KxN, c and d MxN")
     if _cooperative(fl):
-        target = fl.m.spec.matrix
+        target = _target(fl)
         combo = (a.ty.elem.dtype.name, b.ty.elem.dtype.name, c.ty.elem.dtype.name,
                  d.ty.elem.dtype.name, rows, cols, inner)
         if combo not in target.combinations:
