@@ -29,39 +29,139 @@ from collections.abc import Callable
 import numpy as np
 
 import vksycl as sycl
+from vksycl.ext.oneapi import experimental as syclexp
+from vksycl.ext.oneapi import this_work_item
 
 N = 64
 
 
 # how a user writes the launch: the benchmark's original spelling (the same range object
 # every time) and the common ones
-SPELLINGS = ("same range object", "new sycl.range", "int range", "in-order queue",
-             "q.submit command group")
+SPELLINGS = ("same range object", "new sycl.range", "int range", "tuple range",
+             "new nd_range", "in-order queue", "q.submit command group",
+             "q.submit + depends_on", "module-level function", "lambda", "bound method",
+             "new scalar each launch", "pointers swapped each launch",
+             "nd_launch (free function)", "single_task (free function)",
+             "kernel object + set_args")
+
+# a module-level kernel over module-level USM, the spelling of most SYCL USM code
+data: sycl.ptr | None = None
+
+
+def bump_global(i):
+    data[i] = data[i] + 1.0
+
+
+def add(x: sycl.ptr, i, v):
+    x[i] = x[i] + v
+
+
+@syclexp.nd_range_kernel(1)
+def bump_free(x: sycl.ptr[sycl.float32]):
+    i = this_work_item.get_nd_item(1).get_global_id(0)
+    x[i] = x[i] + 1.0
+
+
+@syclexp.single_task_kernel
+def bump_first(x: sycl.ptr[sycl.float32], n: sycl.int32):
+    for i in range(n):
+        x[i] = x[i] + 1.0
+
+
+class Simulation:
+    """A kernel as a method: `q.parallel_for(n, self.step)` makes a new bound method each
+    call."""
+
+    def __init__(self, x: sycl.ptr) -> None:
+        self.x = x
+
+    def step(self, i):
+        self.x[i] = self.x[i] + 1.0
 
 
 def vksycl_case(q: sycl.queue, spelling: str
                 ) -> tuple[Callable[[], object], Callable[[], None], Callable]:
+    global data
     if spelling == "in-order queue":
         q = sycl.queue(q.get_device(), property_list=[sycl.property.queue.in_order()])
     x = sycl.malloc_device(N, sycl.float32, q)
+    other = sycl.malloc_device(N, sycl.float32, q)
     q.fill(x, np.float32(0), N).wait()
+    q.fill(other, np.float32(0), N).wait()
     rng = sycl.range(N)
+    local = min(N, 64)
+    state = {"x": x, "y": other, "step": 0, "deltas": [], "event": q.submit(lambda h: None)}
 
     def body(i):
+        x[i] = x[i] + 1.0
+
+    def step_by(i):
+        x[i] = x[i] + delta
+
+    def nd_body(it):
+        i = it.get_global_id(0)
         x[i] = x[i] + 1.0
 
     def check(launched: int) -> None:
         out = np.zeros(N, np.float32)
         q.memcpy(out, x, N * 4).wait()
-        assert np.all(out == launched), (spelling, out[:4])
+        if spelling == "pointers swapped each launch":  # each launch bumped one of two
+            both = np.zeros(N, np.float32)
+            q.memcpy(both, other, N * 4).wait()
+            out += both
+        expected = np.float32(launched)
+        if spelling == "new scalar each launch":  # float32 sums, in launch order
+            expected = np.float32(0)
+            for d in state["deltas"]:
+                expected = np.float32(expected + np.float32(d))
+        assert np.all(out == expected), (spelling, out[:4], expected)
 
+    delta = 1.0
+
+    def new_scalar():  # a time step: a new value every launch
+        nonlocal delta
+        delta = 1.0 + (state["step"] % 4096) / 4096
+        state["deltas"].append(delta)
+        state["step"] += 1
+        return q.parallel_for(sycl.range(N), step_by)
+
+    def swapped():
+        a, b = state["x"], state["y"]
+        state["x"], state["y"] = b, a
+        return syclexp.nd_launch(q, sycl.nd_range((N,), (local,)), bump_free, a)
+
+    def with_event():
+        e = state["event"]
+        state["event"] = q.submit(
+            lambda h: (h.depends_on(e), h.parallel_for(sycl.range(N), body)))
+        return state["event"]
+
+    sim = Simulation(x)
+    kobj = syclexp.get_kernel_bundle(q.get_context(), bump_free,
+                                     sycl.bundle_state.executable).ext_oneapi_get_kernel(bump_free)
+    if spelling == "module-level function":
+        data = x
     launch = {
         "same range object": lambda: q.parallel_for(rng, body),
         "new sycl.range": lambda: q.parallel_for(sycl.range(N), body),
         "int range": lambda: q.parallel_for(N, body),
+        "tuple range": lambda: q.parallel_for((N,), body),
+        "new nd_range": lambda: q.parallel_for(sycl.nd_range(sycl.range(N),
+                                                             sycl.range(local)), nd_body),
         "in-order queue": lambda: q.parallel_for(sycl.range(N), body),
         "q.submit command group": lambda: q.submit(
             lambda h: h.parallel_for(sycl.range(N), body)),
+        "q.submit + depends_on": with_event,
+        "module-level function": lambda: q.parallel_for(sycl.range(N), bump_global),
+        "lambda": lambda: q.parallel_for(sycl.range(N), lambda i: add(x, i, 1.0)),
+        "bound method": lambda: q.parallel_for(sycl.range(N), sim.step),
+        "new scalar each launch": new_scalar,
+        "pointers swapped each launch": swapped,
+        "nd_launch (free function)": lambda: syclexp.nd_launch(
+            q, sycl.nd_range((N,), (local,)), bump_free, x),
+        "single_task (free function)": lambda: syclexp.single_task(q, bump_first, x, N),
+        "kernel object + set_args": lambda: q.submit(
+            lambda h: (h.set_args(x), h.parallel_for(sycl.nd_range((N,), (local,)), kobj))),
     }[spelling]
     return launch, q.wait, check
 
@@ -162,11 +262,13 @@ def main() -> None:
     ap.add_argument("--singles", type=int, default=300)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--items", type=int, default=N)
+    ap.add_argument("--spellings", nargs="*", default=SPELLINGS, metavar="SPELLING",
+                    help="vksycl spellings to run (default: all)")
     args = ap.parse_args()
     N = args.items
     q = sycl.queue()
     print(f"device: {q.get_device().get_info(sycl.info.device.name)}; {N} items, x += 1")
-    cases = {f"vksycl, {s}": vksycl_case(q, s) for s in SPELLINGS}
+    cases = {f"vksycl, {s}": vksycl_case(q, s) for s in args.spellings}
     cases |= {"raw kp": raw_kp_case(q), "torch": torch_case(), "cupy RawKernel": cupy_case()}
     cases = {k: v for k, v in cases.items() if v is not None}
     launched = dict.fromkeys(cases, 0)

@@ -12,8 +12,14 @@ from .exceptions import errc, exception
 
 
 def _dims(values: tuple[Any, ...], what: str) -> tuple[int, ...]:
-    if len(values) == 1 and isinstance(values[0], Iterable):
-        values = tuple(values[0])
+    if len(values) == 1:
+        v = values[0]
+        if type(v) is tuple or isinstance(v, _Index):
+            values = v
+        elif type(v) is not int and isinstance(v, Iterable):
+            values = tuple(v)
+    if 1 <= len(values) <= 3 and all(type(v) is int and v >= 0 for v in values):
+        return values  # sizes as users mostly give them: checked, nothing to convert
     if not 1 <= len(values) <= 3:
         raise exception(errc.invalid, f"a {what} has 1 to 3 dimensions, got {len(values)}")
     out = tuple(int(v) for v in values)
@@ -101,7 +107,28 @@ class id(_Index):
     what = "id"
 
 
+# int and tuple sizes -> their range: a launch spelled `parallel_for(n, body)` finds the
+# range of its last launch (ranges are immutable, so one object serves every launch)
+_SIZES: dict[Any, range] = {}
+
+
+def range_of(size: int | tuple) -> range:
+    """`sycl.range(size)` for an int or tuple size, without building it again for a size
+    seen before."""
+    try:
+        r = _SIZES.get(size)
+    except TypeError:  # a list among the sizes
+        return range(size)
+    if r is None:
+        r = range(size)
+        if len(_SIZES) >= 256:
+            _SIZES.clear()
+        _SIZES[size] = r
+    return r
+
+
 MAX_WORK_ITEMS = (1 << 31) - 1
+_ORIGINS = {n: id(*(0,) * n) for n in (1, 2, 3)}  # the offset of an nd_range without one
 
 
 def check_work_items(launch: Any) -> None:
@@ -120,17 +147,16 @@ class nd_range:
     __slots__ = ("_global", "_local", "_offset")
 
     def __init__(self, global_range: Any, local_range: Any, offset: Any = None) -> None:
-        g = global_range if isinstance(global_range, range) else range(global_range)
-        lo = local_range if isinstance(local_range, range) else range(local_range)
+        g = global_range if type(global_range) is range else range(global_range)
+        lo = local_range if type(local_range) is range else range(local_range)
         if len(g) != len(lo):
             raise exception(errc.nd_range, f"global range {tuple(g)} and local range "
                             f"{tuple(lo)} have different dimensions")
-        for gd, ld in zip(g, lo, strict=True):
-            if ld == 0 or gd % ld:
-                raise exception(errc.nd_range, f"global range {tuple(g)} is not a multiple "
-                                f"of the local range {tuple(lo)}")
+        if 0 in lo or any(map(operator.mod, g, lo)):
+            raise exception(errc.nd_range, f"global range {tuple(g)} is not a multiple "
+                            f"of the local range {tuple(lo)}")
         self._global, self._local = g, lo
-        self._offset = id(*offset) if offset is not None else id(*(0,) * len(g))
+        self._offset = id(*offset) if offset is not None else _ORIGINS[len(g)]
 
     @property
     def dimensions(self) -> int:
@@ -149,8 +175,8 @@ class nd_range:
         return self._offset
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, nd_range) and (self._global, self._local, self._offset) == (
-            other._global, other._local, other._offset)
+        return type(other) is nd_range and self._global == other._global and \
+            self._local == other._local and self._offset == other._offset
 
     def __hash__(self) -> int:
         return hash((self._global, self._local, self._offset))

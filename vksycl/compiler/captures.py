@@ -35,10 +35,13 @@ def frozen(v: Any) -> Any:
 def path_getter(path: tuple, pyfn: Any) -> Callable[[Any, tuple], Any]:
     """How to read a capture path from (kernel function, arguments): built once, called
     at every launch. A path starts at a closure cell of the kernel, a module global, an
-    explicit argument, or a closure cell of a device function (`("fncell", path of the
-    function, name)`), then reads attributes."""
-    fields = path[2:] if path[0] in ("cell", "param") else path[3:]
-    if path[0] == "cell":
+    explicit argument, a closure cell of a device function (`("fncell", path of the
+    function, name)`), or the object a kernel method is bound to (`("self",)`), then
+    reads attributes."""
+    fields = path[ROOT_LENGTH.get(path[0], 3):]
+    if path[0] == "self":
+        base = lambda fn, args: fn.__self__
+    elif path[0] == "cell":
         i = pyfn.__code__.co_freevars.index(path[1])
         base = lambda fn, args: fn.__closure__[i].cell_contents
     elif path[0] == "fncell":
@@ -74,8 +77,14 @@ def captured_value(pyfn: Any, path: tuple) -> Any:
 
 
 def path_name(path: tuple) -> str:
-    """How the user spells a capture path: `cfg.scale`."""
-    return ".".join(str(p) for p in path[1 if path[0] == "cell" else 2:])
+    """How the user spells a capture path: `cfg.scale`, `self.x`."""
+    return ".".join(str(p) for p in path[0 if path[0] == "self" else
+                                         1 if path[0] == "cell" else 2:])
+
+
+# how many entries of a capture path name its root, by the kind of root (3 otherwise:
+# a global's module and name, a device function's path and cell name)
+ROOT_LENGTH = {"self": 1, "cell": 2, "param": 2}
 
 
 def is_data(v: Any) -> bool:

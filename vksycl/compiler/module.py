@@ -23,7 +23,7 @@ from ..exceptions import errc, exception
 from . import coarsen as coarsening
 from . import device as dev
 from . import ir, virtual
-from .captures import frozen, is_data, is_usm_ptr, path_name, plain_object
+from .captures import ROOT_LENGTH, frozen, is_data, is_usm_ptr, path_name, plain_object
 from .device_calls import DeviceCalls
 from .device_global import device_global
 from .device_global_code import GlobalV
@@ -161,6 +161,10 @@ class KernelModule(DeviceCalls):
         src = source_of(self.pyfn)
         node = src.node
         params = [a.arg for a in node.args.args]
+        receiver = []  # a kernel method's `self`: its attributes are read at each launch
+        if isinstance(self.pyfn, pytypes.MethodType) and params:
+            receiver = [(params[0], FixedSlot(PyV(self.pyfn.__self__, ("self",))))]
+            params = params[1:]
         spec = self.spec
         if spec.params is not None:
             if len(params) != len(spec.params):
@@ -182,6 +186,7 @@ class KernelModule(DeviceCalls):
             if want:
                 kind = "nd_item" if spec.kind == "nd_range" else "item"
                 bound = [(params[0], FixedSlot(ItemV(kind, spec.dims)))]
+        bound = receiver + bound
         reductions = None
         if spec.reductions:
             reductions = KernelReductions(self, spec.reductions, params[1:],
@@ -444,7 +449,7 @@ class KernelModule(DeviceCalls):
             if path not in self.specialized:
                 self.specialized.append(path)
         elif is_data(obj) and path not in self.specialized and (
-                len(path) > (2 if path[0] == "cell" else 3) or (
+                len(path) > ROOT_LENGTH.get(path[0], 3) or (
                     path[0] == "global" and fl is not self.kernel_fl)):
             self.specialized.append(path)
         if isinstance(obj, pytypes.MethodType) and plain_object(obj.__self__):

@@ -213,17 +213,23 @@ def _kinds_match(t: Scalar, v: Any) -> bool:
     return isinstance(v, float)
 
 
+_RECENT_ARGUMENTS = 4  # argument tuples a plan keeps converted
+
+
 class Plan:
     """How one free function kernel takes its arguments and checks its launches."""
 
     __slots__ = ("checked_devices", "checked_launch", "convert", "enum_params", "kernel",
-                 "last", "local", "match", "names", "sub_group", "types")
+                 "last", "last_set", "local", "match", "names", "sub_group", "types")
 
     def __init__(self, kernel: FreeFunctionKernel) -> None:
         self.kernel = kernel
         self.checked_launch: Any = None  # the last range object checked (ranges are immutable)
-        # (arguments, converted) of the last launch whose arguments were all immutable
-        self.last: tuple[tuple, tuple] | None = None
+        # (arguments, converted) of the latest launches whose arguments were all
+        # immutable, newest first: a loop swapping two buffers launches each pair again
+        self.last: list[tuple[tuple, tuple]] = []
+        # (arguments set by index, matched) of the last kernel-object enqueue
+        self.last_set: tuple[tuple, tuple] | None = None
         self.types = kernel.param_types()
         self.names = list(inspect.signature(kernel.function).parameters)
         ann = kernel.annotations()
@@ -289,22 +295,30 @@ class Plan:
         """The arguments of `nd_launch` / `single_task`, converted to the parameter types.
         The very immutable objects of the last launch get its converted tuple back: the
         launch glue then knows the arguments by identity alone."""
-        last = self.last
-        if last is not None and len(args) == len(last[0]) and \
-                all(map(operator.is_, args, last[0])):
-            return last[1]
-        if len(args) != len(self.convert):
+        n = len(args)
+        for known, converted in self.last:
+            if len(known) == n and all(map(operator.is_, args, known)):
+                return converted
+        if n != len(self.convert):
             raise invalid(f"{self.kernel.name} takes {len(self.convert)} arguments, got "
-                          f"{len(args)}")
+                          f"{n}")
         converted = tuple(c(a) for c, a in zip(self.convert, args, strict=True))
         if all(map(immutable, args)):
-            self.last = (args, converted)
+            self.last = [(args, converted), *self.last[:_RECENT_ARGUMENTS - 1]]
         return converted
 
     def matched(self, values: dict[int, Any]) -> tuple:
         """The arguments set by index: every one set, each matching its parameter."""
+        last = self.last_set
+        now = tuple(values.get(i) for i in range(len(self.match)))
+        if last is not None and len(values) == len(now) and \
+                all(map(operator.is_, now, last[0])):
+            return last[1]
         check_set_args(values, self.names, self.kernel.name)
-        return tuple(m(values[i]) for i, m in enumerate(self.match))
+        matched = tuple(m(v) for m, v in zip(self.match, now, strict=True))
+        if all(map(immutable, now)):
+            self.last_set = (now, matched)
+        return matched
 
     def check_device(self, device: Any) -> None:
         vk = device.vulkan
@@ -338,7 +352,8 @@ def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: t
     `image` is the kernel bundle it is launched from, if any."""
     if id(device.vulkan) not in p.checked_devices:
         p.check_device(device)
-    if launch is not None and launch is not p.checked_launch:
+    if launch is not None and launch is not p.checked_launch and \
+            launch != p.checked_launch:  # a new nd_range of the same values: checked
         check_work_items(launch)
         if p.local is not None:
             p.check_local(launch)

@@ -26,13 +26,16 @@ from .device_checks import check_supported, group_counts
 from .marshal import ADDRESS, ArgumentBlock
 from .plans import (
     FREED,
+    Plan,
     accessor_command,
     arguments_record,
+    kept_launch,
     known_plan,
     new_plan,
     plan_for,
     prepared_for,
     remember_accessor_command,
+    remember_last,
     repeats,
 )
 from .properties import launch_properties
@@ -50,15 +53,18 @@ def _kernel_function(kernel: Any) -> tuple[Any, Any]:
         return info.function, info
     if isinstance(kernel, pytypes.FunctionType):
         return kernel, None
-    if isinstance(kernel, pytypes.MethodType):
-        raise exception(errc.invalid, "a kernel must be a function, not a bound method")
+    if isinstance(kernel, pytypes.MethodType) and \
+            isinstance(kernel.__func__, pytypes.FunctionType):
+        return kernel, None  # its `self` is read at each launch, as a captured object
     raise exception(errc.invalid, f"a kernel must be a Python function, got "
                     f"{type(kernel).__name__}")
 
 
 def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
-            args: tuple | list | None, context: Any = None, image: Any = None
-            ) -> KernelLaunch:
+            args: tuple | list | None, context: Any = None, image: Any = None,
+            plan: Plan | None = None) -> KernelLaunch:
+    """The command of a launch, built in full (`plan`: the known plan, when the caller
+    found it)."""
     pyfn, info = _kernel_function(kernel)
     if info is not None:
         param_types = info.param_types()
@@ -68,20 +74,23 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
         if len(args) != len(param_types):
             raise exception(errc.invalid, f"kernel {info.name} takes {len(param_types)} "
                             f"arguments, got {len(args)}")
-        info = info.shaped(args)
-    plan = plan_for(pyfn, info, launch, device, properties)
+        shaped = info.shaped(args)
+        if shaped is not info:  # local_accessor shapes: a kernel of their own
+            info, plan = shaped, None
+    if plan is None:
+        plan = plan_for(pyfn, info, launch, device, properties)
     p, record = prepared_for(pyfn, plan, device)
     last = plan.last
     vk = device.vulkan
     if id(vk) not in p.checked:
         check_supported(p, device)
     push = p.arguments(pyfn, args or (), launch, context, device, image)
-    arg_record = arguments_record(args) if type(args) is tuple and image is None else None
+    arg_record = arguments_record(args) if type(args) is tuple else None
     hit = plan.recent.get(push)  # the last launch's command among them
     if hit is not None and hit[0] is p and hit[1] is context:
         command = hit[2]
         if last[2] is not command or last[4] is not record or last[5] is not arg_record:
-            plan.last = (p, push, command, context, record, arg_record)
+            remember_last(plan, (p, push, command, context, record, arg_record), pyfn)
             remember_accessor_command(plan, record, context, command)
         return command
     ck = p.ck
@@ -98,7 +107,7 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
         groups = p.groups[gkey] = group_counts(ck, launch, device)
     command = KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, keep_alive=keep)
     if not keep:  # an argument block is the launch's own
-        plan.last = (p, push, command, context, record, arg_record)
+        remember_last(plan, (p, push, command, context, record, arg_record), pyfn)
         recent = plan.recent
         if len(recent) >= _RECENT:
             recent.clear()
@@ -123,15 +132,20 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
         return build_reduction_launch(device, kernel, launch, reductions, properties, context)
     if properties is not None:
         properties = launch_properties(properties, launch, device)
-    elif type(kernel) is pytypes.FunctionType:
+    elif type(kernel) is pytypes.FunctionType or type(kernel) is pytypes.MethodType:
         plan = known_plan(kernel, None, launch, device)
         if plan is not None:
             last = plan.last
             if last[4] is not None and last[3] is context and repeats(kernel, plan, last):
                 return last[2]
+            last = kept_launch(plan, kernel)  # one of a few closures launched in turn
+            if last is not None and last[3] is context and repeats(kernel, plan, last):
+                remember_last(plan, last, kernel)
+                return last[2]
             command = accessor_command(kernel, plan, context)
             if command is not None:
                 return command
+        return _launch(device, kernel, launch, None, None, context=context, plan=plan)
     return _launch(device, kernel, launch, properties, None, context=context)
 
 
@@ -143,17 +157,22 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
     arguments object of the last launch again (the free function layer keeps its
     converted arguments while the caller's are the same objects), its arguments all
     immutable, gets the last command back after identity checks alone."""
-    if properties is None and image is None:
+    plan = None
+    if properties is None:
         info = getattr(kernel, "__vksycl_kernel__", None)
         plan = None if info is None else known_plan(info.function, info, launch, device)
         if plan is not None:
             last = plan.last
             arg_record = last[5]
+            if arg_record is None or arg_record[0] is not args:
+                last = kept_launch(plan, args) or last  # one of a few launched in turn
+                arg_record = last[5]
             if arg_record is not None and arg_record[0] is args and last[4] is not None \
                     and last[3] is context and repeats(info.function, plan, last) and \
                     not any(map(FREED, arg_record[1])):
                 return last[2]
-    return _launch(device, kernel, launch, properties, args, context=context, image=image)
+    return _launch(device, kernel, launch, properties, args, context=context, image=image,
+                   plan=plan)
 
 
 def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None) -> CompiledKernel:

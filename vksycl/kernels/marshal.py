@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compiler.captures import path_getter, path_name
+from ..compiler.captures import ROOT_LENGTH, path_getter, path_name
 from ..compiler.kernel import CompiledKernel
 from ..compiler.type_registry import element_type
 from ..compiler.typesys import layout
@@ -193,8 +193,8 @@ def _name(path: tuple) -> str:
 def _indirect_path(path: tuple) -> bool:
     """Whether a capture path goes through attributes of a captured object or a device
     function's cells: what it holds is not part of the key a kernel is prepared under."""
-    return path[0] == "fncell" or (path[0] != "param" and len(path) > (
-        2 if path[0] == "cell" else 3))
+    return path[0] == "fncell" or (path[0] != "param" and
+                                   len(path) > ROOT_LENGTH.get(path[0], 3))
 
 
 class LaunchMemory:

@@ -38,7 +38,10 @@ while every check below holds; each guards something that would make that comman
 - The arguments record: explicit arguments count as the last launch's only when the very
   tuple comes again (the free function layer keeps its converted tuple while the
   caller's arguments are the same objects) and every argument is immutable; a list can
-  change in place, and a launch from a kernel bundle has device_globals of its own.
+  change in place. The last few launches are also kept by their arguments object, so a
+  loop swapping two buffers finds each one's command. The kernel bundle a launch comes
+  from does not count: only device_globals differ between bundles, and a kernel using
+  them never repeats (above).
 
 A launch that fails a check packs its arguments; if it runs the prepared kernel of the
 plan's last launch and its bytes equal that launch's, it still gets the last command
@@ -148,16 +151,31 @@ def _kept(v: Any) -> Any:
 
 
 def _keyed_alike(last: Any, now: Any) -> bool:
-    """Whether `now` gives the cache key `last` gave: the same object, a pointer to the
-    same element type (a fresh allocation each launch), or an accessor matching the key
-    kept of the last one (a new accessor each command group)."""
+    """Whether a global `now` gives the cache key `last` gave: the same object, a pointer
+    to the same element type (a fresh allocation each launch), or an accessor matching
+    the key kept of the last one (a new accessor each command group)."""
     return last is now or (type(now) is usm_ptr and type(last) is usm_ptr and
                            now.dtype is last.dtype) or (type(last) is _AccessorKey and
                                                         last.matches(now))
 
 
+_NUMBERS = (int, float, bool)
+
+
+def _captured_alike(last: Any, now: Any) -> bool:
+    """`_keyed_alike` for a captured value, where a number is also keyed by its type alone
+    (it is an argument; a global number is compiled in): a new value each launch, the
+    time step of a simulation, runs the same kernel."""
+    return last is now or (type(now) is type(last) and type(now) in _NUMBERS) or \
+        _keyed_alike(last, now)
+
+
 def _all_keyed_alike(last: tuple, now: tuple) -> bool:
     return all(map(_keyed_alike, last, now))
+
+
+def _all_captured_alike(last: tuple, now: tuple) -> bool:
+    return all(map(_captured_alike, last, now))
 
 
 _CONTENTS = operator.attrgetter("cell_contents")
@@ -171,7 +189,7 @@ def _prepare(pyfn: Any, captured: tuple, globals_: tuple, spec_key: tuple, spec_
              ) -> Prepared:
     last = _LAST.get((pyfn.__code__, spec_key))
     if last is not None and (all(map(operator.is_, last[0], captured)) or
-                             _all_keyed_alike(last[0], captured)) and \
+                             _all_captured_alike(last[0], captured)) and \
             (all(map(operator.is_, last[1], globals_)) or _all_keyed_alike(last[1], globals_)):
         p = last[2]
     else:
@@ -211,8 +229,20 @@ class Plan:
     properties share: the variant keys, and the last command, which the next launch with
     the same arguments submits again."""
 
-    __slots__ = ("by_accessors", "classes", "code", "info", "kind", "last", "launch", "names",
-                 "prepared", "recent", "variants")
+    __slots__ = (
+        "by_accessors",
+        "classes",
+        "code",
+        "info",
+        "kept",
+        "kind",
+        "last",
+        "launch",
+        "names",
+        "prepared",
+        "recent",
+        "variants",
+    )
 
     def __init__(self, pyfn: Any, launch: Any, info: Any, kind: str, variants: tuple
                  ) -> None:
@@ -242,6 +272,11 @@ class Plan:
         # for launches whose other captures are the very objects of the plan's record: a
         # loop over a few buffers finds each one's command without packing its arguments
         self.by_accessors: dict[tuple, tuple[Any, Prepared, KernelLaunch]] = {}
+        # id(object) -> (object, `last`) of recent launches, by their arguments object, or
+        # for closures their function: a loop swapping two buffers, or alternating
+        # between closures over two arrays, finds each one's launch (the entry holds the
+        # object, so its id is not reused while it is kept)
+        self.kept: dict[int, tuple[Any, tuple]] = {}
 
 
 # (id of the kernel's code, id of the device) -> plan: hashing a code object hashes its
@@ -308,25 +343,61 @@ def prepared_for(pyfn: Any, plan: Plan, device: Any) -> tuple[Prepared, tuple | 
         if all(map(operator.is_, known[0], captured)) and \
                 all(map(operator.is_, known[1], globals_)):
             return known[2], known
-        if _all_keyed_alike(known[0], captured) and _all_keyed_alike(known[1], globals_):
+        if _all_captured_alike(known[0], captured) and _all_keyed_alike(known[1], globals_):
             if known[3] is None:  # accessors among the captures: a record of this launch
                 return known[2], _keyed_record(plan, captured, globals_, known[2])
+            if all(map(_stable, captured)) and all(map(_stable, globals_)):
+                # closures of one code over other objects (a factory's, or one per
+                # array): the record follows the newest, so its repeats are found again
+                return known[2], _stable_record(plan, captured, globals_, known[2])
             return known[2], None
     p = _prepare(pyfn, captured, globals_, *plan.variants[0])
     if p.ck.push_size > device.vulkan.max_push_constants_size:
         p = _prepare(pyfn, captured, globals_, *plan.variants[1])
     if not p.attr_getters and not p.spec_getters and all(map(_keyed, captured)) and \
             all(map(_keyed, globals_)):
-        pointers = tuple(v for v in (*captured, *globals_) if type(v) is usm_ptr)
         if all(map(_stable, captured)) and all(map(_stable, globals_)):
-            record = plan.prepared = (captured, globals_, p, pointers)
-            return p, record
+            return p, _stable_record(plan, captured, globals_, p)
+        pointers = tuple(v for v in (*captured, *globals_) if type(v) is usm_ptr)
         if pointers:
             plan.prepared = (tuple(map(_kept, captured)), tuple(map(_kept, globals_)), p,
                              pointers)
             return p, None
         return p, _keyed_record(plan, captured, globals_, p)
+    if p.attr_getters and not p.spec_getters and all(map(_stable, captured)) and \
+            all(map(_stable, globals_)):
+        return p, _attribute_record(pyfn, captured, globals_, p)
     return p, None
+
+
+def _attribute_record(pyfn: Any, captured: tuple, globals_: tuple, p: Prepared
+                      ) -> tuple | None:
+    """A record of a launch whose kernel reads attributes of captured objects (a kernel
+    method's `self.x`): the values they hold now, when all are `_stable`, so a repeat
+    that finds the very same values gets the last command. Not the plan's `prepared`:
+    the attributes are read again at each launch."""
+    attributes = tuple(get(pyfn, ()) for get in p.attr_getters)
+    if not all(map(_stable, attributes)):
+        return None
+    pointers = tuple(v for v in (*captured, *globals_, *attributes) if type(v) is usm_ptr)
+    return (captured, globals_, p, pointers, attributes)
+
+
+def _same_attributes(pyfn: Any, record: tuple) -> bool:
+    """Whether the attributes an attribute record kept are the very objects read now."""
+    try:
+        return all(map(operator.is_, record[4], (get(pyfn, ()) for get in
+                                                 record[2].attr_getters)))
+    except AttributeError:  # one was deleted: the full launch says which
+        return False
+
+
+def _stable_record(plan: Plan, captured: tuple, globals_: tuple, p: Prepared) -> tuple:
+    """The plan's record of a launch whose captures are all `_stable`: repeats of it may
+    get its command back once its pointers are checked for being freed."""
+    pointers = tuple(v for v in (*captured, *globals_) if type(v) is usm_ptr)
+    record = plan.prepared = (captured, globals_, p, pointers)
+    return record
 
 
 def _keyed_record(plan: Plan, captured: tuple, globals_: tuple, p: Prepared) -> tuple:
@@ -354,11 +425,37 @@ def repeats(pyfn: Any, plan: Plan, last: tuple) -> bool:
     if record[3] is None:  # accessors kept as their keys
         return _same_keyed_captures(pyfn, record, plan.names) and not last[0].globals
     return _same_captures(pyfn, record, plan.names) and not last[0].globals and \
+        (len(record) == 4 or _same_attributes(pyfn, record)) and \
         not any(map(FREED, record[3]))
 
 
 # whether a pointer's allocation was freed
 FREED = operator.attrgetter("allocation.freed")
+
+
+def remember_last(plan: Plan, last: tuple, kernel: Any) -> None:
+    """Makes `last` the plan's last launch, also kept by its arguments object (when it has
+    an arguments record), or by its function (a closure whose captures are all `_stable`:
+    one capturing accessors would keep their buffers, and so their write-back, waiting)."""
+    plan.last = last
+    record = last[4]
+    key = last[5][0] if last[5] is not None else kernel if type(
+        kernel) is pytypes.FunctionType and record is not None and record[3] is not None \
+        else None  # (a bound method would keep its whole `self` alive)
+    if key is not None:
+        kept = plan.kept
+        if len(kept) >= _KEPT:
+            kept.clear()
+        kept[id(key)] = (key, last)
+
+
+def kept_launch(plan: Plan, key: Any) -> tuple | None:
+    """The `last` of a recent launch kept by `key` (its arguments object or function)."""
+    entry = plan.kept.get(id(key))
+    return None if entry is None or entry[0] is not key else entry[1]
+
+
+_KEPT = 8
 
 
 def arguments_record(args: tuple) -> tuple | None:

@@ -7,6 +7,7 @@ kernel combines."""
 from __future__ import annotations
 
 import functools
+import operator
 import types as pytypes
 import weakref
 from typing import Any
@@ -28,7 +29,7 @@ from ..runtime.handler import handler
 from ..runtime.usm import ptr as usm_ptr
 from .device_checks import check_supported, group_counts
 from .marshal import ADDRESS, ArgumentBlock, LaunchMemory
-from .plans import Plan, prepared_for
+from .plans import FREED, Plan, prepared_for, repeats
 from .variants import launch_shape, launch_variant
 
 # work-groups of a one-dimensional range reduction at most: each work-item then combines
@@ -85,8 +86,10 @@ def _known_identity(op: str, dtype: np.dtype) -> Any:
 
 
 @functools.cache
+@functools.lru_cache(maxsize=256)
 def _identity_of(op: str, dtype: np.dtype) -> Any:
-    """The known identity of a SYCL function object on a type, as a Python value."""
+    """The known identity of a SYCL function object on a type, as a Python value (found
+    once per pair: a reduction object is made at each launch)."""
     known = _known_identity(op, dtype)
     if known is None:
         raise exception(errc.invalid, f"{op} does not apply to {dtype} elements")
@@ -185,8 +188,26 @@ class reduction:
         initialize = any(isinstance(p, sycl_property.reduction.initialize_to_identity)
                          for p in (property_list or ()))
         self.target = ptr
-        self.spec = ReductionSpec(dtype.str, op, value, extent, isinstance(target, span),
-                                  initialize, key, fn)
+        self.spec = _spec(dtype.str, op, value, extent, isinstance(target, span), initialize,
+                          key, fn)
+
+
+# the values of a reduction -> its spec: a new `sycl.reduction` per launch (as users write
+# it) gets the very spec object of the last, which the launch then knows by identity
+_SPECS: dict[tuple, ReductionSpec] = {}
+
+
+def _spec(*values: Any) -> ReductionSpec:
+    key = (*values, type(values[2]))  # 1 and 1.0 are equal identities of other types
+    try:
+        spec = _SPECS.get(key)
+    except TypeError:  # an unhashable identity
+        return ReductionSpec(*values)
+    if spec is None:
+        if len(_SPECS) >= 256:
+            _SPECS.clear()
+        spec = _SPECS[key] = ReductionSpec(*values)
+    return spec
 
 
 def _buffer_target(buf: buffer, args: tuple, property_list: Any) -> tuple[usm_ptr, tuple]:
@@ -278,7 +299,9 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
         if not isinstance(r, reduction):
             raise exception(errc.invalid, "parallel_for(range, reduction..., kernel): "
                             f"{type(r).__name__} is not a sycl.reduction")
-    if type(kernel) is not pytypes.FunctionType:
+    if type(kernel) is not pytypes.FunctionType and not (
+            type(kernel) is pytypes.MethodType and
+            type(kernel.__func__) is pytypes.FunctionType):
         raise exception(errc.invalid, "a kernel with reductions is a Python function "
                         f"taking the work-item and one reducer each, got "
                         f"{type(kernel).__name__}")
@@ -286,6 +309,15 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
         raise exception(errc.invalid, "reductions run in parallel_for over a sycl.range or "
                         "sycl.nd_range")
     specs = tuple(r.spec for r in reductions)
+    targets = tuple(r.target for r in reductions)
+    if properties is None:
+        last = _LAST.get(id(kernel.__code__))
+        if last is not None and last[7] is kernel.__code__ and last[0] == launch and \
+                last[1] is device and \
+                last[2] is context and all(map(operator.is_, last[3], specs)) and \
+                all(map(operator.is_, last[4], targets)) and \
+                repeats(kernel, last[5], last[6]) and not any(map(FREED, targets)):
+            return last[6][2]
     key = (id(kernel.__code__), id(device), specs, _launch_key(launch))
     entry = _PLANS.get(key) if properties is None else None
     if entry is None or entry.plan.code is not kernel.__code__:
@@ -300,7 +332,7 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
             if len(_PLANS) > 256:
                 _PLANS.clear()
             _PLANS[key] = entry
-    p, _ = prepared_for(kernel, entry.plan, device)
+    p, record = prepared_for(kernel, entry.plan, device)
     ck = p.ck
     if id(device.vulkan) not in p.checked:
         check_supported(p, device)
@@ -313,6 +345,8 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
         # the arguments of the last launch, partials included: its command runs again
         first = p.arguments(kernel, _hidden(reductions, last[3], 0), launch, context, device)
         if first == last[1]:
+            _remember(kernel, launch, device, context, specs, targets, entry.plan,
+                      (p, first, last[2], context, record, None))
             return last[2]
     partials = [_Partials(device, context, count * s.extent, s.accumulator.dtype)
                 for s in specs]
@@ -321,7 +355,27 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
                           device))
     command = _command(p, device, context, groups, packed, partials)
     entry.last = (p, packed[0], command, partials, context)
+    if properties is None:
+        _remember(kernel, launch, device, context, specs, targets, entry.plan,
+                  (p, packed[0], command, context, record, None))
     return command
+
+
+# id(kernel code) -> (launch, device, context, specs, targets, plan, `last` as the
+# plan module keeps it) of the last reduction launch of that code: a repeat with the very
+# same reductions, targets and captures gets its command back without packing arguments
+_LAST: dict[int, tuple] = {}
+
+
+def _remember(kernel: Any, launch: Any, device: Any, context: Any, specs: tuple,
+              targets: tuple, plan: Plan, last: tuple) -> None:
+    if last[4] is None or last[4][3] is None:  # no record of the captures to check
+        _LAST.pop(id(kernel.__code__), None)
+        return
+    if len(_LAST) >= 256:
+        _LAST.clear()
+    _LAST[id(kernel.__code__)] = (launch, device, context, specs, targets, plan, last,
+                                  kernel.__code__)
 
 
 def _hidden(reductions: tuple[reduction, ...], partials: list[_Partials],

@@ -6,13 +6,13 @@ import enum
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from types import FunctionType
+from types import FunctionType, MethodType
 from typing import Any, NoReturn
 
 from .. import info
 from ..exceptions import errc, exception, exception_list
 from ..properties import find, property
-from ..ranges import nd_range
+from ..ranges import nd_range, range_of
 from ..ranges import range as sycl_range  # not the builtin
 from . import buffers
 from .commands import Barrier, Command
@@ -23,6 +23,8 @@ from .platform import device, select_device
 
 _log = logging.getLogger("vksycl.queue")
 _RANGES = (sycl_range, nd_range)
+_KERNEL_TYPES = (FunctionType, MethodType)  # a closure or function, a kernel method
+_SIZE_TYPES = (int, tuple)  # `parallel_for(n, body)`, `parallel_for((n, m), body)`
 _PRUNE_AT = 64  # outstanding events kept before completed ones are first dropped
 
 
@@ -186,9 +188,13 @@ class queue:
         kernel)` and `parallel_for(range, [event(s),] reduction..., kernel)`; the events
         may also come after the kernel or as `depends_on`."""
         if not rest and depends_on is None and properties is None and \
-                self.recording_graph is None and type(kernel) is FunctionType and \
-                type(launch) in _RANGES:
-            return self.execute(closure_launch(self._device, self._context, kernel, launch), [])
+                self.recording_graph is None and type(kernel) in _KERNEL_TYPES:
+            kind = type(launch)
+            if kind in _SIZE_TYPES:
+                launch, kind = range_of(launch), sycl_range
+            if kind in _RANGES:
+                return self.execute(closure_launch(self._device, self._context, kernel,
+                                                   launch), [])
         args = (kernel, *rest)
         if depends_on is None and len(args) > 1:
             if _are_events(args[0]):

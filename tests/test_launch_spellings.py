@@ -1,0 +1,276 @@
+"""Every common spelling of a repeated launch takes the fast path: once a launch has been
+built, repeating it (with a new range object, an int, a command group, a lambda, a free
+function kernel, a kernel object, two buffers swapped) packs no arguments again, and each
+change of what the kernel sees still reaches the device."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vksycl as sycl
+from vksycl.ext.oneapi import experimental as syclexp
+from vksycl.ext.oneapi import this_work_item
+from vksycl.kernels import cache_keys, marshal
+
+N = 64
+data: sycl.ptr | None = None  # the module-level pointer of `bump_global`
+
+
+def bump_global(i):
+    data[i] = data[i] + 1
+
+
+def add(x: sycl.ptr, i, v):
+    x[i] = x[i] + v
+
+
+@syclexp.nd_range_kernel(1)
+def bump_free(x: sycl.ptr[sycl.int32]):
+    i = this_work_item.get_nd_item(1).get_global_id(0)
+    x[i] = x[i] + 1
+
+
+@syclexp.single_task_kernel
+def bump_all(x: sycl.ptr[sycl.int32], n: sycl.int32):
+    for i in range(n):
+        x[i] = x[i] + 1
+
+
+@pytest.fixture
+def packed(monkeypatch):
+    """How many launches packed their arguments (the way a new launch is built)."""
+    calls = []
+    real = marshal.Prepared.arguments
+    monkeypatch.setattr(marshal.Prepared, "arguments",
+                        lambda self, *a: calls.append(1) or real(self, *a))
+    return calls
+
+
+def _spellings(q: sycl.queue, x: sycl.ptr) -> dict:
+    in_order = sycl.queue(q.get_device(), property_list=[sycl.property.queue.in_order()])
+    kobj = syclexp.get_kernel_bundle(q.get_context(), bump_free,
+                                     sycl.bundle_state.executable).ext_oneapi_get_kernel(
+                                         bump_free)
+    events = [q.submit(lambda h: None)]
+
+    def body(i):
+        x[i] = x[i] + 1
+
+    def nd_body(it):
+        i = it.get_global_id(0)
+        x[i] = x[i] + 1
+
+    def after_last():
+        e = events[-1]
+        events.append(q.submit(lambda h: (h.depends_on(e),
+                                          h.parallel_for(sycl.range(N), body))))
+        return events[-1]
+
+    return {
+        "new sycl.range": lambda: q.parallel_for(sycl.range(N), body),
+        "int": lambda: q.parallel_for(N, body),
+        "tuple": lambda: q.parallel_for((N,), body),
+        "new nd_range": lambda: q.parallel_for(sycl.nd_range((N,), (16,)), nd_body),
+        "in-order queue": lambda: in_order.parallel_for(sycl.range(N), body),
+        "q.submit": lambda: q.submit(lambda h: h.parallel_for(sycl.range(N), body)),
+        "q.submit + depends_on": after_last,
+        "lambda": lambda: q.parallel_for(N, lambda i: add(x, i, 1)),
+        "module-level function": lambda: q.parallel_for(N, bump_global),
+        "nd_launch": lambda: syclexp.nd_launch(q, sycl.nd_range((N,), (16,)), bump_free, x),
+        "single_task": lambda: syclexp.single_task(q, bump_all, x, N),
+        "kernel object + set_args": lambda: q.submit(
+            lambda h: (h.set_args(x), h.parallel_for(sycl.nd_range((N,), (16,)), kobj))),
+    }
+
+
+@pytest.mark.parametrize("spelling", ["new sycl.range", "int", "tuple", "new nd_range",
+                                      "in-order queue", "q.submit", "q.submit + depends_on",
+                                      "lambda", "module-level function", "nd_launch",
+                                      "single_task", "kernel object + set_args"])
+def test_a_repeated_launch_packs_its_arguments_once(q, packed, spelling):
+    global data
+    x = sycl.malloc_shared(N, sycl.int32, q)
+    q.memset(x, 0, N * 4).wait()
+    data = x
+    launch = _spellings(q, x)[spelling]
+    launch().wait()
+    first = len(packed)
+    sycl.event.wait([launch() for _ in range(5)])  # each spelling returns its event
+    assert len(packed) == first, f"{spelling}: {len(packed) - first} launches packed again"
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, 6, np.int32))
+    data = None
+    sycl.free(x, q)
+
+
+def test_two_buffers_swapped_each_launch_find_their_commands(q, packed):
+    """Double buffering: each launch takes the other pointer. Both launches are kept by
+    their arguments, so after one round neither packs again; each pointer is written by
+    its own launches."""
+    a = sycl.malloc_shared(N, sycl.int32, q)
+    b = sycl.malloc_shared(N, sycl.int32, q)
+    q.memset(a, 0, N * 4)
+    q.memset(b, 0, N * 4).wait()
+    ndr = sycl.nd_range((N,), (16,))
+    pair = [a, b]
+    for _ in range(2):
+        syclexp.nd_launch(q, ndr, bump_free, pair[0])
+        pair.reverse()
+    q.wait()
+    first = len(packed)
+    for _ in range(7):
+        syclexp.nd_launch(q, ndr, bump_free, pair[0])
+        pair.reverse()
+    q.wait()
+    assert len(packed) == first
+    np.testing.assert_array_equal(np.asarray(a), np.full(N, 5, np.int32))
+    np.testing.assert_array_equal(np.asarray(b), np.full(N, 4, np.int32))
+    sycl.free(b, q)
+    with pytest.raises(sycl.exception, match="freed"):
+        syclexp.nd_launch(q, ndr, bump_free, b)  # kept by its arguments, and freed
+    syclexp.nd_launch(q, ndr, bump_free, a).wait()
+    np.testing.assert_array_equal(np.asarray(a), np.full(N, 6, np.int32))
+    sycl.free(a, q)
+
+
+def test_closures_of_one_function_over_two_arrays_alternate_without_packing(q, packed):
+    """A factory making one closure per array (the same code, other captured pointers):
+    alternating between them finds each one's command again."""
+    arrays = [sycl.malloc_shared(N, sycl.int32, q) for _ in range(2)]
+    for x in arrays:
+        q.memset(x, 0, N * 4)
+    q.wait()
+
+    def bump(x):
+        def body(i):
+            x[i] = x[i] + 1
+        return body
+
+    kernels = [bump(x) for x in arrays]
+    for k in kernels:
+        q.parallel_for(N, k)
+    q.wait()
+    first = len(packed)
+    for _ in range(4):
+        for k in kernels:
+            q.parallel_for(N, k)
+    q.wait()
+    assert len(packed) == first
+    for x in arrays:
+        np.testing.assert_array_equal(np.asarray(x), np.full(N, 5, np.int32))
+        sycl.free(x, q)
+
+
+def test_a_new_captured_number_each_launch_runs_the_same_kernel(q, monkeypatch):
+    """A time step passed as a new float each launch: the kernel is not looked up again
+    (no cache signature computed), and every launch sees its own value."""
+    keyed = []
+    real = cache_keys.signature
+    monkeypatch.setattr(cache_keys, "signature", lambda *a: keyed.append(1) or real(*a))
+    from vksycl.kernels import plans
+    monkeypatch.setattr(plans, "signature", cache_keys.signature)
+    out = sycl.malloc_shared(N, sycl.float32, q)
+    step = 0.0
+
+    def body(i):
+        out[i] = out[i] + step
+
+    q.memset(out, 0, N * 4).wait()
+    q.parallel_for(N, body).wait()
+    first = len(keyed)
+    for k in range(1, 6):
+        step = k * 0.5
+        q.parallel_for(N, body)
+    q.wait()
+    assert len(keyed) == first
+    np.testing.assert_array_equal(np.asarray(out), np.full(N, 7.5, np.float32))
+    sycl.free(out, q)
+
+
+def test_a_kernel_object_sees_each_new_argument(q):
+    a = sycl.malloc_shared(N, sycl.int32, q)
+    b = sycl.malloc_shared(N, sycl.int32, q)
+    q.memset(a, 0, N * 4)
+    q.memset(b, 0, N * 4).wait()
+    kobj = syclexp.get_kernel_bundle(q.get_context(), bump_free,
+                                     sycl.bundle_state.executable).ext_oneapi_get_kernel(
+                                         bump_free)
+    ndr = sycl.nd_range((N,), (16,))
+    for target in (a, a, b, a, b, b):
+        q.submit(lambda h, t=target: (h.set_args(t), h.parallel_for(ndr, kobj)))
+    q.wait()
+    np.testing.assert_array_equal(np.asarray(a), np.full(N, 3, np.int32))
+    np.testing.assert_array_equal(np.asarray(b), np.full(N, 3, np.int32))
+    sycl.free(a, q)
+    with pytest.raises(sycl.exception, match="freed"):
+        q.submit(lambda h: (h.set_args(a), h.parallel_for(ndr, kobj)))
+    with pytest.raises(sycl.exception, match="not set"):
+        q.submit(lambda h: h.parallel_for(ndr, kobj))
+    sycl.free(b, q)
+
+
+class Particles:
+    """A simulation with its kernels as methods: `q.parallel_for(n, self.step)`."""
+
+    def __init__(self, x: sycl.ptr, v: float) -> None:
+        self.x, self.v = x, v
+
+    def step(self, i):
+        self.x[i] = self.x[i] + self.v
+
+    def scale(self, it, total):
+        i = it.get_global_id(0)
+        total += self.x[i] * 2.0
+
+
+def test_a_bound_method_is_a_kernel_and_sees_its_attributes(q, packed):
+    x = sycl.malloc_shared(N, sycl.float32, q)
+    y = sycl.malloc_shared(N, sycl.float32, q)
+    q.memset(x, 0, N * 4)
+    q.memset(y, 0, N * 4).wait()
+    sim = Particles(x, 1.0)
+    q.parallel_for(N, sim.step).wait()
+    first = len(packed)
+    for _ in range(4):
+        q.parallel_for(sycl.range(N), sim.step)  # a new bound method each time
+    q.wait()
+    assert len(packed) == first  # the very same attributes: the last command again
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, 5, np.float32))
+    sim.v = 0.5  # a new value, then a new pointer: each reaches the next launch
+    q.parallel_for(N, sim.step).wait()
+    sim.x = y
+    q.parallel_for(N, sim.step).wait()
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, 5.5, np.float32))
+    np.testing.assert_array_equal(np.asarray(y), np.full(N, 0.5, np.float32))
+    other = Particles(x, 2.0)  # another object, the same method: its own attributes
+    q.submit(lambda h: h.parallel_for(N, other.step)).wait()
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, 7.5, np.float32))
+    total = sycl.malloc_shared(1, sycl.float32, q)
+    q.parallel_for(sycl.nd_range((N,), (16,)),
+                   sycl.reduction(total, sycl.plus(), property_list=[
+                       sycl.property.reduction.initialize_to_identity()]),
+                   sim.scale).wait()
+    assert np.asarray(total)[0] == 2.0 * 0.5 * N  # sim.x is y now
+    sycl.free(y, q)
+    with pytest.raises(sycl.exception, match="freed"):
+        q.parallel_for(N, sim.step)
+    sycl.free(x, q)
+    sycl.free(total, q)
+
+
+class Broken:
+    def __init__(self, x: sycl.ptr) -> None:
+        self.x = x
+
+    def step(self, i):
+        self.x[i] = {"a": 1}  # a dict in device code: refused at this line
+
+
+def test_an_error_in_a_kernel_method_names_its_line(q):
+    x = sycl.malloc_shared(N, sycl.float32, q)
+    with pytest.raises(sycl.exception) as err:
+        q.parallel_for(N, Broken(x).step)
+    assert err.value.code() == sycl.errc.build
+    line = Broken.step.__code__.co_firstlineno + 1
+    assert f"test_launch_spellings.py:{line}" in str(err.value)
+    sycl.free(x, q)
