@@ -28,6 +28,11 @@ def _dims(values: tuple[Any, ...], what: str) -> tuple[int, ...]:
     return out
 
 
+# (class, sizes) of ranges and ids, and the arguments of nd_ranges -> the object made
+_INDICES: dict[tuple, Any] = {}
+_ND_RANGES: dict[tuple, Any] = {}
+
+
 def _operand(index: _Index, other: Any) -> tuple[int, ...] | None:
     """The other operand of an elementwise operator, one value per dimension."""
     if isinstance(other, _Index):
@@ -63,7 +68,22 @@ class _Index(tuple):
     what = "index"
 
     def __new__(cls, *values: Any) -> Any:
-        return super().__new__(cls, _dims(values, cls.what))
+        # Indices are immutable: equal sizes give the very object made before, which a
+        # repeated launch then recognises by identity.
+        key = (cls, values)
+        try:
+            made = _INDICES.get(key)
+        except TypeError:  # a list among the sizes
+            return super().__new__(cls, _dims(values, cls.what))
+        if made is None:
+            sizes = tuple(_dims(values, cls.what))
+            made = _INDICES.get((cls, sizes))  # `range((4, 2))` is `range(4, 2)`
+            if made is None:
+                made = super().__new__(cls, sizes)
+            if len(_INDICES) >= 512:
+                _INDICES.clear()
+            _INDICES[key] = _INDICES[(cls, sizes)] = made
+        return made
 
     @property
     def dimensions(self) -> int:
@@ -107,26 +127,6 @@ class id(_Index):
     what = "id"
 
 
-# int and tuple sizes -> their range: a launch spelled `parallel_for(n, body)` finds the
-# range of its last launch (ranges are immutable, so one object serves every launch)
-_SIZES: dict[Any, range] = {}
-
-
-def range_of(size: int | tuple) -> range:
-    """`sycl.range(size)` for an int or tuple size, without building it again for a size
-    seen before."""
-    try:
-        r = _SIZES.get(size)
-    except TypeError:  # a list among the sizes
-        return range(size)
-    if r is None:
-        r = range(size)
-        if len(_SIZES) >= 256:
-            _SIZES.clear()
-        _SIZES[size] = r
-    return r
-
-
 MAX_WORK_ITEMS = (1 << 31) - 1
 _ORIGINS = {n: id(*(0,) * n) for n in (1, 2, 3)}  # the offset of an nd_range without one
 
@@ -142,11 +142,30 @@ def check_work_items(launch: Any) -> None:
 
 
 class nd_range:
-    """A global range divided into work-groups of a local range."""
+    """A global range divided into work-groups of a local range. Immutable: equal
+    arguments give the very object made before, as for ranges."""
 
     __slots__ = ("_global", "_local", "_offset")
 
-    def __init__(self, global_range: Any, local_range: Any, offset: Any = None) -> None:
+    def __new__(cls, global_range: Any = None, local_range: Any = None, offset: Any = None
+                ) -> nd_range:
+        if global_range is None:  # unpickling: the slots are set next
+            return super().__new__(cls)
+        key = (global_range, local_range, offset)
+        try:
+            made = _ND_RANGES.get(key)
+        except TypeError:  # a list among the sizes
+            key = made = None
+        if made is None:
+            made = super().__new__(cls)
+            made._define(global_range, local_range, offset)
+            if key is not None:
+                if len(_ND_RANGES) >= 512:
+                    _ND_RANGES.clear()
+                _ND_RANGES[key] = made
+        return made
+
+    def _define(self, global_range: Any, local_range: Any, offset: Any) -> None:
         g = global_range if type(global_range) is range else range(global_range)
         lo = local_range if type(local_range) is range else range(local_range)
         if len(g) != len(lo):

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..exceptions import errc, exception
-from ..ranges import nd_range, range_of
+from ..ranges import nd_range
 from ..ranges import range as sycl_range  # not the builtin
 from . import crossdevice, device_globals, memops
 from .commands import Barrier, Command, HostTask
@@ -195,9 +195,7 @@ class handler:
         if type(launch) is sycl_range or type(launch) is nd_range:
             self._set(self._launch(kernel, launch, properties))
             return
-        if type(launch) is int or type(launch) is tuple:
-            launch = range_of(launch)
-        elif isinstance(launch, int | tuple | list):
+        if isinstance(launch, int | tuple | list):
             launch = sycl_range(launch)
         if not isinstance(launch, sycl_range | nd_range):
             raise exception(errc.invalid, "parallel_for expects a sycl.range or sycl.nd_range, "

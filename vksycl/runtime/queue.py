@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 from .. import info
 from ..exceptions import errc, exception, exception_list
 from ..properties import find, property
-from ..ranges import nd_range, range_of
+from ..ranges import nd_range
 from ..ranges import range as sycl_range  # not the builtin
 from . import buffers
 from .commands import Barrier, Command
@@ -191,7 +191,7 @@ class queue:
                 self.recording_graph is None and type(kernel) in _KERNEL_TYPES:
             kind = type(launch)
             if kind in _SIZE_TYPES:
-                launch, kind = range_of(launch), sycl_range
+                launch, kind = sycl_range(launch), sycl_range
             if kind in _RANGES:
                 return self.execute(closure_launch(self._device, self._context, kernel,
                                                    launch), [])

@@ -46,8 +46,12 @@ class Scheduler:
     def execute(self, command: Command, deps: Sequence[event], profiling: bool,
                 on_error: Callable[[BaseException], None]) -> event:
         engine = self.engine
-        ordered = not command.runs_on_host and (not deps or all(d.ordered_on(engine)
-                                                                for d in deps))
+        if command.runs_on_host:
+            ordered = False
+        elif len(deps) == 1:  # an in-order queue's last command, or one depends_on
+            ordered = deps[0].ordered_on(engine)
+        else:
+            ordered = all(d.ordered_on(engine) for d in deps)
         kind = type(command)
         if ordered and not profiling and (kind is KernelLaunch or kind is ReductionLaunch):
             # The common eager launch, in short: what `_run` does for its dispatches (one,
@@ -61,7 +65,8 @@ class Scheduler:
             ev._submission = sub
             ev._issued = True
             if deps:
-                ev._deps = tuple(weakref.ref(d) for d in deps)
+                ev._deps = (weakref.ref(deps[0]),) if len(deps) == 1 else \
+                    tuple(map(weakref.ref, deps))
             return ev
         ev = event(engine, profiling)
         if deps:
