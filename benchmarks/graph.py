@@ -7,7 +7,11 @@
     in-order queue (ratio graph / queue);
 (c) the update of one scalar dynamic parameter (in the chain's first node) plus a replay
     + wait of the 100-node graph;
-(d) finalize of the 100-node graph.
+(d) finalize of the 100-node graph;
+(a') the chain of (a) finalized with `perform_fusion`: one fused kernel, against the
+    unfused replay;
+(e) a chain of 8 elementwise operations over `--e-items` float32 (64M by default): the
+    graph fused, unfused, and torch.compile of the same chain where torch and CUDA are.
 
 torch's figures (where torch and CUDA are available): (a) a captured chain of 100
 `x.add_(1)` on one element; (b) 8 `x.sin_()` of `--items` elements on 8 streams forked
@@ -15,7 +19,7 @@ inside the capture, against the same 8 on one stream; (c) `fill_` of the scalar 
 the graph reads plus a replay; (d) the capture and instantiation of (a). Every figure is
 a median; results are checked on the host.
 
-    python3 benchmarks/graph.py [--small] [--n 200]
+    python3 benchmarks/graph.py [--small] [--n 200] [--e-items N]
 """
 
 from __future__ import annotations
@@ -32,12 +36,23 @@ from vksycl.ext.oneapi import this_work_item
 
 NODES = 100
 BRANCHES = 8
+# (a, b) of each of (e)'s 8 operations x * a + b
+OPS = [(1.01, 0.5), (0.99, -0.25), (1.5, 0.0), (0.5, 1.0), (1.25, -1.0), (0.8, 0.125),
+       (1.1, 0.0), (0.9, 0.75)]
+FUSE = syclexp.property.graph.perform_fusion
 
 
 @syclexp.nd_range_kernel(1)
 def bump(ptr: sycl.ptr[sycl.int32], value: sycl.int32):
     i = this_work_item.get_nd_item(1).get_global_linear_id()
     ptr[i] = ptr[i] + value
+
+
+@syclexp.nd_range_kernel(1)
+def affine(src: sycl.ptr[sycl.float32], dst: sycl.ptr[sycl.float32], a: sycl.float32,
+           b: sycl.float32):
+    i = this_work_item.get_nd_item(1).get_global_linear_id()
+    dst[i] = src[i] * a + b
 
 
 @syclexp.nd_range_kernel(1)
@@ -110,6 +125,81 @@ def bench_chain(q: sycl.queue, n: int, wg: int) -> dict[str, float]:
     sycl.free(ptr, q)
     return {"replay": replay_us, "eager": eager_us, "update": update_us,
             "finalize": finalize_us, "ok": bool((got == total).all())}
+
+
+def bench_fused_chain(q: sycl.queue, n: int, wg: int) -> dict[str, float]:
+    """(a'): the chain of (a) as one fused kernel against the same graph unfused."""
+    ptr = sycl.malloc_device(wg, sycl.int32, q)
+    q.fill(ptr, np.int32(0), wg).wait()
+    g, _, _ = chain(q, ptr, wg)
+    fused = g.finalize([syclexp.property.graph.updatable(), FUSE()])
+    plain = g.finalize([syclexp.property.graph.updatable()])
+    groups = fused.fusion_report().groups
+    runs = 0
+
+    def replay(exe: object) -> None:
+        nonlocal runs
+        q.ext_oneapi_graph(exe).wait()
+        runs += 1
+
+    fused_us = median_us(lambda: replay(fused), n)
+    plain_us = median_us(lambda: replay(plain), max(n // 4, 5))
+    got = np.zeros(wg, np.int32)
+    q.memcpy(got, ptr, wg * 4).wait()
+    sycl.free(ptr, q)
+    return {"fused": fused_us, "plain": plain_us, "ok": bool((got == runs * NODES).all()),
+            "one": groups == [list(range(NODES))]}
+
+
+def bench_elementwise(q: sycl.queue, n: int, items: int, wg: int) -> dict[str, float]:
+    """(e): y = op7(...op0(x)) over `items` float32, each op a node writing y."""
+    k = syclexp.get_kernel_bundle(q.get_context(), affine, sycl.bundle_state.executable
+                                  ).ext_oneapi_get_kernel(affine)
+    x = sycl.malloc_device(items, sycl.float32, q)
+    y = sycl.malloc_device(items, sycl.float32, q)
+    host = np.random.default_rng(1).random(items, dtype=np.float32)
+    q.memcpy(x, host, items * 4).wait()
+    r = sycl.nd_range((items,), (wg,))
+    g = syclexp.command_graph(q)
+    last = None
+    for j, (a, b) in enumerate(OPS):
+        src = x if j == 0 else y
+        deps = [] if last is None else [syclexp.property.node.depends_on(last)]
+        last = g.add(lambda h, src=src, a=a, b=b: (
+            h.set_args(src, y, np.float32(a), np.float32(b)), h.parallel_for(r, k)), deps)
+    fused, plain = g.finalize([FUSE()]), g.finalize()
+    fused_us = median_us(lambda: q.ext_oneapi_graph(fused).wait(), n)
+    plain_us = median_us(lambda: q.ext_oneapi_graph(plain).wait(), n)
+    got = np.zeros(items, np.float32)
+    q.memcpy(got, y, items * 4).wait()
+    want = host.copy()
+    for a, b in OPS:
+        want = want * np.float32(a) + np.float32(b)
+    sycl.free(x, q)
+    sycl.free(y, q)
+    return {"fused": fused_us, "plain": plain_us, "ok": bool(np.allclose(got, want, 1e-5)),
+            "one": fused.fusion_report().groups == [list(range(len(OPS)))]}
+
+
+def torch_elementwise(n: int, items: int) -> float:
+    """torch.compile of (e)'s chain on CUDA."""
+    import torch
+
+    def ops(t: torch.Tensor) -> torch.Tensor:
+        for a, b in OPS:
+            t = t * a + b
+        return t
+
+    f = torch.compile(ops)
+    x = torch.rand(items, device="cuda")
+    f(x)
+    torch.cuda.synchronize()
+
+    def run() -> None:
+        f(x)
+        torch.cuda.synchronize()
+
+    return median_us(run, n)
 
 
 def bench_branches(q: sycl.queue, n: int, items: int, work: int, wg: int) -> dict:
@@ -213,6 +303,8 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=None,
                     help="work-items of each independent kernel (default: GPU-sized)")
     ap.add_argument("--work", type=int, default=None, help="loop iterations per work-item")
+    ap.add_argument("--e-items", type=int, default=None,
+                    help="float32 elements of (e)'s chain (default 64M, 1M with --small)")
     args = ap.parse_args()
     q = sycl.queue()
     dev = q.get_device()
@@ -222,14 +314,18 @@ def main() -> None:
     work = args.work or (20 if args.small else 4000)
     n = min(args.n, 30) if args.small else args.n
 
+    e_items = args.e_items or ((1 << 20) if args.small else (64 << 20))
     c = bench_chain(q, n, wg)
     b = bench_branches(q, n, items, work, 64)
+    f = bench_fused_chain(q, n, wg)
+    e = bench_elementwise(q, max(n // 10, 5), e_items, 256)
     try:
         import torch
         cuda = torch.cuda.is_available()
     except ImportError:
         cuda = False
     t = torch_figures(n, items) if cuda else None
+    te = torch_elementwise(max(n // 10, 5), e_items) if cuda else None
 
     per_node = c["replay"] / NODES
     line = (f"(a) chain of {NODES} kernels: replay {per_node:.2f} us/node, eager "
@@ -255,6 +351,18 @@ def main() -> None:
     if t:
         line += f"; torch capture + instantiate {t['finalize'] / 1000:.2f} ms"
     print(line)
+    ok = f["ok"] and f["one"]
+    print(f"(a') chain of {NODES} kernels fused: replay {f['fused'] / NODES:.3f} us/node, "
+          f"unfused {f['plain'] / NODES:.2f} us/node, speedup "
+          f"{f['plain'] / f['fused']:.1f}x (target <= 0.5 us/node on an H100; >= 10x on "
+          f"lavapipe) [{'checked' if ok else 'WRONG'}]")
+    line = (f"(e) {len(OPS)} elementwise ops over {e_items} float32: fused "
+            f"{e['fused']:.0f} us, unfused {e['plain']:.0f} us, speedup "
+            f"{e['plain'] / e['fused']:.1f}x (target >= 4x)")
+    if te:
+        line += (f"; torch.compile {te:.0f} us, fused / torch.compile "
+                 f"{e['fused'] / te:.2f} (target <= 1.1)")
+    print(line + f" [{'checked' if e['ok'] and e['one'] else 'WRONG'}]")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,23 @@ class work_group_scratch_size(Property):
         self.nbytes = int(nbytes)
 
 
+class promote_private(Property):
+    """USM property of graph fusion (sycl_ext_oneapi_graph_fusion): the application
+    asserts that each element is accessed by at most one work-item in the graph's kernels
+    and that nothing after the graph reads what they wrote, so a fused kernel may keep
+    the values in registers and drop their stores. Vocabulary because the allocation
+    functions take it and graphs read it."""
+
+    __slots__ = ()
+
+
+class promote_local(Property):
+    """As `promote_private`, per work-group: each element is accessed by the work-items
+    of at most one work-group."""
+
+    __slots__ = ()
+
+
 class _queue_properties:
     class in_order(Property):
         __slots__ = ()

@@ -47,7 +47,7 @@ def _compiler_digest() -> str:
 
 
 _DIGEST = _compiler_digest()
-_TARGET_ENV = "vulkan1.1"  # what kernels are validated for, compiled or loaded from disk
+TARGET_ENV = "vulkan1.1"  # what kernels are validated for, compiled or loaded from disk
 log = logging.getLogger("vksycl.compiler")
 
 
@@ -119,7 +119,7 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
     try:
         binary = cg.module(lowered.kernel, usage, lowered.push_types, frozenset(
             a.push_index for a in lowered.args if a.kind == "device_global"))
-        spirv_gen.validate(binary, _TARGET_ENV)
+        spirv_gen.validate(binary, TARGET_ENV)
     except spirv_gen.SpirvError as ex:
         src = function_source(pyfn)
         raise exception(errc.build, f"{src.filename}:{src.node.lineno}: internal compiler "
@@ -302,7 +302,7 @@ def _unusable(ck: Any) -> str | None:
                                           for n in ck.local_size):
         return f"its local size {ck.local_size!r} is not 3 positive integers"
     try:
-        spirv_gen.validate(ck.binary, _TARGET_ENV)
+        spirv_gen.validate(ck.binary, TARGET_ENV)
     except (spirv_gen.SpirvError, ValueError) as ex:  # ValueError: not whole words
         return f"its SPIR-V does not validate: {str(ex).splitlines()[0]}"
     if ck.entry.encode() + b"\0" not in ck.binary:

@@ -11,10 +11,12 @@ from .core import node
 from .properties import node_type
 
 
-def write_dot(nodes: list[node], path: Any, verbose: bool) -> None:
+def write_dot(nodes: list[node], path: Any, verbose: bool,
+              fused: list[list[int]] | None = None) -> None:
     """Writes the nodes, their types, ids and kernel names (with `verbose`, arguments,
     addresses, sizes and buffer accessors too) and their edges to `path`, which must end
-    in ".dot"."""
+    in ".dot"; each group of `fused` node ids (an executable graph's fused kernels) is a
+    cluster."""
     path = os.fspath(path) if isinstance(path, str | os.PathLike) else None
     if path is None or not path.endswith(".dot"):
         raise exception(errc.invalid, "print_graph writes DOT only: the path must end in "
@@ -26,6 +28,11 @@ def write_dot(nodes: list[node], path: Any, verbose: bool) -> None:
                             *_details(n._command(), n._type, verbose),
                             *(_accessors(n) if verbose else [])])
         lines.append(f'  n{i} [label="{label}"];')
+    for g, members in enumerate(fused or ()):
+        lines.append(f"  subgraph cluster_fused{g} {{")
+        lines.append(f'    label="FUSED KERNEL {g}"; style=dashed;')
+        lines.append("    " + " ".join(f"n{i};" for i in members))
+        lines.append("  }")
     for n in nodes:
         for s in n._succs:
             lines.append(f"  n{ids[id(n)]} -> n{ids[id(s)]};")

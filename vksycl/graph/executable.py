@@ -33,9 +33,12 @@ from ..runtime.submission import Dispatch
 from .buffers import distinct
 from .builder import graph_handler
 from .core import GraphCore, node
+from .dot import write_dot
+from .fusion import Fusion, FusionReport
 from .properties import has, node_type, property
 
-FINALIZE_PROPERTIES = (property.graph.updatable, property.graph.enable_profiling)
+FINALIZE_PROPERTIES = (property.graph.updatable, property.graph.enable_profiling,
+                       property.graph.perform_fusion)
 _STAGING_BYTES = 4 << 20
 # segments of at most this many GPU steps are recorded again whole when updated
 _WHOLE_SEGMENT = 8
@@ -54,7 +57,7 @@ class GraphRun(Command):
         self.steps = graph._steps  # as submitted: later updates do not reach it
         # the commands those steps run, with the memory their dispatches use (a
         # reduction's partials): an update does not free it under this submission
-        self.keep_alive = tuple(graph._held)
+        self.keep_alive = tuple(graph._held) + graph._fused_commands()
         self.runs_on_host = graph._runs_on_host
         self.profiled = graph._profiling
 
@@ -86,6 +89,9 @@ class executable_command_graph:
         # are recorded, since a copy's memory goes back to the allocator with it
         self._held = [c.for_graph() for c in self._commands]
         self._lowered = [self._lower(c) for c in self._held]
+        self._fusion = Fusion(self._device, self._commands, self._order,
+                              [n._type for n in nodes], self._lower) \
+            if has(props, property.graph.perform_fusion) else None
         self._lock = threading.RLock()
         self._last: event | None = None  # the last submission, for graphs with host steps
         self._build()
@@ -95,6 +101,31 @@ class executable_command_graph:
 
     def get_device(self) -> Any:
         return self._device
+
+    # -- fusion ------------------------------------------------------------------------
+    def fusion_report(self) -> FusionReport:
+        """Which nodes run as one fused kernel, and why the others do not (finalized
+        without `property.graph.perform_fusion()`: every kernel node, unfused)."""
+        with self._lock:
+            if self._fusion is None:
+                return FusionReport(unfused={i: "finalized without perform_fusion" for i, n
+                                             in enumerate(self._nodes)
+                                             if n._type is node_type.kernel})
+            return self._fusion.report()
+
+    def print_graph(self, path: Any, verbose: bool = False) -> None:
+        """The graph in DOT, as `command_graph.print_graph` writes it, each fused group
+        a cluster."""
+        with self._lock:
+            write_dot(self._nodes, path, verbose, self.fusion_report().groups)
+
+    def _steps_for(self, i: int) -> list[Step]:
+        """What node i runs: its own steps, a fused kernel, or nothing (fused)."""
+        f = self._fusion
+        return self._lowered[i] if f is None else f.steps_for(i, self._lowered[i])
+
+    def _fused_commands(self) -> tuple[Command, ...]:
+        return () if self._fusion is None else self._fusion.commands()
 
     # -- lowering ----------------------------------------------------------------------
     def _staging_buffer(self, i: int) -> Buffer:
@@ -106,7 +137,7 @@ class executable_command_graph:
         if isinstance(command, GraphRun):  # a sub-graph: its nodes, in its order
             child = command.graph
             with child._lock:
-                return [s for i in child._order for s in child._lowered[i]]
+                return [s for i in child._order for s in child._steps_for(i)]
         return command.lower(self._ctx)
 
     def _build(self) -> None:
@@ -121,7 +152,7 @@ class executable_command_graph:
 
         for i in self._order:
             k = 0
-            for step in self._lowered[i]:
+            for step in self._steps_for(i):
                 if isinstance(step, GpuStep):
                     if step.dispatches:
                         current.append((i, k, step.dispatches))
@@ -149,17 +180,22 @@ class executable_command_graph:
             steps_of.setdefault(i, []).append(e)
         levels = [0] * len(parts)
         reach: dict[int, int] = {}  # node -> the deepest level it or its predecessors take
+        # a fused group's dispatch, at its last member, follows every member's
+        # predecessors, and every member's successors follow it
+        fused = {} if self._fusion is None else self._fusion.level_groups()
+        skipped = {m for members in fused.values() for m in members}
         for i in self._order:
-            level = max((reach[p] for p in self._preds[i] if p in reach), default=-1)
-            own = steps_of.get(i)
-            if own is None:
-                if level >= 0:
-                    reach[i] = level
+            members = fused.get(i, [i])
+            if i in skipped and i not in fused:
                 continue
-            for e in own:
+            level = max((reach[p] for m in members for p in self._preds[m]
+                         if p in reach and p not in members), default=-1)
+            for e in steps_of.get(i, ()):
                 level += 1
                 levels[e] = level
-            reach[i] = level
+            if level >= 0:  # a node with no GPU work passes its predecessors' depth on
+                for m in members:
+                    reach[m] = level
         dispatches: list[Dispatch] = []
         previous = -1
         for e in sorted(range(len(parts)), key=lambda e: (levels[e], e)):
@@ -271,6 +307,11 @@ class executable_command_graph:
             reshaped = reshaped or len(gpu) != len(old) or not all(gpu) or \
                 any(isinstance(s, HostStep) for s in lowered)
             changed[i] = gpu
+        if self._fusion is not None and changed:
+            fused, regrouped = self._fusion.refresh(set(changed), self._commands)
+            reshaped = reshaped or regrouped
+            changed = {i: gpu for i, gpu in changed.items() if not self._fusion.hides(i)}
+            changed.update(fused)
         if reshaped:  # another shape of steps: lower the whole graph again
             for step in self._steps:
                 self._retire(step)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..exceptions import errc, exception
-from ..properties import Property, find
+from ..properties import Property, find, promote_local, promote_private
 
 
 class node_type(enum.Enum):
@@ -62,6 +62,13 @@ class _graph_properties:
     class enable_profiling(Property):
         __slots__ = ()
 
+    class perform_fusion(Property):
+        """Fuse runs of kernel nodes into one kernel where the compiler proves it keeps
+        their semantics (sycl_ext_oneapi_graph_fusion). A hint: what cannot be fused runs
+        as it is, and `fusion_report()` says why."""
+
+        __slots__ = ()
+
 
 class _node_properties:
     class depends_on(Property):
@@ -81,6 +88,8 @@ class _node_properties:
 class property:
     graph = _graph_properties
     node = _node_properties
+    promote_private = promote_private
+    promote_local = promote_local
 
 
 # what command_graph and begin_recording take

@@ -23,6 +23,7 @@ from ..exceptions import errc, exception
 from ..runtime import handler as _handler
 from ..runtime.commands import KernelLaunch
 from .device_checks import check_supported, group_counts
+from .fusion import Origin
 from .marshal import ADDRESS, ArgumentBlock
 from .plans import (
     FREED,
@@ -105,7 +106,8 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
         if len(p.groups) > 256:
             p.groups.clear()
         groups = p.groups[gkey] = group_counts(ck, launch, device)
-    command = KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, keep_alive=keep)
+    command = KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, keep_alive=keep,
+                           origin=Origin.of(pyfn, ck, launch))
     if not keep:  # an argument block is the launch's own
         remember_last(plan, (p, push, command, context, record, arg_record), pyfn)
         recent = plan.recent

@@ -82,6 +82,9 @@ class KernelLaunch(Command):
     groups: tuple[int, int, int]
     bound: tuple[Bound, ...] = ()
     keep_alive: tuple = ()
+    # what the kernel front end built it from (its Python kernel, compiled variant and
+    # launch), for graphs that fuse kernels; None for kernels it did not compile
+    origin: Any = field(default=None, repr=False, compare=False)
     command_type = "kernel"
     # (engine, its dispatch): a command submitted again (a launch repeated with the same
     # arguments) reuses its dispatch

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import errc, exception
+from ..properties import Property, promote_local, promote_private
 from ..types import as_dtype
 from .allocator import MIN_ALIGN
 from .context import context, scheduler_for
@@ -23,6 +24,8 @@ from .scheduler import Scheduler
 from .usm import Allocation, PointerType, alloc, ptr
 
 _BYTES = np.dtype(np.uint8)
+# what an allocation's property_list may hold
+_ALLOCATION_PROPERTIES = (promote_private, promote_local)
 
 
 def _where(args: tuple) -> tuple[np.dtype, Any, context, Scheduler]:
@@ -73,7 +76,23 @@ def _check_element_type(t: Any) -> np.dtype:
     return dtype
 
 
-def _allocate(count: int, args: tuple, kind: alloc, alignment: int = 0) -> ptr | None:
+def _properties(properties: dict[str, Any]) -> tuple:
+    """The allocation's `property_list` (graph fusion's promote_private / promote_local),
+    checked."""
+    props = properties.get("property_list")
+    if props is None:
+        return ()
+    if isinstance(props, Property):
+        props = [props]
+    if not isinstance(props, list | tuple) or \
+            not all(isinstance(p, _ALLOCATION_PROPERTIES) for p in props):
+        raise exception(errc.invalid, "an allocation's property_list holds promote_private "
+                        f"or promote_local properties, got {props!r}")
+    return tuple(props)
+
+
+def _allocate(count: int, args: tuple, kind: alloc, alignment: int = 0,
+              properties: tuple = ()) -> ptr | None:
     dtype, dev, ctx, sched = _where(args)
     try:
         count = operator.index(count)
@@ -96,6 +115,7 @@ def _allocate(count: int, args: tuple, kind: alloc, alignment: int = 0) -> ptr |
     else:
         chunk = allocator.allocate(nbytes + alignment - MIN_ALIGN)
         a = Allocation(allocator, chunk, -chunk.address % alignment, nbytes, kind, ctx, dev)
+    a.properties = properties
     return ptr(a, 0, dtype)
 
 
@@ -109,15 +129,15 @@ def buffer_range_limit(dev: Any) -> int:
 
 
 def malloc_device(count: int, *args: Any, **properties: Any) -> ptr | None:
-    return _allocate(count, args, alloc.device)
+    return _allocate(count, args, alloc.device, 0, _properties(properties))
 
 
 def malloc_host(count: int, *args: Any, **properties: Any) -> ptr | None:
-    return _allocate(count, args, alloc.host)
+    return _allocate(count, args, alloc.host, 0, _properties(properties))
 
 
 def malloc_shared(count: int, *args: Any, **properties: Any) -> ptr | None:
-    return _allocate(count, args, alloc.shared)
+    return _allocate(count, args, alloc.shared, 0, _properties(properties))
 
 
 def malloc(count: int, *args: Any) -> ptr | None:
@@ -136,7 +156,7 @@ def _aligned(kind: alloc):
                             f"{type(alignment).__name__} {alignment!r}") from None
         if alignment < 0:
             raise exception(errc.invalid, f"alignment {alignment} is negative")
-        return _allocate(count, args, kind, alignment)
+        return _allocate(count, args, kind, alignment, _properties(properties))
 
     aligned_alloc.__name__ = f"aligned_alloc_{kind.value}"
     return aligned_alloc

@@ -31,7 +31,7 @@ class Allocation:
     chunk of the device's caching allocator."""
 
     __slots__ = ("address", "allocator", "chunk", "context", "device", "freed", "kind",
-                 "nbytes", "offset")
+                 "nbytes", "offset", "properties")
 
     def __init__(self, allocator: Allocator, chunk: Chunk, offset: int, nbytes: int,
                  kind: alloc, context: Any, device: Any) -> None:
@@ -44,6 +44,7 @@ class Allocation:
         self.context = context
         self.device = device
         self.freed = False
+        self.properties: tuple = ()  # the property_list of its malloc_* call
         chunk.owner = self
 
     @property

@@ -1,0 +1,368 @@
+"""Kernel fusion for command graphs: the fuser the graph layer calls at finalize and
+update (`runtime.fusion.use_fuser`), between the compiler's analysis (`compiler/fusion`,
+`compiler/footprint`) and the commands a graph records.
+
+A kernel command built by the front end carries its `Origin` (Python kernel, compiled
+variant, launch). For each run of kernel nodes the graph hands over, each kernel is
+lowered again and its accesses are evaluated with the argument values of its own
+command (the pointers as the device addresses they are, so that aliasing is decided on
+the actual allocations); kernels join the group before them while their launch matches
+and `compiler.fusion.legal` proves every pair. The fused kernel's arguments are copied
+from the members' packed arguments, so an update (new arguments for a member) packs
+again and checks that every comparison the compiled code rests on still comes out the
+same; where one does not, the graph runs the group unfused until an update makes it
+hold again."""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+import types as pytypes
+import weakref
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..compiler.captures import captured_value
+from ..compiler.footprint import Concrete, Domain, concrete, domain
+from ..compiler.fusion import Facts, Fused, Member, fuse, legal, member
+from ..compiler.kernel import CompiledKernel, local_size_xyz
+from ..exceptions import exception
+from ..properties import promote_private
+from ..runtime import fusion as hook
+from ..runtime.commands import Command, KernelLaunch, ReductionLaunch
+from ..runtime.context import scheduler_for
+from .device_checks import group_counts
+from .marshal import ADDRESS, ArgumentBlock
+
+
+class Origin(NamedTuple):
+    """What a kernel command was built from (a tuple: every new command makes one). The
+    Python kernel is held weakly: an eager command kept for a repeated launch must not
+    keep what the kernel captured alive (an accessor's buffer writes back only when it
+    goes); a graph node keeps its kernel through its recipe."""
+
+    function: Callable[[], Any]  # a weak reference to the Python kernel
+    ck: CompiledKernel
+    launch: Any
+
+    @classmethod
+    def of(cls, pyfn: Any, ck: CompiledKernel, launch: Any) -> Origin:
+        weak = weakref.WeakMethod if type(pyfn) is pytypes.MethodType else weakref.ref
+        return cls(weak(pyfn), ck, launch)
+
+    @property
+    def pyfn(self) -> Any:
+        return self.function()
+
+
+def _packed(command: KernelLaunch) -> bytes:
+    """The packed arguments of a launch: its push constants, or its argument block."""
+    o: Origin = command.origin
+    if not o.ck.spec.args_in_memory:
+        return command.push_constants
+    block = command.keep_alive[0]
+    return bytes(block.allocation.host_bytes()[:o.ck.args_size])
+
+
+def _shape(o: Origin) -> tuple:
+    """What two kernels must share to run in one dispatch."""
+    spec, launch = o.ck.spec, o.launch
+    if launch is None:
+        return (spec.kind, spec.dims, spec.local, None)
+    if spec.kind == "nd_range":
+        return (spec.kind, spec.dims, spec.local, tuple(launch.get_global_range()))
+    return (spec.kind, spec.dims, spec.local, tuple(launch))
+
+
+def _domain(o: Origin) -> Domain:
+    spec, shape = o.ck.spec, _shape(o)
+    local = local_size_xyz(spec.local)
+    if shape[3] is None:
+        return domain(local, (1, 1, 1), (1, 1, 1))
+    counts = [-(-g // n) for g, n in zip(shape[3], spec.local, strict=True)][::-1]
+    return domain(local, (*counts, 1, 1, 1)[:3], (*shape[3][::-1], 1, 1, 1)[:3])
+
+
+def _unfusable(command: Command) -> str | None:
+    if isinstance(command, ReductionLaunch):
+        return "a reduction: its work-groups combine partial results"
+    o = getattr(command, "origin", None)
+    if o is None:
+        return "a kernel vksycl did not compile (SPIR-V or GLSL source)"
+    if o.pyfn is None:
+        return "its Python kernel is gone"
+    spec = o.ck.spec
+    if spec.has_offset:
+        return "a launch with an offset"
+    if spec.fold_groups:
+        return "more work-groups than one dimension dispatches"
+    if spec.reductions:
+        return "a reduction: its work-groups combine partial results"
+    if tuple(captured_value(o.pyfn, p) for p in o.ck.specialized) != o.ck.spec_values:
+        return "values compiled into the kernel changed since it was recorded"
+    return None
+
+
+class _Values:
+    """A member's argument values at a launch, by argument field, from the command."""
+
+    def __init__(self, m: Member, command: KernelLaunch) -> None:
+        o: Origin = command.origin
+        data = _packed(command)
+        at = {(a.kind, a.path, a.piece): a.push_offset for a in o.ck.args}
+        self.values: dict[int, int] = {}
+        for i, arg in m.args.items():
+            off = at.get((arg.kind, arg.path, arg.piece))
+            if off is None:
+                continue
+            dt = np.dtype(np.uint64) if arg.kind in ("ptr", "device_global", "accessor") \
+                else np.dtype(arg.dtype)
+            if dt.kind in "iub":
+                self.values[i] = int(np.frombuffer(data, dt, 1, off)[0])
+        self.at = at
+        self.data = data
+
+
+class _Locate:
+    """The allocation holding a device address (None where none does)."""
+
+    def __init__(self, device: Any) -> None:
+        self.allocators = list(scheduler_for(device).allocators.values())
+
+    def __call__(self, address: int) -> tuple[int, int] | None:
+        for allocator in self.allocators:
+            chunk = allocator.find(address)
+            if chunk is not None and chunk.owner is not None:
+                a = chunk.owner
+                return a.address, a.address + a.nbytes
+        return None
+
+    def allocation(self, address: int) -> Any:
+        for allocator in self.allocators:
+            chunk = allocator.find(address)
+            if chunk is not None and chunk.owner is not None:
+                return chunk.owner
+        return None
+
+
+class FusedKernels:
+    """A group of kernel commands fused into one (`runtime.fusion.FusedGroup`)."""
+
+    def __init__(self, device: Any, members: list[int], commands: list[KernelLaunch],
+                 parts: list[Member], fused: Fused, others: list[KernelLaunch],
+                 barriers: set[int]) -> None:
+        self.device = device
+        self.members = members
+        self.parts = parts
+        self.fused = fused
+        self.others = others  # the graph's other kernel commands (internalization)
+        self.barriers = barriers
+        self.shape = _shape(commands[0].origin)
+        self.dom = fused.facts.dom
+        self.template = dataclasses.replace(commands[0].origin.ck, coarsen=1)
+        self.cks = [c.origin.ck for c in commands]
+        self.command = self._command(commands)
+        self.notes = self._notes()
+
+    def _notes(self) -> list[str]:
+        f = self.fused
+        out = [f"{len(self.members)} kernels in one ({f.name}, "
+               f"{'argument block' if f.args_in_memory else 'push constants'})"]
+        if self.barriers:
+            out.append(f"{len(self.barriers)} work-group barrier(s) between bodies")
+        if f.forwarded:
+            out.append(f"{f.forwarded} load(s) forwarded from an earlier store")
+        if f.dropped:
+            out.append(f"{f.dropped} overwritten store(s) dropped")
+        if f.internalized:
+            out.append(f"{len(f.internalized)} store(s) to promote_private memory kept in "
+                       "registers")
+        return out
+
+    def _command(self, commands: list[KernelLaunch]) -> KernelLaunch:
+        f = self.fused
+        out = bytearray(f.args_size)
+        data = [_packed(c) for c in commands]
+        offsets = [{(a.kind, a.path, a.piece): a.push_offset for a in c.origin.ck.args}
+                   for c in commands]
+        for off, n, j, arg in f.fields:
+            src = offsets[j][(arg.kind, arg.path, arg.piece)]
+            out[off:off + n] = data[j][src:src + n]
+        push, keep = bytes(out), ()
+        if f.args_in_memory:
+            block = ArgumentBlock(self.device, push)
+            push, keep = ADDRESS.pack(block.address), (block,)
+        groups = group_counts(self.template, commands[0].origin.launch, self.device)
+        return KernelLaunch(f.name, f.binary, f.entry, push, groups, keep_alive=keep)
+
+    def refresh(self, commands: list[Command]) -> Command | str:
+        for c, ck in zip(commands, self.cks, strict=True):
+            why = _unfusable(c)
+            if why is not None:
+                return why
+            if c.origin.ck is not ck:
+                return "a member runs another compiled kernel now"
+            if _shape(c.origin) != self.shape:
+                return "a member's launch range changed"
+        kernels: list[KernelLaunch] = commands  # type: ignore[assignment]
+        locate = _Locate(self.device)
+        concretes = [_concretes(m, c, self.dom, locate) for m, c in zip(
+            self.parts, kernels, strict=True)]
+        internal = _internal(concretes, self.parts, kernels, self.others, locate)
+        if not self.fused.facts.hold(concretes, internal):
+            return "with the new arguments the memory the kernels share is no longer " \
+                   "proven to be used by the same work-item"
+        return self._command(kernels)
+
+
+def _concretes(m: Member, command: KernelLaunch, dom: Domain, locate: _Locate
+               ) -> list[Concrete]:
+    v = _Values(m, command)
+    pointers = m.pointers
+    return [concrete(a, v.values, pointers, dom, locate) for a in m.accesses]
+
+
+def _pointer_values(command: KernelLaunch) -> list[int]:
+    o: Origin = command.origin
+    data = _packed(command)
+    return [struct.unpack_from("<Q", data, a.push_offset)[0] for a in o.ck.args
+            if a.kind in ("ptr", "accessor")]
+
+
+def _internal(concretes: list[list[Concrete]], parts: list[Member],
+              commands: list[KernelLaunch], others: list[Command], locate: _Locate
+              ) -> list[tuple[int, int]]:
+    """The allocations promoted to private that the group writes and no other kernel of
+    the graph names."""
+    elsewhere: set[int] = set()
+    for c in others:
+        if isinstance(c, KernelLaunch) and c.origin is not None:
+            for address in _pointer_values(c):
+                a = locate.allocation(address)
+                if a is not None:
+                    elsewhere.add(a.address)
+    out = []
+    for cs, m in zip(concretes, parts, strict=True):
+        for c, acc in zip(cs, m.accesses, strict=True):
+            if not acc.write or c.form is None:
+                continue
+            a = locate.allocation(c.lo)
+            if a is None or a.address in elsewhere or \
+                    not any(isinstance(p, promote_private) for p in a.properties):
+                continue
+            span = (a.address, a.address + a.nbytes)
+            if span not in out:
+                out.append(span)
+    return out
+
+
+class _Run:
+    """One run of kernel commands split greedily into groups: a kernel joins the group
+    before it while its launch matches and every pair is proven legal."""
+
+    def __init__(self, device: Any, commands: list[Command], locate: _Locate) -> None:
+        self.device, self.commands, self.locate = device, commands, locate
+        self.max_push = device.vulkan.max_push_constants_size
+        self.groups: list[FusedKernels] = []
+        self.reasons: dict[int, str] = {}
+        self._start()
+
+    def _start(self) -> None:
+        self.group: list[int] = []
+        self.parts: list[Member] = []
+        self.facts: Facts | None = None
+        self.barriers: set[int] = set()
+
+    def close(self) -> None:
+        if len(self.group) > 1 and self.facts is not None:
+            made = _make(self.device, self.commands, self.group, self.parts, self.facts,
+                         self.barriers, self.locate, self.max_push)
+            if isinstance(made, str):
+                for i in self.group:
+                    self.reasons.setdefault(i, made)
+            else:
+                self.groups.append(made)
+        self._start()
+
+    def add(self, i: int) -> None:
+        command = self.commands[i]
+        why = _unfusable(command)
+        m = None
+        if why is None:
+            try:
+                m = member(command.origin.pyfn, command.origin.ck.spec)
+            except exception as ex:
+                why = f"it does not lower for fusion: {ex}"
+        if m is None:
+            self.close()
+            self.reasons[i] = why or "not fusable"
+            return
+        assert isinstance(command, KernelLaunch)
+        dom = _domain(command.origin)
+        mine = _concretes(m, command, dom, self.locate)
+        if self.group and _shape(command.origin) != _shape(
+                self.commands[self.group[0]].origin):
+            self.reasons[i] = "its launch (kind, range or work-group size) differs from " \
+                              f"node {self.group[0]}'s"
+            self.close()
+        if self.facts is None:
+            self.facts = Facts([], dom, [])
+        facts = self.facts
+        facts.concretes.append(mine)
+        k = len(facts.concretes) - 1
+        saved = dict(facts.seen)
+        verdicts = [legal(j, k, [*self.parts, m], facts) for j in range(k)]
+        bad = next((v for v in verdicts if v[0] == "conflict"), None)
+        if bad is not None:
+            facts.seen = saved
+            facts.concretes.pop()
+            self.reasons[i] = f"{bad[1]} (node {self.group[verdicts.index(bad)]})"
+            self.close()
+            self.facts = Facts([mine], dom, [])
+        elif any(v[0] == "group" for v in verdicts):
+            self.barriers.add(k)
+        self.group.append(i)
+        self.parts.append(m)
+
+
+def fuse_runs(device: Any, commands: list[Command], runs: list[list[int]]
+              ) -> tuple[list[FusedKernels], dict[int, str]]:
+    """`runtime.fusion.Fuser`: the fused groups of each run, and why other kernels were
+    left out."""
+    locate = _Locate(device)
+    groups: list[FusedKernels] = []
+    reasons: dict[int, str] = {}
+    for run in runs:
+        r = _Run(device, commands, locate)
+        for i in run:
+            r.add(i)
+        r.close()
+        groups += r.groups
+        reasons.update(r.reasons)
+    return groups, reasons
+
+
+def _make(device: Any, commands: list[Command], group: list[int], parts: list[Member],
+          facts: Facts, barriers: set[int], locate: _Locate, max_push: int
+          ) -> FusedKernels | str:
+    kernels: list[KernelLaunch] = [commands[i] for i in group]  # type: ignore[misc]
+    members = set(group)
+    others = [c for k, c in enumerate(commands) if k not in members]
+    facts.internal = _internal(facts.concretes, parts, kernels, others, locate)
+    name = f"fused_{len(group)}_{kernels[0].name}"
+    try:
+        fused = fuse(parts, barriers, facts, name, max_push)
+    except exception as ex:
+        return f"the fused kernel does not compile: {ex}"
+    except (ValueError, TypeError, KeyError, AssertionError) as ex:
+        return f"the fused kernel does not compile: {type(ex).__name__}: {ex}"
+    except Exception as ex:  # the SPIR-V tools' errors: never reaches the driver
+        return f"the fused kernel does not validate: {type(ex).__name__}: {ex}"
+    return FusedKernels(device, group, kernels, parts, fused, others, barriers)
+
+
+hook.use_fuser(fuse_runs)
+
+__all__ = ["FusedKernels", "Origin", "fuse_runs"]

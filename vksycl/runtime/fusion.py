@@ -1,0 +1,45 @@
+"""The hook through which graphs fuse kernels. Fusing needs the compiler, which the
+graph layer never imports: the kernel front ends register the function that does it
+(`use_fuser`) when `vksycl.kernels.fusion` is imported, as they register the launch
+builder with the handler. The graph asks `fuser()` and, when none is registered, runs
+every node unfused."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from .commands import Command
+
+
+class FusedGroup(Protocol):
+    """Kernel nodes running as one fused kernel: their positions in the commands the
+    fuser was given, the fused kernel's command, and what fusing them did."""
+
+    members: list[int]
+    command: Command
+    notes: list[str]
+
+    def refresh(self, commands: list[Command]) -> Command | str:
+        """The fused command for the members' current commands (new arguments, no
+        compilation), or why the fused kernel does not hold for them."""
+        ...
+
+
+class Fuser(Protocol):
+    def __call__(self, device: Any, commands: list[Command], runs: list[list[int]]
+                 ) -> tuple[list[FusedGroup], dict[int, str]]:
+        """Groups of each run of kernel commands (positions in `commands`, in the order
+        they run) fused into one kernel, and why each other kernel was left out."""
+        ...
+
+
+_fuser: Fuser | None = None
+
+
+def use_fuser(fuse: Fuser) -> None:
+    global _fuser
+    _fuser = fuse
+
+
+def fuser() -> Fuser | None:
+    return _fuser
