@@ -19,11 +19,12 @@ def test_there_are_examples():
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_example_runs(path):
-    # the examples import this checkout's vksycl, whatever the environment has installed
+def test_example_runs(path, tmp_path):
+    # the examples import this checkout's vksycl, whatever the environment has installed;
+    # they run in a folder of their own, where one that writes files (a PNG) leaves them
     root = str(path.parent.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
-                          timeout=300, cwd=path.parent, env=env)
+                          timeout=300, cwd=tmp_path, env=env)
     assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout}\n{proc.stderr}"

@@ -1,7 +1,8 @@
 """The command model: every submission, eager or recorded into a graph, is a Command.
 
-A command lowers to steps: `GpuStep`s (dispatches that can be recorded into any sequence)
-and `HostStep`s (Python that must run on the host, after the GPU work before it). The
+A command lowers to steps: `GpuStep`s (dispatches that can be recorded into any sequence),
+`HostStep`s (Python that must run on the host, after the GPU work before it) and
+`SemaphoreStep`s (an application's semaphores, waited for and signalled on the device). The
 scheduler runs the steps of eager commands at once; a graph lowers its commands once and
 pre-records the GPU steps between host steps.
 """
@@ -37,7 +38,17 @@ class HostStep:
     lag: int = 0
 
 
-Step = GpuStep | HostStep
+@dataclass
+class SemaphoreStep:
+    """Semaphores of the application's (VkSemaphore, value): the device waits for
+    `waits` before the work submitted after this step, and signals `signals` once the
+    work before it is done, each in the vkQueueSubmit of that work."""
+
+    waits: tuple[tuple[int, int], ...] = ()
+    signals: tuple[tuple[int, int], ...] = ()
+
+
+Step = GpuStep | HostStep | SemaphoreStep
 
 
 class LowerContext:

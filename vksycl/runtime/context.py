@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import config, info
 from ..exceptions import errc, exception
-from .devices import COOPERATIVE_MATRIX_EXTENSION
+from .devices import COOPERATIVE_MATRIX_EXTENSION, EXTERNAL_MEMORY_FD_EXTENSION
 from .engine import Engine
 from .platform import device
 from .scheduler import Scheduler
@@ -39,6 +39,8 @@ def scheduler_for(device: Any) -> Scheduler:
                                 "(device addresses) need")
             spin = _SPIN_WAIT_CPU_S if vk.device_type == "cpu" else _SPIN_WAIT_S
             optional = (COOPERATIVE_MATRIX_EXTENSION,) if vk.cooperative_matrices else ()
+            if EXTERNAL_MEMORY_FD_EXTENSION in vk.extensions:
+                optional += (EXTERNAL_MEMORY_FD_EXTENSION,)
             engine = Engine(vk.index, vk.compute_queue_family, vk.timestamp_period, spin,
                             config.batch_window_s(), optional, vk.native)
             sched = Scheduler(engine, {False: _heap_size(vk, False), True: _heap_size(vk, True)})

@@ -134,6 +134,13 @@ class Engine:
         self._last_submit_at = float("-inf")
         self._clock_offset: int | None = None  # host ns minus device ns
         self.submissions = 0  # vkQueueSubmit calls so far
+        # the application's semaphores each open batch waits for and signals (carried
+        # into its vkQueueSubmit), and the timeline points the next submission must wait
+        # for: those of an empty submission that waited, whose own commands cannot order
+        # the work after it
+        self._carried: dict[Submission, tuple[list[tuple[int, int]],
+                                              list[tuple[int, int]]]] = {}
+        self._gate: list[tuple[int, int]] = []
         self._pool: dict[bool, collections.deque[kp.Sequence]] = {
             False: collections.deque(), True: collections.deque()}
         self._cache_lock = threading.Lock()
@@ -365,12 +372,16 @@ class Engine:
         batch = self._batch = Submission(self, seq, timed, submitted=False)
         batch.checked_at = now
         part = self._join(batch, dispatches, report)
+        self._watch_batches()
+        return part
+
+    def _watch_batches(self) -> None:
+        """Starts the watcher thread once, and tells it a batch opened."""
         if self._watcher is None:
             self._watcher = threading.Thread(target=self._watch, daemon=True,
                                              name=f"vksycl-batches-{self.index}")
             self._watcher.start()
         self._wakeup.notify()
-        return part
 
     def _join(self, batch: Submission, dispatches: tuple[Dispatch, ...],
               report: ErrorReport | None) -> Part:
@@ -397,10 +408,13 @@ class Engine:
         self._make_room()  # may raise (a timeout): the batch stays open
         self._batch = None
         seq = batch._sequence
+        waits, signals = self._carried.pop(batch, ((), ()))
         try:
             if faults.armed:
                 faults.check("submit")
-            seq.eval_async()
+            if not batch.n_ops:  # semaphores alone: an empty command buffer, not the last
+                seq.begin()
+            self._send(seq, waits, signals, empty=not batch.n_ops)
         except Exception as err:  # out of memory, or the device was lost
             failure = self._failure(
                 err, f"a batch of {_dispatches(batch.n_ops)} could not be submitted")
@@ -494,15 +508,16 @@ class Engine:
                 self.report_failures()
         return sub
 
-    def _start(self, seq: kp.Sequence, timed: bool, owner: Recording | None = None
-               ) -> Submission:
+    def _start(self, seq: kp.Sequence, timed: bool, owner: Recording | None = None,
+               signals: Sequence[tuple[int, int]] = ()) -> Submission:
         """Hands a recorded sequence to the device (the engine's lock held): the one
         place work is submitted, eagerly or by a graph, besides a batch's flush. A
-        sequence the device refuses goes back where it came from."""
+        sequence the device refuses goes back where it came from. `signals`: the
+        application's semaphores it signals (an empty submission's)."""
         try:
             if faults.armed:
                 faults.check("submit")
-            seq.eval_async()
+            self._send(seq, (), signals, empty=bool(signals))
         except Exception as err:  # out of memory, or the device was lost
             if owner is None:
                 self.recycle(seq, timed)
@@ -513,6 +528,63 @@ class Engine:
         sub = Submission(self, seq, timed, owner)
         self._in_flight.append(sub)
         return sub
+
+    def _send(self, seq: kp.Sequence, waits: Sequence[tuple[int, int]],
+              signals: Sequence[tuple[int, int]], empty: bool) -> None:
+        """vkQueueSubmit of a sequence (the engine's lock held), waiting for the gate
+        and `waits` before its commands and signalling `signals` once they and all work
+        before them are done. An empty submission that waited becomes the gate: the
+        next submission's commands wait for its timeline point."""
+        gate = self._gate
+        if gate or waits or signals:
+            seq.set_submit_semaphores([*gate, *waits], list(signals))
+        seq.eval_async()
+        if empty and (gate or waits):
+            semaphore, value = seq.timeline()
+            self._gate = [(semaphore, value)]
+        elif gate:
+            self._gate = []
+
+    def external_semaphores(self, waits: Sequence[tuple[int, int]],
+                            signals: Sequence[tuple[int, int]],
+                            report: ErrorReport | None = None) -> Submission | Part:
+        """Makes the device wait for the application's semaphores (VkSemaphore, value)
+        before the work submitted next, or signal them once the work submitted so far
+        is done, in the same vkQueueSubmit as that work. A wait ends the open batch and
+        opens one that later work joins; a signal ends the open batch, or goes alone
+        in an empty submission when none is open. What is returned completes with the
+        submission that carries them."""
+        with self.lock:
+            if self.lost is not None:
+                raise self.lost_error()
+            if self.closed:
+                self._refuse_closed()
+            batch = self._batch
+            if waits:
+                if batch is not None:
+                    self._flush_locked(batch)
+                seq = self._take_sequence(False, 0)
+                self._recorded[id(seq)] = None
+                seq.clear()
+                batch = self._batch = Submission(self, seq, False, submitted=False)
+                self._carried[batch] = (list(waits), [])
+                self._watch_batches()
+            elif batch is None:
+                seq = self._take_sequence(False, 0)
+                self._recorded[id(seq)] = None
+                seq.clear()
+                seq.begin()  # an empty command buffer
+                return self._start(seq, False, signals=signals)
+            else:
+                self._carried.setdefault(batch, ([], []))[1].extend(signals)
+            part = Part(batch, batch.n_ops, 0, report)
+            if report is not None and report not in batch.reports:
+                batch.reports[report] = None
+            if signals:
+                self._flush_locked(batch)
+        if self._failed:
+            self.report_failures()
+        return part
 
     def _make_room(self) -> None:
         """Bounds the submissions in flight: past the limit, waits for the oldest."""
@@ -678,6 +750,7 @@ class Engine:
                 if self._batch is not None:
                     pending.append(self._batch)
                     self._batch = None
+                self._carried.clear()
                 self._in_flight.clear()
                 message = self.lost_error().what()
                 for sub in pending:

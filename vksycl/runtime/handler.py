@@ -14,7 +14,7 @@ import numpy as np
 from ..exceptions import errc, exception
 from ..ranges import nd_range
 from ..ranges import range as sycl_range  # not the builtin
-from . import crossdevice, device_globals, memops
+from . import crossdevice, device_globals, external_semaphores, memops
 from .commands import Barrier, Command, HostTask
 from .context import context
 from .event import event
@@ -368,6 +368,20 @@ class handler:
     def ext_oneapi_barrier(self, events: Iterable[event] = ()) -> None:
         self.depends_on(list(events))
         self._set(Barrier("ext_oneapi_barrier"))
+
+    def ext_oneapi_wait_external_semaphore(self, semaphore: Any, wait_value: Any = None
+                                           ) -> None:
+        """Work submitted after this command group waits, on the device, until the
+        application's semaphore is signalled (a timeline one: reaches `wait_value`)."""
+        self._set(external_semaphores.semaphore_command(self._queue, semaphore, wait_value,
+                                                        signal=False))
+
+    def ext_oneapi_signal_external_semaphore(self, semaphore: Any, signal_value: Any = None
+                                             ) -> None:
+        """The device signals the application's semaphore (a timeline one: to
+        `signal_value`) once the work submitted before this command group is done."""
+        self._set(external_semaphores.semaphore_command(self._queue, semaphore, signal_value,
+                                                        signal=True))
 
     def ext_oneapi_graph(self, graph: Any) -> None:
         """Runs an executable command_graph (sycl_ext_oneapi_graph); in a command group

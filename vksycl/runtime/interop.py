@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from ..exceptions import errc, exception
+from . import external_memory
 from .context import context, scheduler_for
 from .devices import NativeHandles, VulkanDeviceInfo, as_handle, describe_native
 from .event import event
@@ -237,7 +238,8 @@ def make_queue(native: Any, ctx: context, backend_: Any = backend.vulkan, *,
 
 def release_native_device(dev: device) -> None:
     """Waits for the device's work, then destroys every Vulkan object vksycl made on an
-    application's device (buffers, pipelines, command pools, semaphores), never the
+    application's device (buffers, exportable and imported memory, pipelines, command
+    pools, semaphores), never the
     device, its queue or the instance: call it before the application destroys them.
     The device's USM pointers count as freed, and its queues refuse work."""
     native = dev.vulkan.native
@@ -245,6 +247,7 @@ def release_native_device(dev: device) -> None:
         raise exception(errc.invalid, f"{dev!r} is vksycl's own device, not one made from "
                         "an application's handles: vksycl releases it at exit")
     sched = scheduler_for(dev)
+    external_memory.release(dev)
     sched.engine.close()
     for allocator in sched.allocators.values():
         allocator.abandon()

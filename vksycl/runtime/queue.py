@@ -237,6 +237,27 @@ class queue:
     def ext_oneapi_submit_barrier(self, events: Iterable[event] = ()) -> event:
         return self._shortcut(lambda h: h.ext_oneapi_barrier(events), None)
 
+    # -- an application's semaphores (after sycl_ext_oneapi_bindless_images) ----------
+    def ext_oneapi_wait_external_semaphore(self, semaphore: Any, wait_value: Any = None,
+                                           depends_on: Any = None) -> event:
+        """`(sem)`, `(sem, wait_value)`, each optionally followed by an event or a list:
+        work submitted after it waits on the device for the application's semaphore."""
+        if depends_on is None and _are_events(wait_value):
+            wait_value, depends_on = None, wait_value
+        return self._shortcut(
+            lambda h: h.ext_oneapi_wait_external_semaphore(semaphore, wait_value), depends_on)
+
+    def ext_oneapi_signal_external_semaphore(self, semaphore: Any, signal_value: Any = None,
+                                             depends_on: Any = None) -> event:
+        """`(sem)`, `(sem, signal_value)`, each optionally followed by an event or a
+        list: the device signals the application's semaphore once the work submitted
+        before it is done."""
+        if depends_on is None and _are_events(signal_value):
+            signal_value, depends_on = None, signal_value
+        return self._shortcut(
+            lambda h: h.ext_oneapi_signal_external_semaphore(semaphore, signal_value),
+            depends_on)
+
     # -- command graphs (sycl_ext_oneapi_graph) ----------------------------------------
     def ext_oneapi_graph(self, graph: Any, depends_on: Any = None) -> event:
         """Runs an executable command_graph after `depends_on` (an event or a list)."""

@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Callable, Sequence
 
 from .allocator import Allocator
-from .commands import Command, GpuStep, KernelLaunch, LowerContext, ReductionLaunch
+from .commands import Command, GpuStep, KernelLaunch, LowerContext, ReductionLaunch, SemaphoreStep
 from .engine import Buffer, Engine
 from .event import event, host_now_ns
 from .submission import Part, Submission
@@ -115,6 +115,14 @@ class Scheduler:
         timed = ev._profiling
         ran_host_last = False
         for step in command.lower(self.eager):
+            if isinstance(step, SemaphoreStep):
+                ran_host_last = False
+                if pending:
+                    submissions.append(self.engine.submit(pending, timed, on_error))
+                    pending = []
+                submissions.append(self.engine.external_semaphores(step.waits, step.signals,
+                                                                   on_error))
+                continue
             if isinstance(step, GpuStep):
                 ran_host_last = False
                 if step.recording is not None:  # pre-recorded: submitted as it is

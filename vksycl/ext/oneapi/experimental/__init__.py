@@ -3,8 +3,11 @@
 Free function kernels (seed 004), kernel properties, enqueue functions, work-group
 memory, kernel bundles of free function kernels, kernels from GLSL / SPIR-V source,
 if_device / if_host (seed 002), device_global (seed 001), virtual functions (seed 000),
-command graphs (seed 003), `matrix` (sycl_ext_oneapi_matrix) with its `info` query, and
-`make_usm_from_native` (USM over an application's VkBuffer).
+command graphs (seed 003), `matrix` (sycl_ext_oneapi_matrix) with its `info` query,
+`make_usm_from_native` (USM over an application's VkBuffer), an application's semaphores
+in queues (`make_external_semaphore`), and memory exported and imported as file
+descriptors (`alloc_exportable_device_mem`, `import_external_memory`), which CUDA sees
+without a copy (`cuda_view`).
 """
 
 from ....compiler import (
@@ -78,21 +81,53 @@ from ....kernels.virtual import (
     indirectly_callable_in,
 )
 from ....properties import work_group_scratch_size
+from ....runtime.cuda_interop import cuda_device_of, cuda_memory, cuda_view
+from ....runtime.external_memory import (
+    alloc_exportable_device_mem,
+    export_device_mem_handle,
+    exportable_mem_size,
+    external_mem,
+    external_mem_descriptor,
+    external_mem_handle_type,
+    free_exportable_memory,
+    import_external_memory,
+    map_external_linear_memory,
+    release_external_memory,
+    resource_fd,
+    unmap_external_linear_memory,
+)
+from ....runtime.external_semaphores import (
+    external_semaphore,
+    make_external_semaphore,
+    release_external_semaphore,
+    semaphore_type,
+)
 from ....runtime.native_usm import make_usm_from_native, native_memory
 from . import matrix
 
 __all__ = [
+    "alloc_exportable_device_mem",
     "assume_indirect_calls",
     "assume_indirect_calls_to",
     "build",
     "build_options",
     "command_graph",
     "create_kernel_bundle_from_source",
+    "cuda_device_of",
+    "cuda_memory",
+    "cuda_view",
     "device_global",
     "device_has",
     "device_image_scope",
     "dynamic_command_group",
     "dynamic_parameter",
+    "export_device_mem_handle",
+    "exportable_mem_size",
+    "external_mem",
+    "external_mem_descriptor",
+    "external_mem_handle_type",
+    "external_semaphore",
+    "free_exportable_memory",
     "get_device_globals",
     "get_kernel_bundle",
     "get_kernel_id",
@@ -107,6 +142,7 @@ __all__ = [
     "if_device",
     "if_host",
     "implement_in_csr",
+    "import_external_memory",
     "indirectly_callable",
     "indirectly_callable_in",
     "info",
@@ -121,7 +157,9 @@ __all__ = [
     "kernel_function",
     "kernel_function_s",
     "launch_config",
+    "make_external_semaphore",
     "make_usm_from_native",
+    "map_external_linear_memory",
     "matrix",
     "native_memory",
     "nd_launch",
@@ -131,12 +169,17 @@ __all__ = [
     "properties",
     "property",
     "queue_state",
+    "release_external_memory",
+    "release_external_semaphore",
+    "resource_fd",
     "save_log",
+    "semaphore_type",
     "single_task",
     "single_task_kernel",
     "source_language",
     "storage_for",
     "sub_group_size",
+    "unmap_external_linear_memory",
     "work_group_memory",
     "work_group_scratch_size",
     "work_group_size",

@@ -1,0 +1,135 @@
+"""A 256 MiB round trip between vksycl and torch on one GPU: with the memory shared
+(`syclexp.cuda_view`, DLPack, no copy) against the host copies a program makes without it.
+
+One round trip: a vksycl kernel writes the buffer, torch reads it (a sum) and rewrites it
+(in place), a vksycl kernel reads torch's result (and halves it). Shared, both work on
+one allocation; copied, vksycl's buffer goes to the host (memcpy to numpy), to torch
+(`.cuda()`), back to the host (`.cpu()`) and back to vksycl (memcpy). Each side waits for
+the other on the host in both. Prints the median of each and their ratio; needs an
+NVIDIA GPU, CUDA and torch, and says what is missing elsewhere.
+
+    python benchmarks/interop.py [--mib 256] [--repeat 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import vksycl as sycl
+from vksycl.ext.oneapi import experimental as syclexp
+
+MIB = 1 << 20
+
+
+def median_ms(fn: Callable[[], object], repeat: int) -> float:
+    fn()  # warm-up: compiles, first touches
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+class Kernels:
+    """vksycl's two kernels of the round trip over `x` (n float32)."""
+
+    def __init__(self, q: sycl.queue, x: sycl.ptr, n: int) -> None:
+        self.q, self.x, self.n = q, x, n
+
+    def write(self) -> None:
+        x = self.x
+
+        def body(i):
+            x[i] = sycl.float32(i % 4096)
+        self.q.parallel_for(sycl.range(self.n), body).wait()
+
+    def read(self) -> None:
+        x = self.x
+
+        def body(i):
+            x[i] = x[i] * 0.5
+        self.q.parallel_for(sycl.range(self.n), body).wait()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mib", type=int, default=256)
+    parser.add_argument("--repeat", type=int, default=10)
+    args = parser.parse_args()
+    q = sycl.queue(property_list=[sycl.property.queue.in_order()])
+    try:
+        ordinal = syclexp.cuda_device_of(q.get_device())
+        import torch
+    except (sycl.exception, ImportError) as err:
+        print(f"interop benchmark skipped: {err}")
+        return 0
+    nbytes = args.mib * MIB
+    n = nbytes // 4
+    cuda = torch.device("cuda", ordinal)
+    expected = float(((np.arange(4096, dtype=np.float64) + 1.0) * 0.5).sum() * (n // 4096))
+
+    # shared: one allocation, seen by torch through DLPack
+    fd = syclexp.external_mem_handle_type.opaque_fd
+    x = syclexp.alloc_exportable_device_mem(0, nbytes, fd, q, dtype=sycl.float32)
+    view = syclexp.cuda_view(x)
+    tensors = [torch.from_dlpack(view)]  # dropped before the view closes
+    shared_kernels = Kernels(q, x, n)
+
+    def shared() -> None:
+        shared_kernels.write()
+        tensors[0].sum()  # torch reads
+        tensors[0].add_(1.0)  # torch writes
+        torch.cuda.synchronize()
+        shared_kernels.read()
+
+    # copied: vksycl's own device memory, through the host both ways
+    d = sycl.malloc_device(n, sycl.float32, q)
+    host = np.empty(n, np.float32)
+    copied_kernels = Kernels(q, d, n)
+
+    def copied() -> None:
+        copied_kernels.write()
+        q.memcpy(host, d, nbytes).wait()
+        tt = torch.from_numpy(host).to(cuda)
+        tt.sum()
+        tt.add_(1.0)
+        back = tt.cpu().numpy()
+        q.memcpy(d, back, nbytes).wait()
+        copied_kernels.read()
+
+    shared_ms = median_ms(shared, args.repeat)
+    copied_ms = median_ms(copied, args.repeat)
+    check = np.zeros(n, np.float32)
+    for ptr in (x, d):  # both ended a round trip: (i % 4096 + 1) / 2
+        q.memcpy(check, ptr, nbytes).wait()
+        got = float(check.sum(dtype=np.float64))
+        assert abs(got - expected) <= 1e-6 * expected, f"round trip gave {got}, not {expected}"
+    kernels_ms = median_ms(lambda: (shared_kernels.write(), shared_kernels.read()),
+                           args.repeat)
+
+    name = q.get_device().get_info(sycl.info.device.name)
+    print(f"{args.mib} MiB round trip vksycl -> torch -> vksycl on {name} (cuda:{ordinal}), "
+          f"median of {args.repeat}")
+    print(f"  shared memory (cuda_view + DLPack, no copy): {shared_ms:9.2f} ms")
+    print(f"  host copies (memcpy, .cuda(), .cpu(), memcpy): {copied_ms:7.2f} ms")
+    print(f"  vksycl's two kernels alone:                   {kernels_ms:9.2f} ms")
+    print(f"  host copies / shared: {copied_ms / shared_ms:.1f}x; the copies move "
+          f"{4 * args.mib} MiB in {copied_ms - shared_ms:.2f} ms more "
+          f"({4 * nbytes / max(copied_ms - shared_ms, 1e-9) / 1e6:.1f} GB/s)")
+
+    tensors.clear()
+    view.close()
+    sycl.free(d, q)
+    sycl.free(x, q)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
