@@ -150,8 +150,9 @@ def test_bad_exports_and_imports_are_named(two):
         assert code is sycl.errc.invalid and "str" in message
         fd = syclexp.export_device_mem_handle(a, FD, qa)
         held = os.fstat(fd).st_size
-        code, message = code_and_message(imported(fd, held + 4096))
-        assert code is sycl.errc.invalid and f"holds {held} bytes" in message
+        if held:  # lavapipe's descriptors say their size; NVIDIA's say 0, unchecked
+            code, message = code_and_message(imported(fd, held + 4096))
+            assert code is sycl.errc.invalid and f"holds {held} bytes" in message
         os.close(fd)  # a failed import leaves the descriptor the caller's
         code, message = code_and_message(imported(fd, 4096))
         assert code is sycl.errc.invalid and "not open" in message

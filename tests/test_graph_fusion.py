@@ -300,3 +300,29 @@ def test_fused_graph_as_sub_graph_and_profiling(q, mem):
     assert ev.get_profiling_info(sycl.info.event_profiling.command_end) >= \
         ev.get_profiling_info(sycl.info.event_profiling.command_start)
     np.testing.assert_array_equal(mem.view(y, N), np.arange(N, dtype=np.float32) * 4)
+
+
+@pytest.mark.parametrize("n", [1, 1000, 1024 * 4, 1000003])
+def test_independent_straight_line_bodies_fuse_coarsened(q, mem, n):
+    """Fused bodies of independent work-items run four ids per work-item (as one such
+    kernel alone does), their loads first where all four are in range and one by one at
+    the range's end: every element once, whatever the size."""
+    x = mem.of(np.arange(n, dtype=np.float32))
+    t, y = mem.zeros(n, np.float32), mem.zeros(n, np.float32)
+    r = sycl.range(n)
+    g = record(q, [(r, fk.scale(x, t, np.float32(2))), (r, fk.add(t, x, y)),
+                   (r, fk.axpb(y, np.float32(2), np.float32(1)))])
+    exe, want = both(q, g, [t, y], n)
+    np.testing.assert_array_equal(want[1], np.arange(n, dtype=np.float32) * 6 + 1)
+    notes = " ".join(exe.fusion_report().notes[0])
+    assert "4 ids per work-item" in notes
+
+
+def test_bodies_with_barriers_are_not_coarsened(q, mem):
+    x = mem.of(np.arange(256, dtype=np.float32))
+    y = mem.zeros(256, np.float32)
+    r = sycl.nd_range((256,), (64,))
+    g = record(q, [(r, fk.tile_reverse(x, y, 64)), (r, fk.nd_scale(y, y, np.float32(2)))])
+    exe, _ = both(q, g, [y], 256)
+    for notes in exe.fusion_report().notes:
+        assert not any("ids per work-item" in note for note in notes)

@@ -22,6 +22,7 @@ argument values can tell whether the compiled kernel still holds for them."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,13 +30,14 @@ from typing import Any
 
 import spirv_gen
 
+from . import coarsen as coarsening
 from . import ir
 from .codegen import Codegen, analyse
 from .footprint import Access, Concrete, Domain, relate, summarize, walk
 from .kernel import TARGET_ENV, local_size_xyz
 from .module import ArgSlot, KernelModule, KernelSpec, Lowered
 from .passes import straight
-from .typesys import BOOL, VOID
+from .typesys import BOOL, I32, VOID
 from .workitem import barrier
 
 _WORK_GROUP = 2
@@ -44,9 +46,14 @@ _POINTER_KINDS = ("ptr", "device_global", "accessor")
 
 
 class _Uncoarsened(KernelModule):
-    """A kernel lowered with one id per work-item, guarded as uncoarsened kernels are."""
+    """A kernel lowered with one id per work-item, guarded as uncoarsened kernels are;
+    `coarsenable` says whether the kernel alone would have been coarsened (its
+    work-items independent, its body straight-line)."""
+
+    coarsenable = False
 
     def coarsened(self, fn: ir.Function, src: Any, bound: list) -> ir.Function:
+        self.coarsenable = True
         fn.body.insert(0, ir.If(self.queries.guard(), [ir.Return(None)], []))
         return fn
 
@@ -59,6 +66,7 @@ class Member:
     lowered: Lowered
     accesses: list[Access]
     args: dict[int, ArgSlot]
+    coarsenable: bool = False
 
     @property
     def pointers(self) -> set[int]:
@@ -66,9 +74,11 @@ class Member:
 
 
 def member(pyfn: Any, spec: KernelSpec) -> Member:
-    lowered = _Uncoarsened(pyfn, spec).lower()
+    module = _Uncoarsened(pyfn, spec)
+    lowered = module.lower()
     accesses, _ = summarize(lowered.kernel, spec.dims)
-    return Member(spec, lowered, accesses, {a.push_index: a for a in lowered.args})
+    return Member(spec, lowered, accesses, {a.push_index: a for a in lowered.args},
+                  module.coarsenable)
 
 
 Key = tuple
@@ -355,6 +365,25 @@ class _Optimizer:
             out.append(s)
         return out
 
+    def hoist_loads(self, stmts: list[ir.Stmt]) -> list[ir.Stmt]:
+        """Assignments moved before the stores just above them that read none of the
+        locals they set and are proven disjoint from every global read among them, so
+        that a fused body reads before it writes where it can: what coarsening needs to
+        batch its copies' loads."""
+        out: list[ir.Stmt] = []
+        for s in stmts:
+            k = len(out)
+            writes, reads, sync = self._inside(s)
+            if isinstance(s, ir.Assign) and not writes and not sync:
+                while k and isinstance(out[k - 1], ir.Store):
+                    stored, _, barrier_ = self._inside(out[k - 1])
+                    if barrier_ or _reads_local(out[k - 1], s.local) or not all(
+                            self.facts.rel(r, w) == "disjoint" for r in reads for w in stored):
+                        break
+                    k -= 1
+            out.insert(k, s)
+        return out
+
     def dead_stores(self, stmts: list[ir.Stmt]) -> list[ir.Stmt]:
         pending: list[tuple[int, int]] = []
         out: list[ir.Stmt] = []
@@ -423,6 +452,7 @@ class Fused:
     forwarded: int = 0
     dropped: int = 0
     internalized: list[tuple[int, int]] = field(default_factory=list)
+    coarsen: int = 1  # ids per work-item
 
 
 def fuse(members: list[Member], barriers: set[int], facts: Facts, name: str,
@@ -455,7 +485,12 @@ def fuse(members: list[Member], barriers: set[int], facts: Facts, name: str,
     for stmts in lists:
         stmts[:] = opt.dead_stores(opt.forward(stmts))
     gone = opt.internalize(merged) if facts.internal else []
-    fn.body = merged
+    coarse = None
+    if not barriers and all(m.coarsenable for m in members):
+        for stmts in lists:
+            stmts[:] = opt.hoist_loads(stmts)
+        coarse = _coarsened(merged, fn)
+    fn.body = merged if coarse is None else coarse
     spec = members[0].spec
     globals_ = frozenset(i for i, (_, a) in enumerate(sources) if a.kind == "device_global")
     entry = f"__sycl_kernel_{name}"
@@ -466,7 +501,110 @@ def fuse(members: list[Member], barriers: set[int], facts: Facts, name: str,
     fields = [(cg.push_offsets[i], push_types[i].nbytes, j, arg)
               for i, (j, arg) in enumerate(sources) if i in cg.push_offsets]
     return Fused(name, entry, binary, cg.push_size, cg.args_size, cg.args_in_memory,
-                 fields, facts, opt.forwarded, opt.dropped, gone)
+                 fields, facts, opt.forwarded, opt.dropped, gone,
+                 1 if coarse is None else coarsening.COARSEN)
+
+
+# the built-ins a coarsened copy rewrites (the group id, folded into two dimensions for
+# many groups: x + y * count_x) and the one it keeps
+_GROUP_BUILTINS = ("WorkgroupId", "NumWorkgroups")
+_KEPT_BUILTINS = ("LocalInvocationId",)
+
+
+def _coarsened(merged: list[ir.Stmt], fn: ir.Function) -> list[ir.Stmt] | None:
+    """The fused body run for COARSEN ids per work-item, as a kernel of independent
+    work-items alone is (`coarsen`): copy k runs the body of the work-item that was in
+    group `COARSEN * group + k`, which the copy reads by rewriting the group id's
+    built-ins. Where every copy is in range their loads go before their stores; at the
+    range's end each copy runs alone behind its own guard. None where the body is not
+    one range guard around straight-line code, or reads other built-ins."""
+    if len(merged) != 1 or not isinstance(merged[0], ir.If) or merged[0].then:
+        return None
+    guard, inner = merged[0].cond, merged[0].orelse
+    if not coarsening.eligible(inner) or not _builtins_allow_coarsening(merged):
+        return None
+    n = coarsening.COARSEN
+    copies = []
+    for k in range(n):
+        group = ir.Op("OpIAdd", I32, [ir.Op("OpIMul", I32, [
+            ir.Builtin("WorkgroupId", 0, I32), ir.Const(I32, n)]), ir.Const(I32, k)])
+        groups = ir.Op("OpIMul", I32, [ir.Builtin("NumWorkgroups", 0, I32), ir.Const(I32, n)])
+        copy = _Copy(fn, {("WorkgroupId", 0): group, ("NumWorkgroups", 0): groups})
+        copies.append((copy.of(guard), copy.of(inner)))
+    outside = copies[0][0]
+    for g, _ in copies[1:]:
+        outside = ir.Op("OpLogicalOr", BOOL, [outside, g])
+    firsts, stores = zip(*(coarsening.split(body, fn) for _, body in copies), strict=True)
+    fast = coarsening.interleave(list(firsts)) + coarsening.interleave(list(stores))
+    slow = [ir.If(g, [], [st for st in body if not isinstance(st, ir.Return)])
+            for g, body in copies]
+    return [ir.If(outside, slow, fast)]
+
+
+def _reads_local(s: ir.Stmt, local: ir.Local) -> bool:
+    stack: list[Any] = [s]
+    for x in ir.each_once(stack):
+        if isinstance(x, ir.Read) and x.local is local:
+            return True
+        if isinstance(x, list | tuple):
+            stack.extend(x)
+        elif dataclasses.is_dataclass(x) and not isinstance(x, type | ir.Local | ir.Root):
+            stack.extend(getattr(x, f.name) for f in dataclasses.fields(x))
+    return False
+
+
+def _builtins_allow_coarsening(body: list[ir.Stmt]) -> bool:
+    """Whether the body reads only the group id's built-ins and local ids, and no
+    private arrays (which each copy would need its own of)."""
+    stack: list[Any] = [body]
+    for x in ir.each_once(stack):
+        if isinstance(x, ir.Builtin):
+            if x.name not in _GROUP_BUILTINS + _KEPT_BUILTINS:
+                return False
+        elif isinstance(x, ir.PrivateRoot):
+            return False
+        elif isinstance(x, list | tuple):
+            stack.extend(x)
+        elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+            stack.extend(getattr(x, f.name) for f in dataclasses.fields(x))
+    return True
+
+
+class _Copy:
+    """A copy of IR with fresh locals (declared in `fn`) and some built-ins replaced;
+    values shared within the original are shared within the copy. Roots, argument reads
+    and constants are the same objects."""
+
+    _SHARED = (ir.Root, ir.Const, ir.PushField, ir.ArgRead, ir.Param)
+
+    def __init__(self, fn: ir.Function, builtins: dict[tuple[str, int], ir.Value]) -> None:
+        self.fn, self.builtins = fn, builtins
+        self.memo: dict[int, Any] = {}
+
+    def of(self, x: Any) -> Any:
+        known = self.memo.get(id(x))
+        if known is not None:
+            return known
+        if isinstance(x, list):
+            out: Any = [self.of(v) for v in x]
+        elif isinstance(x, tuple):
+            out = tuple(self.of(v) for v in x)
+        elif isinstance(x, ir.Builtin):
+            out = self.builtins.get((x.name, x.component), x)
+        elif isinstance(x, self._SHARED) or not dataclasses.is_dataclass(x) or \
+                isinstance(x, type) or not isinstance(x, ir.Value | ir.Stmt | ir.Local |
+                                                      ir.Place):
+            out = x
+        else:
+            out = copy.copy(x)
+            self.memo[id(x)] = out
+            if isinstance(x, ir.Local):
+                self.fn.locals.append(out)
+            for f in dataclasses.fields(x):
+                setattr(out, f.name, self.of(getattr(x, f.name)))
+            return out
+        self.memo[id(x)] = out
+        return out
 
 
 def _emit(fn: ir.Function, usage: Any, push_types: list[Any], globals_: frozenset[int],

@@ -161,7 +161,7 @@ class FusedKernels:
         self.barriers = barriers
         self.shape = _shape(commands[0].origin)
         self.dom = fused.facts.dom
-        self.template = dataclasses.replace(commands[0].origin.ck, coarsen=1)
+        self.template = dataclasses.replace(commands[0].origin.ck, coarsen=fused.coarsen)
         self.cks = [c.origin.ck for c in commands]
         self.command = self._command(commands)
         self.notes = self._notes()
@@ -172,6 +172,8 @@ class FusedKernels:
                f"{'argument block' if f.args_in_memory else 'push constants'})"]
         if self.barriers:
             out.append(f"{len(self.barriers)} work-group barrier(s) between bodies")
+        if f.coarsen > 1:
+            out.append(f"{f.coarsen} ids per work-item, their loads before their stores")
         if f.forwarded:
             out.append(f"{f.forwarded} load(s) forwarded from an earlier store")
         if f.dropped:
