@@ -274,3 +274,30 @@ def test_an_error_in_a_kernel_method_names_its_line(q):
     line = Broken.step.__code__.co_firstlineno + 1
     assert f"test_launch_spellings.py:{line}" in str(err.value)
     sycl.free(x, q)
+
+
+def test_a_reduction_made_anew_each_launch_repeats_its_command(q, packed):
+    """`q.parallel_for(sycl.range(n), sycl.reduction(...), body)` as users write it, a new
+    range and reduction every call: after the first, no launch packs its arguments, and
+    each sums anew (initialize_to_identity) or onto the target (without it)."""
+    x = sycl.malloc_shared(N, sycl.int32, q)
+    out = sycl.malloc_shared(1, sycl.int32, q)
+    np.asarray(x)[:] = np.arange(N)
+    init = sycl.property.reduction.initialize_to_identity()
+
+    def body(i, s):
+        s += x[i]
+
+    def launch(props):
+        return q.parallel_for(sycl.range(N), sycl.reduction(out, sycl.plus(),
+                                                            property_list=props), body)
+    launch([init]).wait()
+    first = len(packed)
+    for _ in range(3):
+        launch([init]).wait()
+        assert np.asarray(out)[0] == N * (N - 1) // 2
+    assert len(packed) == first
+    launch([]).wait()
+    assert np.asarray(out)[0] == N * (N - 1)
+    sycl.free(x, q)
+    sycl.free(out, q)

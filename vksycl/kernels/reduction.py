@@ -138,6 +138,7 @@ class reduction:
     with the target's value when the kernel starts."""
 
     __slots__ = ("spec", "target")
+    __vksycl_reduction__ = True  # how the queue's shortcut knows one (it sits below)
     # what a kernel that captures one is told
     __vksycl_host_only__ = ("a sycl.reduction, a host object: in the kernel, combine "
                             "through its reducer, the body's parameter after the work-item")

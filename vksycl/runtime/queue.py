@@ -195,6 +195,14 @@ class queue:
             if kind in _RANGES:
                 return self.execute(closure_launch(self._device, self._context, kernel,
                                                    launch), [])
+        elif rest and depends_on is None and properties is None and \
+                self.recording_graph is None and type(rest[-1]) in _KERNEL_TYPES and \
+                type(launch) in _RANGES:
+            # `parallel_for(range, reduction..., kernel)` over USM: no command group needed
+            reductions = (kernel, *rest[:-1])
+            if all(getattr(type(r), "__vksycl_reduction__", False) for r in reductions):
+                return self.execute(closure_launch(self._device, self._context, rest[-1],
+                                                   launch, None, reductions), [])
         args = (kernel, *rest)
         if depends_on is None and len(args) > 1:
             if _are_events(args[0]):
