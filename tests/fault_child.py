@@ -38,7 +38,7 @@ def hang_kernel(q: sycl.queue, flag: sycl.ptr, out: sycl.ptr) -> sycl.event:
         k = sycl.uint32(0)
         while True:
             k += sycl.uint32(1)
-            if flag[0] == 1:
+            if sycl.atomic_ref(flag).load() == 1:  # atomic: read afresh every time
                 break
         if i == 0:
             out[0] = k
@@ -81,7 +81,9 @@ def attempt(call) -> dict:
 
 def hang() -> dict:
     """A kernel that hangs: the wait raises once VKSYCL_WAIT_TIMEOUT_S passes, and the
-    process ends, the kernel still running."""
+    process ends, the kernel still running on a CPU device. A GPU driver (NVIDIA's) holds
+    a process at exit until its kernels end, so there the kernel is released once the
+    waits have timed out, and the process must end then."""
     q = sycl.queue()
     keep, pattern = kept(q)
     flag = sycl.malloc_shared(1, np.int32, q)
@@ -91,8 +93,11 @@ def hang() -> dict:
     started = time.monotonic()
     first = attempt(e.wait)
     waited = time.monotonic() - started
-    return {"wait": first, "waited_s": waited, "queue_wait": attempt(q.wait),
+    seen = {"wait": first, "waited_s": waited, "queue_wait": attempt(q.wait),
             "kept": bool(np.array_equal(np.asarray(keep), pattern))}
+    if not q.get_device().is_cpu():
+        np.asarray(flag)[0] = 1
+    return seen
 
 
 def long() -> dict:
@@ -208,7 +213,7 @@ def compile_together(barrier: str, processes: str) -> dict:
         q.parallel_for(sycl.range(n), kernel)
     q.wait()
     i = np.arange(n)
-    v = host_a
+    v64 = host_a.astype(np.float64)
     expected_collatz = []
     for x in range(1, n + 1):
         k = 0
@@ -218,7 +223,9 @@ def compile_together(barrier: str, processes: str) -> dict:
         expected_collatz.append(k)
     x = (i.astype(np.uint64) * 2654435761) & 0xFFFFFFFF
     ok = {
-        "poly": np.allclose(np.asarray(a), ((v * 3 + 2) * v - 1) * v + 0.5, rtol=1e-5),
+        # float32 rounding (and a device's fused multiply-adds) bound by the terms' size
+        "poly": bool(np.all(np.abs(np.asarray(a) - (((v64 * 3 + 2) * v64 - 1) * v64 + 0.5))
+                            <= 1e-6 * (3 * abs(v64) ** 3 + 2 * v64 ** 2 + abs(v64) + 0.5))),
         "collatz": np.array_equal(np.asarray(b), expected_collatz),
         "harmonic": np.allclose(np.asarray(c), [sum(1 / j for j in range(1, k % 32 + 2))
                                                 for k in range(n)]),
