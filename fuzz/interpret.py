@@ -1124,8 +1124,7 @@ class Interpreter:
                 values[it.gid] = value
 
             self._guarded(it, evaluate)
-        size = self.sg if s.group == "sg" else self.p.wg
-        for start in range(0, len(items), size):
+        for start, size in self._groups(len(items), s.group == "sg"):
             members = items[start:start + size]
             if any(it.gid not in values for it in members):
                 for it in members:
@@ -1136,6 +1135,21 @@ class Interpreter:
             for it, f in zip(members, frames[start:start + size], strict=True):
                 self._guarded(it, lambda it=it, f=f, members=members: f.assign(
                     s.target, self.group_result(s, it, members, values, args, f)))
+
+    def _groups(self, n: int, sub_groups: bool) -> list[tuple[int, int]]:
+        """(first item, size) of each work-group, or of each sub-group: the sub-groups of
+        a work-group split it from its first item, and never reach into the next one (a
+        work-group smaller than the device's sub-group size is one sub-group of its
+        size)."""
+        wg = self.p.wg or n
+        out = []
+        for first in range(0, n, wg):
+            size = min(wg, n - first)
+            if not sub_groups:
+                out.append((first, size))
+                continue
+            out += [(first + k, min(self.sg, size - k)) for k in range(0, size, self.sg)]
+        return out
 
     def group_result(self, s: P.GroupAssign, it: Item, members: list[Item],
                      values: dict[int, Any], args: dict[int, Any], f: Frame) -> Any:
@@ -1266,7 +1280,9 @@ class Interpreter:
         if isinstance(e, P.Query):
             it = f.item
             return t, {"id": it.gid, "local_id": it.lid, "group_id": it.group,
-                       "sg_lane": it.sg_lane, "sg_size": self.sg, "sg_id": it.sg_id}[e.name]
+                       "sg_lane": it.sg_lane, "sg_id": it.sg_id,
+                       "sg_size": min(self.sg, (self.p.wg or self.p.n) - it.sg_id * self.sg)
+                       }[e.name]
         raise Invalid(f"{e} cannot be evaluated")
 
     def call(self, e: P.Call, t: T, f: Frame) -> tuple[T, Any]:

@@ -65,3 +65,19 @@ def test_a_reproducer_file_checks_its_program_again(tmp_path):
     outcome = checker.compare(module, p, want)
     assert outcome.kind == "ok", outcome.detail
     assert np.count_nonzero(want.valid) > 0
+
+
+def test_the_models_sub_groups_stay_inside_their_work_group():
+    """A device whose sub-groups (32 lanes, an NVIDIA GPU's) are wider than the
+    work-groups (8 items): each work-group is one sub-group of its own size, so a
+    sub-group's any_of sees its own work-group only, and a lane past its end is
+    undefined."""
+    i = P.Query("id")
+    body = (P.GroupAssign("g", "any_of_group", "sg", P.Query("group_id")),
+            P.Store("o_int32", i, P.Var("g")),
+            P.GroupAssign("h", "select_from_group", "sg", i, arg=P.Lit(7)),
+            P.Store("o_int32", P.Bin("+", P.Lit(16), i), P.Var("h")))
+    p = P.Program("wide", 16, 8, (P.Buffer("o_int32", "int32", "out", (0,) * 32),), body)
+    want = Interpreter(p, 32).run()
+    assert want.memory["o_int32"][:16] == [0] * 8 + [1] * 8
+    assert want.memory["o_int32"][16:] == [7] * 8 + [15] * 8

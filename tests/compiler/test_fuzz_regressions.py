@@ -177,3 +177,22 @@ def test_the_functions_of_one_file_are_found_from_one_walk_of_it(tmp_path, monke
     assert [f.name for f in found] == [f"k{n}" for n in range(40)]
     assert found[7].text == "def k7(x):\n    return x + 7\n"
     assert len(walks) == 1
+
+
+def test_a_sub_groups_local_range_counts_its_work_items(q, mem):
+    """Found on an NVIDIA GPU (32 lanes) with 16-item work-groups: get_local_range() of
+    the sub-group is the number of its work-items, not the device's sub-group size
+    (a work-group smaller than it, or its last sub-group when not a multiple)."""
+    lanes = int(q.get_device().get_info(sycl.info.device.sub_group_sizes)[0])
+    out = mem.zeros(4 * max(12, lanes + 4), np.int32)
+
+    def body(it):
+        g = it.get_global_id(0)
+        out[g] = it.get_sub_group().get_local_range()[0]
+
+    for wg in (4, 12, lanes // 2, lanes + 4):
+        n = 4 * wg
+        q.parallel_for(sycl.nd_range((n,), (wg,)), body).wait()
+        lid = np.arange(n) % wg
+        want = np.minimum(lanes, wg - (lid // lanes) * lanes)
+        np.testing.assert_array_equal(mem.view(out, n), want, err_msg=f"work-group {wg}")

@@ -199,8 +199,17 @@ class Queries:
 
     def sub_group_value(self, what: str) -> ir.Value:
         self.m.uses_subgroups = True
+        if what == "sg_local_range":
+            # the work-items of this sub-group: fewer than the device's sub-group size in
+            # a work-group smaller than it (NVIDIA's 32 lanes, 16 items), or in its last
+            # sub-group when the work-group is not a multiple of it
+            size = builtin("SubgroupSize")
+            rest = ir.Op("OpISub", I32, [ir.Const(I32, int(np.prod(self.m.local))), ir.Op(
+                "OpIMul", I32, [builtin("SubgroupId"), size])])
+            return ir.Op("OpSelect", I32, [ir.Op("OpSLessThan", BOOL, [rest, size]), rest,
+                                           size])
         return builtin({"sg_local_id": "SubgroupLocalInvocationId", "sg_group_id": "SubgroupId",
-                        "sg_group_range": "NumSubgroups", "sg_local_range": "SubgroupSize",
+                        "sg_group_range": "NumSubgroups",
                         "sg_max_local_range": "SubgroupSize"}[what])
 
 
