@@ -211,10 +211,11 @@ def test_device_globals_and_virtual_calls(q, mem):
     assert exe.fusion_report().groups == [[0, 1]]
 
 
-def test_promote_private_intermediate_stays_in_registers(q, mem):
+@pytest.mark.parametrize("promote", ["promote_private", "promote_local"])
+def test_promoted_intermediate_stays_in_registers(q, mem, promote):
     x = mem.of(np.arange(N, dtype=np.float32))
     tmp = sycl.malloc_shared(N, sycl.float32, q,
-                             property_list=[syclexp.property.promote_private()])
+                             property_list=[getattr(syclexp.property, promote)()])
     np.asarray(tmp)[:N] = -1
     y = mem.zeros(N, np.float32)
     r = sycl.range(N)
@@ -326,3 +327,20 @@ def test_bodies_with_barriers_are_not_coarsened(q, mem):
     exe, _ = both(q, g, [y], 256)
     for notes in exe.fusion_report().notes:
         assert not any("ids per work-item" in note for note in notes)
+
+
+def test_promote_local_memory_read_across_the_work_group_stays_written(q, mem):
+    """promote_local memory that other work-items of the group read (a tile reversed
+    behind a barrier) keeps its stores: only what a work-item alone reads back can stay
+    in its registers."""
+    x = mem.of(np.arange(256, dtype=np.float32))
+    tmp = sycl.malloc_shared(256, sycl.float32, q,
+                             property_list=[syclexp.property.promote_local()])
+    y = mem.zeros(256, np.float32)
+    r = sycl.nd_range((256,), (64,))
+    g = record(q, [(r, fk.nd_scale(x, tmp, np.float32(2))), (r, fk.group_mirror(tmp, y))])
+    exe, want = both(q, g, [y], 256)
+    i = np.arange(256)
+    np.testing.assert_array_equal(want[0], 2 * ((i // 64) * 64 + 63 - i % 64) + 1.0)
+    np.testing.assert_array_equal(np.asarray(tmp)[:256], np.arange(256, dtype=np.float32) * 2)
+    assert exe.fusion_report().groups == [[0, 1]]

@@ -29,7 +29,7 @@ from ..compiler.footprint import Concrete, Domain, concrete, domain
 from ..compiler.fusion import Facts, Fused, Member, fuse, legal, member
 from ..compiler.kernel import CompiledKernel, local_size_xyz
 from ..exceptions import exception
-from ..properties import promote_private
+from ..properties import promote_local, promote_private
 from ..runtime import fusion as hook
 from ..runtime.commands import Command, KernelLaunch, ReductionLaunch
 from ..runtime.context import scheduler_for
@@ -179,7 +179,7 @@ class FusedKernels:
         if f.dropped:
             out.append(f"{f.dropped} overwritten store(s) dropped")
         if f.internalized:
-            out.append(f"{len(f.internalized)} store(s) to promote_private memory kept in "
+            out.append(f"{len(f.internalized)} store(s) to promoted memory kept in "
                        "registers")
         return out
 
@@ -236,8 +236,9 @@ def _pointer_values(command: KernelLaunch) -> list[int]:
 def _internal(concretes: list[list[Concrete]], parts: list[Member],
               commands: list[KernelLaunch], others: list[Command], locate: _Locate
               ) -> list[tuple[int, int]]:
-    """The allocations promoted to private that the group writes and no other kernel of
-    the graph names."""
+    """The allocations promoted (to private, or to local: the stores a work-item alone
+    reads back then stay in its registers, the rest in global memory) that the group
+    writes and no other kernel of the graph names."""
     elsewhere: set[int] = set()
     for c in others:
         if isinstance(c, KernelLaunch) and c.origin is not None:
@@ -252,7 +253,8 @@ def _internal(concretes: list[list[Concrete]], parts: list[Member],
                 continue
             a = locate.allocation(c.lo)
             if a is None or a.address in elsewhere or \
-                    not any(isinstance(p, promote_private) for p in a.properties):
+                    not any(isinstance(p, promote_private | promote_local)
+                            for p in a.properties):
                 continue
             span = (a.address, a.address + a.nbytes)
             if span not in out:
