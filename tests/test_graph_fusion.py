@@ -344,3 +344,22 @@ def test_promote_local_memory_read_across_the_work_group_stays_written(q, mem):
     np.testing.assert_array_equal(want[0], 2 * ((i // 64) * 64 + 63 - i % 64) + 1.0)
     np.testing.assert_array_equal(np.asarray(tmp)[:256], np.arange(256, dtype=np.float32) * 2)
     assert exe.fusion_report().groups == [[0, 1]]
+
+
+def test_a_command_reused_from_a_gone_closure_still_fuses(q, mem):
+    """An eager launch before recording, of the same code over the same arrays: the graph
+    is handed that launch's command, built from a closure gone since; fusion lowers the
+    kernel the node was launched with."""
+    x = mem.of(np.arange(N, dtype=np.float32))
+    t, y = mem.zeros(N, np.float32), mem.zeros(N, np.float32)
+    r = sycl.range(N)
+    q.parallel_for(r, fk.scale(x, t, np.float32(2))).wait()  # its closure goes here
+    q.parallel_for(r, fk.scale(t, y, np.float32(2))).wait()
+    others = [mem.zeros(N, np.float32) for _ in range(9)]
+    for o in others:  # launches enough to forget the first two closures, not their commands
+        q.parallel_for(r, fk.scale(o, o, np.float32(1)))
+    q.wait()
+    g = record(q, [(r, fk.scale(x, t, np.float32(2))), (r, fk.scale(t, y, np.float32(2)))])
+    exe, want = both(q, g, [t, y], N)
+    np.testing.assert_array_equal(want[1], np.arange(N, dtype=np.float32) * 4)
+    assert exe.fusion_report().groups == [[0, 1]]

@@ -90,7 +90,8 @@ class executable_command_graph:
         self._held = [c.for_graph() for c in self._commands]
         self._lowered = [self._lower(c) for c in self._held]
         self._fusion = Fusion(self._device, self._commands, self._order,
-                              [n._type for n in nodes], self._lower) \
+                              [n._type for n in nodes], self._lower,
+                              [_launched_with(n) for n in nodes]) \
             if has(props, property.graph.perform_fusion) else None
         self._lock = threading.RLock()
         self._last: event | None = None  # the last submission, for graphs with host steps
@@ -392,3 +393,9 @@ def _topological(preds: list[list[int]], host: list[bool]) -> list[int]:
     if len(order) != n:
         raise exception(errc.invalid, "finalize: the graph has a cycle")
     return order
+
+
+def _launched_with(n: Any) -> Any:
+    """The kernel a node's command group launched (for fusion), or None."""
+    h = n._handler
+    return None if h is None or h.launch_recipe is None else h.launch_recipe[0]

@@ -59,7 +59,8 @@ class Fusion:
     """The fused groups of one executable graph, and which of them run fused now."""
 
     def __init__(self, device: Any, commands: list[Command], order: list[int],
-                 types: list[node_type], lower: Callable[[Command], list[Step]]) -> None:
+                 types: list[node_type], lower: Callable[[Command], list[Step]],
+                 kernels: list[Any]) -> None:
         self.reasons: dict[int, str] = {}
         runs: list[list[int]] = [[]]
         for i in order:
@@ -75,7 +76,7 @@ class Fusion:
         self.lower = lower
         fuse = fuser()
         if fuse is not None and runs:
-            groups, reasons = fuse(device, commands, runs)
+            groups, reasons = fuse(device, commands, runs, kernels)
             self.groups = list(groups)
             self.reasons.update(reasons)
         self.active = [True] * len(self.groups)

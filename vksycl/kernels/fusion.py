@@ -85,13 +85,23 @@ def _domain(o: Origin) -> Domain:
     return domain(local, (*counts, 1, 1, 1)[:3], (*shape[3][::-1], 1, 1, 1)[:3])
 
 
-def _unfusable(command: Command) -> str | None:
+def _kernel_of(command: Command, launched: Any) -> Any:
+    """The Python kernel a node's command runs: the one its node was launched with (a
+    command reused from an earlier launch of the same code and arguments may name that
+    launch's function, perhaps gone since), else the one the command was built from."""
+    if type(launched) in (pytypes.FunctionType, pytypes.MethodType):
+        return launched
+    o = getattr(command, "origin", None)
+    return None if o is None else o.pyfn
+
+
+def _unfusable(command: Command, pyfn: Any) -> str | None:
     if isinstance(command, ReductionLaunch):
         return "a reduction: its work-groups combine partial results"
     o = getattr(command, "origin", None)
     if o is None:
         return "a kernel vksycl did not compile (SPIR-V or GLSL source)"
-    if o.pyfn is None:
+    if pyfn is None:
         return "its Python kernel is gone"
     spec = o.ck.spec
     if spec.has_offset:
@@ -100,7 +110,7 @@ def _unfusable(command: Command) -> str | None:
         return "more work-groups than one dimension dispatches"
     if spec.reductions:
         return "a reduction: its work-groups combine partial results"
-    if tuple(captured_value(o.pyfn, p) for p in o.ck.specialized) != o.ck.spec_values:
+    if tuple(captured_value(pyfn, p) for p in o.ck.specialized) != o.ck.spec_values:
         return "values compiled into the kernel changed since it was recorded"
     return None
 
@@ -152,8 +162,9 @@ class FusedKernels:
 
     def __init__(self, device: Any, members: list[int], commands: list[KernelLaunch],
                  parts: list[Member], fused: Fused, others: list[KernelLaunch],
-                 barriers: set[int]) -> None:
+                 barriers: set[int], pyfns: list[Any]) -> None:
         self.device = device
+        self.pyfns = pyfns  # the members' Python kernels, which their nodes keep too
         self.members = members
         self.parts = parts
         self.fused = fused
@@ -200,8 +211,8 @@ class FusedKernels:
         return KernelLaunch(f.name, f.binary, f.entry, push, groups, keep_alive=keep)
 
     def refresh(self, commands: list[Command]) -> Command | str:
-        for c, ck in zip(commands, self.cks, strict=True):
-            why = _unfusable(c)
+        for c, ck, pyfn in zip(commands, self.cks, self.pyfns, strict=True):
+            why = _unfusable(c, pyfn)
             if why is not None:
                 return why
             if c.origin.ck is not ck:
@@ -266,8 +277,10 @@ class _Run:
     """One run of kernel commands split greedily into groups: a kernel joins the group
     before it while its launch matches and every pair is proven legal."""
 
-    def __init__(self, device: Any, commands: list[Command], locate: _Locate) -> None:
+    def __init__(self, device: Any, commands: list[Command], kernels: list[Any],
+                 locate: _Locate) -> None:
         self.device, self.commands, self.locate = device, commands, locate
+        self.kernels = kernels
         self.max_push = device.vulkan.max_push_constants_size
         self.groups: list[FusedKernels] = []
         self.reasons: dict[int, str] = {}
@@ -282,7 +295,8 @@ class _Run:
     def close(self) -> None:
         if len(self.group) > 1 and self.facts is not None:
             made = _make(self.device, self.commands, self.group, self.parts, self.facts,
-                         self.barriers, self.locate, self.max_push)
+                         self.barriers, self.locate, self.max_push,
+                         [_kernel_of(self.commands[i], self.kernels[i]) for i in self.group])
             if isinstance(made, str):
                 for i in self.group:
                     self.reasons.setdefault(i, made)
@@ -292,11 +306,12 @@ class _Run:
 
     def add(self, i: int) -> None:
         command = self.commands[i]
-        why = _unfusable(command)
+        pyfn = _kernel_of(command, self.kernels[i])
+        why = _unfusable(command, pyfn)
         m = None
         if why is None:
             try:
-                m = member(command.origin.pyfn, command.origin.ck.spec)
+                m = member(pyfn, command.origin.ck.spec)
             except exception as ex:
                 why = f"it does not lower for fusion: {ex}"
         if m is None:
@@ -331,15 +346,15 @@ class _Run:
         self.parts.append(m)
 
 
-def fuse_runs(device: Any, commands: list[Command], runs: list[list[int]]
-              ) -> tuple[list[FusedKernels], dict[int, str]]:
+def fuse_runs(device: Any, commands: list[Command], runs: list[list[int]],
+              kernels: list[Any]) -> tuple[list[FusedKernels], dict[int, str]]:
     """`runtime.fusion.Fuser`: the fused groups of each run, and why other kernels were
     left out."""
     locate = _Locate(device)
     groups: list[FusedKernels] = []
     reasons: dict[int, str] = {}
     for run in runs:
-        r = _Run(device, commands, locate)
+        r = _Run(device, commands, kernels, locate)
         for i in run:
             r.add(i)
         r.close()
@@ -349,8 +364,8 @@ def fuse_runs(device: Any, commands: list[Command], runs: list[list[int]]
 
 
 def _make(device: Any, commands: list[Command], group: list[int], parts: list[Member],
-          facts: Facts, barriers: set[int], locate: _Locate, max_push: int
-          ) -> FusedKernels | str:
+          facts: Facts, barriers: set[int], locate: _Locate, max_push: int,
+          pyfns: list[Any]) -> FusedKernels | str:
     kernels: list[KernelLaunch] = [commands[i] for i in group]  # type: ignore[misc]
     members = set(group)
     others = [c for k, c in enumerate(commands) if k not in members]
@@ -364,7 +379,7 @@ def _make(device: Any, commands: list[Command], group: list[int], parts: list[Me
         return f"the fused kernel does not compile: {type(ex).__name__}: {ex}"
     except Exception as ex:  # the SPIR-V tools' errors: never reaches the driver
         return f"the fused kernel does not validate: {type(ex).__name__}: {ex}"
-    return FusedKernels(device, group, kernels, parts, fused, others, barriers)
+    return FusedKernels(device, group, kernels, parts, fused, others, barriers, pyfns)
 
 
 hook.use_fuser(fuse_runs)

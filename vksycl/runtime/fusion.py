@@ -26,10 +26,11 @@ class FusedGroup(Protocol):
 
 
 class Fuser(Protocol):
-    def __call__(self, device: Any, commands: list[Command], runs: list[list[int]]
-                 ) -> tuple[list[FusedGroup], dict[int, str]]:
+    def __call__(self, device: Any, commands: list[Command], runs: list[list[int]],
+                 kernels: list[Any]) -> tuple[list[FusedGroup], dict[int, str]]:
         """Groups of each run of kernel commands (positions in `commands`, in the order
-        they run) fused into one kernel, and why each other kernel was left out."""
+        they run) fused into one kernel, and why each other kernel was left out;
+        `kernels` are what each node was launched with (its Python kernel, or None)."""
         ...
 
 
