@@ -28,7 +28,7 @@ import numpy as np
 from ..exceptions import errc, exception
 from .context import context, scheduler_for
 from .devices import EXTERNAL_MEMORY_FD_EXTENSION
-from .native_usm import ImportedAllocation, _target, native_memory
+from .native_usm import ImportedAllocation, native_memory, target_of
 from .platform import device
 from .usm import ptr
 
@@ -252,7 +252,7 @@ def alloc_exportable_device_mem(alignment: int, size: int,
     """Device USM of `size` bytes (for a queue, or a device and a context) that
     `export_device_mem_handle` can give to another API or process. `alignment` 0 takes
     the device's; the memory starts at an address aligned to both."""
-    dev, ctx = _target(where)
+    dev, ctx = target_of(where)
     _check_type(handle_type)
     align = _size(alignment, "alignment")
     if align & (align - 1):
@@ -307,7 +307,7 @@ def export_device_mem_handle(p: ptr, handle_type: external_mem_handle_type, *whe
     """A new file descriptor of exportable memory, which the caller owns (another API
     importing it takes it over). The importer names the allocation's size:
     `exportable_mem_size(p)`."""
-    dev, _ = _target(where)
+    dev, _ = target_of(where)
     _check_type(handle_type)
     a = _exportable(p, dev)
     v = a.vulkan
@@ -332,7 +332,7 @@ def exportable_mem_size(p: ptr) -> int:
 def free_exportable_memory(p: ptr, *where: Any) -> None:
     """Frees exportable memory (as `sycl.free` does), once the work submitted before is
     done; what other APIs imported from it stays theirs to release."""
-    dev, _ = _target(where)
+    dev, _ = target_of(where)
     _exportable(p, dev).free()
 
 
@@ -340,7 +340,7 @@ def free_exportable_memory(p: ptr, *where: Any) -> None:
 def import_external_memory(desc: external_mem_descriptor, *where: Any) -> external_mem:
     """Memory another API or process exported as an opaque file descriptor, imported on a
     queue's device (or a device and a context). On success Vulkan owns the descriptor."""
-    dev, ctx = _target(where)
+    dev, ctx = target_of(where)
     if not isinstance(desc, external_mem_descriptor):
         raise exception(errc.invalid, "import_external_memory takes a "
                         f"syclexp.external_mem_descriptor, not {type(desc).__name__}")
@@ -400,7 +400,7 @@ def map_external_linear_memory(mem: external_mem, offset: int, size: int, *where
                                dtype: Any = None) -> ptr:
     """Device USM over `size` bytes of imported memory from `offset` (a multiple of the
     device's buffer alignment), for kernels and memory operations."""
-    dev, ctx = _target(where)
+    dev, ctx = target_of(where)
     mem = _live(mem, dev)
     start, nbytes = _size(offset, "offset"), _size(size, "size")
     if nbytes == 0 or start + nbytes > mem.size:
@@ -424,7 +424,7 @@ def map_external_linear_memory(mem: external_mem, offset: int, size: int, *where
 
 def unmap_external_linear_memory(p: ptr, *where: Any) -> None:
     """Ends a mapping of imported memory (as `sycl.free` of the pointer does)."""
-    dev, _ = _target(where)
+    dev, _ = target_of(where)
     a = getattr(p, "allocation", None)
     if not isinstance(a, ExternalAllocation) or a.parent is None or p.byte_offset:
         raise exception(errc.invalid, "expected a pointer map_external_linear_memory "
@@ -437,7 +437,7 @@ def unmap_external_linear_memory(p: ptr, *where: Any) -> None:
 def release_external_memory(mem: external_mem, *where: Any) -> None:
     """Releases imported memory once the work submitted before is done; its mappings
     must be unmapped first."""
-    dev, _ = _target(where)
+    dev, _ = target_of(where)
     mem = _live(mem, dev)
     if mem.mapped:
         raise exception(errc.invalid, f"{mem!r} still has {len(mem.mapped)} mappings: "

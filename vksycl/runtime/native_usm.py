@@ -16,8 +16,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..exceptions import errc, exception
-from .context import context, scheduler_for
+from .context import context
 from .devices import as_handle
+from .external_semaphores import vk_device_of
 from .platform import device
 from .queue import queue
 from .usm import Allocation, alloc, ptr
@@ -81,7 +82,7 @@ def make_usm_from_native(native: native_memory | tuple, *where: Any, usage: int,
     SHADER_DEVICE_ADDRESS, and its memory the DEVICE_ADDRESS allocation flag), `device`
     the VkDevice it was created on, which must be the pointer's device's."""
     import vulkan as vk
-    dev, ctx = _target(where)
+    dev, ctx = target_of(where)
     buf = native_memory(as_handle(native[0], "buffer"), int(native[1]), int(native[2]),
                         as_handle(native[3], "memory") if native[3] else 0)
     name = f"VkBuffer {buf.buffer:#x}"
@@ -90,7 +91,7 @@ def make_usm_from_native(native: native_memory | tuple, *where: Any, usage: int,
                         "VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT: vksycl's kernels reach "
                         "USM through device addresses")
     vk_device = as_handle(device, "device")
-    own = _device_as_handle(dev)
+    own = vk_device_of(dev)
     if vk_device != own:
         raise exception(errc.invalid, f"{name} belongs to VkDevice {vk_device:#x}, not to "
                         f"VkDevice {own:#x} of {dev!r}, which would use it")
@@ -118,7 +119,9 @@ def abandon(dev: device) -> None:
         a.freed = True
 
 
-def _target(where: tuple) -> tuple[device, context]:
+def target_of(where: tuple) -> tuple[device, context]:
+    """The device and context named after the memory: a queue, or a device and a context
+    (native and external memory alike)."""
     if len(where) == 1 and isinstance(where[0], queue):
         return where[0].get_device(), where[0].get_context()
     if len(where) == 2 and isinstance(where[0], device) and isinstance(where[1], context):
@@ -129,7 +132,3 @@ def _target(where: tuple) -> tuple[device, context]:
                     "context, after the native memory")
 
 
-def _device_as_handle(dev: device) -> int:
-    """The VkDevice a device works on: the application's, or vksycl's own."""
-    native = dev.vulkan.native
-    return native.device if native is not None else scheduler_for(dev).engine.native_handles()[2]
