@@ -36,7 +36,7 @@ from .codegen import Codegen, analyse
 from .footprint import Access, Concrete, Domain, relate, summarize, walk
 from .kernel import TARGET_ENV, local_size_xyz
 from .module import ArgSlot, KernelModule, KernelSpec, Lowered
-from .passes import straight
+from .passes import locals_read, straight
 from .typesys import BOOL, I32, VOID
 from .workitem import barrier
 
@@ -377,7 +377,9 @@ class _Optimizer:
             if isinstance(s, ir.Assign) and not writes and not sync:
                 while k and isinstance(out[k - 1], ir.Store):
                     stored, _, barrier_ = self._inside(out[k - 1])
-                    if barrier_ or _reads_local(out[k - 1], s.local) or not all(
+                    read: set[int] = set()
+                    locals_read(out[k - 1], read)
+                    if barrier_ or id(s.local) in read or not all(
                             self.facts.rel(r, w) == "disjoint" for r in reads for w in stored):
                         break
                     k -= 1
@@ -539,18 +541,6 @@ def _coarsened(merged: list[ir.Stmt], fn: ir.Function) -> list[ir.Stmt] | None:
     slow = [ir.If(g, [], [st for st in body if not isinstance(st, ir.Return)])
             for g, body in copies]
     return [ir.If(outside, slow, fast)]
-
-
-def _reads_local(s: ir.Stmt, local: ir.Local) -> bool:
-    stack: list[Any] = [s]
-    for x in ir.each_once(stack):
-        if isinstance(x, ir.Read) and x.local is local:
-            return True
-        if isinstance(x, list | tuple):
-            stack.extend(x)
-        elif dataclasses.is_dataclass(x) and not isinstance(x, type | ir.Local | ir.Root):
-            stack.extend(getattr(x, f.name) for f in dataclasses.fields(x))
-    return False
 
 
 def _builtins_allow_coarsening(body: list[ir.Stmt]) -> bool:

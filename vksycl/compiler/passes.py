@@ -10,7 +10,8 @@ from . import ir
 _SIMPLE = (ir.Const, ir.Read, ir.ArgRead, ir.PushField, ir.Builtin)
 
 
-def _reads(node: Any, out: set[int]) -> None:
+def locals_read(node: Any, out: set[int]) -> None:
+    """Adds to `out` the ids of the locals `node` reads (private arrays included)."""
     stack = [node]
     for x in ir.each_once(stack):
         if isinstance(x, ir.Read | ir.PrivateRoot):
@@ -29,7 +30,7 @@ def remove_dead_stores(fn: ir.Function) -> None:
     """Drop assignments to variables nothing reads (their values have no side effects), so
     an argument bound to an unused parameter costs no push constant."""
     read: set[int] = set()
-    _reads(fn.body, read)
+    locals_read(fn.body, read)
 
     def clean(body: list[ir.Stmt]) -> list[ir.Stmt]:
         out = []

@@ -313,7 +313,7 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
     targets = tuple(r.target for r in reductions)
     if properties is None:
         last = _LAST.get(id(kernel.__code__))
-        if last is not None and last[7] is kernel.__code__ and last[0] == launch and \
+        if last is not None and last[5].code is kernel.__code__ and last[0] == launch and \
                 last[1] is device and \
                 last[2] is context and all(map(operator.is_, last[3], specs)) and \
                 all(map(operator.is_, last[4], targets)) and \
@@ -363,7 +363,8 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
 
 
 # id(kernel code) -> (launch, device, context, specs, targets, plan, `last` as the
-# plan module keeps it) of the last reduction launch of that code: a repeat with the very
+# plan module keeps it) of the last reduction launch of that code (the plan holds the
+# code, so its id is not reused while the entry lives): a repeat with the very
 # same reductions, targets and captures gets its command back without packing arguments
 _LAST: dict[int, tuple] = {}
 
@@ -375,8 +376,7 @@ def _remember(kernel: Any, launch: Any, device: Any, context: Any, specs: tuple,
         return
     if len(_LAST) >= 256:
         _LAST.clear()
-    _LAST[id(kernel.__code__)] = (launch, device, context, specs, targets, plan, last,
-                                  kernel.__code__)
+    _LAST[id(kernel.__code__)] = (launch, device, context, specs, targets, plan, last)
 
 
 def _hidden(reductions: tuple[reduction, ...], partials: list[_Partials],
