@@ -301,3 +301,30 @@ def test_a_reduction_made_anew_each_launch_repeats_its_command(q, packed):
     assert np.asarray(out)[0] == N * (N - 1)
     sycl.free(x, q)
     sycl.free(out, q)
+
+
+def test_a_reduction_target_made_anew_each_launch_repeats_its_command(q, packed):
+    """A target spelled `out + k` each call is a new pointer object at the same address:
+    the launch still repeats its command; another address is another command, and each
+    result lands at its own address."""
+    x = sycl.malloc_shared(N, sycl.int32, q)
+    out = sycl.malloc_shared(2, sycl.int32, q)
+    np.asarray(x)[:] = np.arange(N)
+    np.asarray(out)[:] = 0
+
+    def body(i, s):
+        s += x[i]
+
+    def launch(k: int):
+        return q.parallel_for(sycl.range(N), sycl.reduction(out + k, sycl.plus()), body)
+
+    launch(0).wait()
+    first = len(packed)
+    for _ in range(3):
+        launch(0).wait()
+    assert len(packed) == first
+    launch(1).wait()
+    assert len(packed) > first  # another address: packed anew
+    np.testing.assert_array_equal(np.asarray(out), [4 * (N * (N - 1) // 2), N * (N - 1) // 2])
+    sycl.free(x, q)
+    sycl.free(out, q)

@@ -1247,6 +1247,72 @@ def test_no_memory_grows_with_launches(q, mem, usm):
     assert usm.read(t)[0] == 55 * n
 
 
+
+def test_the_last_work_group_of_thousands_combines_wide_values(q, mem, usm):
+    """One dispatch: of 4093 work-groups the one that finishes last combines the partials,
+    which it reads as 32-bit words. 64-bit sums that carry into their high words, a uint64
+    maximum whose low word is smaller than another value's, and a float64 sum, each right
+    launch after launch of one command (its counter back at zero each time) and of new
+    commands beside it."""
+    groups, wg = 4093, 8
+    n = groups * wg
+    rng = np.random.default_rng(40)
+    big = rng.integers(1 << 40, 1 << 41, n, dtype=np.int64)
+    top = rng.integers(0, 1 << 32, n, dtype=np.uint64) | np.uint64(0xFFFF_FFF0 << 32)
+    top[n // 3] = np.uint64(0xFFFF_FFFF_0000_0001)  # the maximum, by its high word
+    frac = rng.uniform(0, 1, n)
+    a, b, c = mem.of(big), mem.of(top), mem.of(frac)
+    total, highest = usm.of([0], np.int64), usm.of([0], np.uint64)
+    fsum = usm.of([0.0], np.float64)
+    launch = sycl.nd_range((n,), (wg,))
+
+    def body(it, s, m, f):
+        i = it.get_global_linear_id()
+        s += a[i]
+        m.combine(b[i])
+        f += c[i]
+
+    reductions = (sycl.reduction(total, sycl.plus(), property_list=init_to_identity()),
+                  sycl.reduction(highest, sycl.maximum(), property_list=init_to_identity()),
+                  sycl.reduction(fsum, sycl.plus(), property_list=init_to_identity()))
+    for k in range(12):
+        if k % 3 == 2:  # a new command over the same data: a counter of its own
+            q.parallel_for(sycl.nd_range((n,), (wg,)), *(
+                sycl.reduction(t, sycl.plus() if t is not highest else sycl.maximum(),
+                               property_list=init_to_identity())
+                for t in (total, highest, fsum)), body).wait()
+        else:
+            q.parallel_for(launch, *reductions, body).wait()
+        assert usm.read(total)[0] == big.sum(), k
+        assert usm.read(highest)[0] == np.uint64(0xFFFF_FFFF_0000_0001), k
+        np.testing.assert_allclose(usm.read(fsum)[0], frac.sum(), rtol=1e-12)
+
+
+def test_counters_are_reused_when_commands_go(q, mem, usm):
+    """A reduction command takes a counter from its device's pool and gives it back when
+    it goes: a thousand commands (a new target each) fill no new slab of counters, and
+    every result is right."""
+    from vksycl.kernels import reduction as host_side
+
+    n = 300
+    a = mem.of(np.arange(n, dtype=np.int32))
+    targets = [usm.of([k], np.int32) for k in range(4)]
+
+    def body(i, s):
+        s += a[i]
+
+    q.parallel_for(sycl.range(n), sycl.reduction(targets[0], sycl.plus()), body).wait()
+    pools = [p for (dev, ctx), p in host_side._COUNTERS.items() if ctx is q.get_context()]
+    slabs = sum(len(p.slabs) for p in pools)
+    start = [int(usm.read(t)[0]) for t in targets]
+    for k in range(1000):
+        q.parallel_for(sycl.range(n), sycl.reduction(targets[k % 4], sycl.plus()), body)
+        if k % 50 == 49:
+            q.wait()
+    assert sum(len(p.slabs) for p in pools) == slabs
+    for t, s0 in zip(targets, start, strict=True):
+        assert usm.read(t)[0] == s0 + 250 * (n * (n - 1) // 2)
+
 # -- command graphs -----------------------------------------------------------------------------
 
 @pytest.fixture
@@ -1752,7 +1818,7 @@ def test_more_partials_than_32_bit_indices_reach_are_refused(q, usm, monkeypatch
     message = raises(sycl.errc.nd_range, lambda: q.parallel_for(
         sycl.range(61, 67), sycl.reduction(sycl.span(h, 2), sycl.plus()),
         lambda it, s: s[0].combine(1)).wait())
-    assert "2621400000 partial results" in message
+    assert "2621400000 words of partial results" in message
     assert sycl.usm_memory_stats(q)["in_use"] <= before
     np.testing.assert_array_equal(usm.read(h, 2), [1, 2])
 

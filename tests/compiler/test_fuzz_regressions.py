@@ -196,3 +196,25 @@ def test_a_sub_groups_local_range_counts_its_work_items(q, mem):
         lid = np.arange(n) % wg
         want = np.minimum(lanes, wg - (lid // lanes) * lanes)
         np.testing.assert_array_equal(mem.view(out, n), want, err_msg=f"work-group {wg}")
+
+
+def test_a_last_partial_sub_group_is_counted_and_reduced(q, mem):
+    """Found with reductions over work-groups of 49 on lavapipe, whose NumSubgroups leaves
+    out a last, partial sub-group (4 for 33 work-items of 8 lanes): get_group_range() of
+    the sub-group counts it, and reduce_over_group over the work-group includes its
+    work-items."""
+    lanes = int(q.get_device().get_info(sycl.info.device.sub_group_sizes)[0])
+    wg = lanes * 4 + 1
+    n = 3 * wg
+    x = mem.of(np.arange(1, n + 1, dtype=np.int32))
+    ranges, sums = mem.zeros(n, np.int32), mem.zeros(n, np.int32)
+
+    def body(it):
+        g = it.get_global_id(0)
+        ranges[g] = it.get_sub_group().get_group_range()[0]
+        sums[g] = sycl.reduce_over_group(it.get_group(), x[g], sycl.plus())
+
+    q.parallel_for(sycl.nd_range((n,), (wg,)), body).wait()
+    np.testing.assert_array_equal(mem.view(ranges, n), np.full(n, 5))
+    want = np.repeat(np.arange(1, n + 1).reshape(3, wg).sum(axis=1), wg)
+    np.testing.assert_array_equal(mem.view(sums, n), want)

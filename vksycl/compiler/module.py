@@ -86,6 +86,9 @@ class KernelSpec:
     reductions: tuple[ReductionSpec, ...] = ()
     # how joint_matrix lowers on the device (None: portably, any sub-group size)
     matrix: MatrixTarget | None = None
+    # whether the device's sub-groups add, multiply, ... (reductions then combine a
+    # work-group's values with them rather than with a tree of barriers)
+    group_arithmetic: bool = False
 
 
 @dataclass
@@ -190,7 +193,8 @@ class KernelModule(DeviceCalls):
         reductions = None
         if spec.reductions:
             reductions = KernelReductions(self, spec.reductions, params[1:],
-                                          grid_stride=spec.kind == "range" and spec.dims == 1)
+                                          spec.kind == "range" and spec.dims == 1,
+                                          spec.group_arithmetic)
         virtual.check_kernel(self.pyfn)
         self.stack.append(self.pyfn)
         if reductions is None:

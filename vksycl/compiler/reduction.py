@@ -1,17 +1,19 @@
 """Reductions (SYCL 2020 4.9.2) in device code: the reducer parameters of a kernel body,
 and the code around the body that combines their values.
 
-A reduction kernel runs in two passes of one compiled kernel, told apart by a hidden
-argument. The first runs the body: each work-item combines into private accumulators
-(one per element of each reduction), then each work-group combines its work-items' values
-in work-group memory and writes one partial per work-group. The second runs as a single
-work-group: it combines the partials and the target's initial value (unless the
-reduction is `initialize_to_identity`) and writes the target. Both passes are recorded
-into one command, so a reduction costs no host round trip, replays in graphs, and gives
-the same result for the same launch shape every time (the order of combination is
-fixed). One-dimensional range kernels run a grid-stride loop over the range with a bounded
-number of work-groups: each work-item accumulates many items, and the partials stay few.
-"""
+A reduction kernel is one dispatch. Each work-item combines into private accumulators (one
+per element of each reduction), then each work-group combines its work-items' values in
+work-group memory and writes one partial per work-group. The work-group that finishes last
+(a device-scope counter says which) combines the partials and the target's initial value
+(unless the reduction is `initialize_to_identity`), writes the target and sets the counter
+back to zero for the next launch. A second dispatch behind a barrier would cost a GPU as
+much as the partials' whole combining; this way a reduction also costs no host round trip,
+replays in graphs, and gives the same result for the same launch shape every time (the
+partials are combined in their order, whichever work-group finishes last). Partials are
+stored and loaded as 32-bit words with atomic instructions, which every device has and
+which see each other's writes across work-groups whatever the type. One-dimensional range
+kernels run a grid-stride loop over the range with a bounded number of work-groups: each
+work-item accumulates many items, and the partials stay few."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import numpy as np
 
 from . import ir
 from .type_registry import element_type
-from .typesys import BOOL, I32, U32, ArrayType, Scalar, mem_type
+from .typesys import BOOL, F32, I32, U32, U64, VOID, ArrayType, Scalar, mem_type
 from .values import FixedSlot, PyV
 from .workitem import barrier, builtin
 
@@ -75,6 +77,11 @@ class ReductionSpec:
         if t.bits < 32:
             return Scalar("f" if t.is_float else "i" if t.is_signed else "u", 32)
         return t
+
+    @property
+    def words(self) -> int:
+        """The 32-bit words a partial of one element takes."""
+        return 2 if self.accumulator.bits == 64 else 1
 
 
 @dataclass(eq=False)
@@ -213,8 +220,9 @@ class KernelReductions:
     the body is lowered (the hidden arguments and the grid-stride item), completed after."""
 
     def __init__(self, m: Any, specs: tuple[ReductionSpec, ...], params: list[str],
-                 grid_stride: bool) -> None:
+                 grid_stride: bool, group_arithmetic: bool) -> None:
         self.m = m
+        self.group_arithmetic = group_arithmetic
         self.params = params  # the body's reducer parameters
         self.reducers = reducers(specs)
         # the accumulators of the unrolled grid-stride loop's other copies of the body;
@@ -224,15 +232,12 @@ class KernelReductions:
         self.bodies: list[list[ir.Stmt]] = []
         n = len(specs)
         self.targets = [m.ptr_arg(("param", 2 * k), s.element) for k, s in enumerate(specs)]
-        self.partials = [m.ptr_arg(("param", 2 * k + 1), s.accumulator)
-                         for k, s in enumerate(specs)]
-        self.finishing = m.scalar_arg(("param", 2 * n), U32)  # 0, or the partials' count
+        self.partials = [m.ptr_arg(("param", 2 * k + 1), U32) for k in range(n)]
+        self.counter = m.ptr_arg(("param", 2 * n), U32)  # work-groups done, zero between
         self.size = int(np.prod(m.local))
-        self.scratch = []
-        for k, s in enumerate(specs):
-            root = ir.SharedRoot(s.accumulator, self.size, f"reduction{k}", shape=(self.size,))
-            m.shared[("reduction", k)] = root
-            self.scratch.append(root)
+        # the counter's value before the work-group's own increment, for all its work-items
+        self.arrived = m.shared[("reduction", "arrived")] = ir.SharedRoot(
+            U32, 1, "reduction_arrived", shape=(1,))
         self.item = ir.Local("reduction_item", I32) if grid_stride else None
 
     def _bind(self, bound: list, rs: list[ReducerV]) -> list:
@@ -305,8 +310,9 @@ class KernelReductions:
         group = ir.Op("OpIAdd", I32, [builtin("WorkgroupId", 0), ir.Op("OpIMul", I32, [
             builtin("NumWorkgroups", 0), ir.Op("OpIAdd", I32, [builtin("WorkgroupId", 1), ir.Op(
                 "OpIMul", I32, [builtin("NumWorkgroups", 1), builtin("WorkgroupId", 2)])])])])
+        groups = ir.Op("OpIMul", I32, [ir.Op("OpIMul", I32, [builtin("NumWorkgroups", 0),
+                       builtin("NumWorkgroups", 1)]), builtin("NumWorkgroups", 2)])
         body: list[ir.Stmt] = []
-        finish: list[ir.Stmt] = []
         with emitting_into(fl, body):
             for r in [*self.reducers, *(r for rs in self.copies for r in rs)]:
                 fn.locals.append(r.root.local)
@@ -318,16 +324,27 @@ class KernelReductions:
                     self._each(fl, r, lambda e, r=r, c=c: fl.store(_place(r, e), combine_values(
                         fl, r.spec, fl.load(_place(r, e), node), fl.load(_place(c, e), node),
                         node), node))
-        count = ir.Op("OpBitcast", I32, [self.finishing])
-        with emitting_into(fl, body):
             for r in self.reducers:
                 self._each(fl, r, lambda e, r=r: self._partial(fl, r, e, lid, group, node))
+        finish: list[ir.Stmt] = []
         with emitting_into(fl, finish):
             for r in self.reducers:
-                self._each(fl, r, lambda e, r=r: self._finish(fl, r, e, lid, count, node))
-        finish.append(ir.Return(None))
-        fn.body = [ir.If(ir.Op("OpINotEqual", BOOL, [self.finishing, ir.Const(U32, 0)]),
-                         finish, []), *body]
+                self._each(fl, r, lambda e, r=r: self._finish(fl, r, e, lid, groups, node))
+        counter = fl.index_place(self.counter, ir.Const(I32, 0), node)
+        arrived = ir.Place(self.arrived, ir.Const(I32, 0), (), U32)
+        finish.append(ir.If(ir.Op("OpIEqual", BOOL, [lid, ir.Const(I32, 0)]), [ir.Eval(
+            ir.Atomic("OpAtomicStore", counter, [ir.Const(U32, 0)], U32, _DEVICE, 0))], []))
+        # work-item 0 counts its work-group in, after its partials (release) and before
+        # the last work-group reads everyone's (acquire); the barrier shares what it saw
+        body.append(ir.If(ir.Op("OpIEqual", BOOL, [lid, ir.Const(I32, 0)]), [ir.Store(
+            arrived, ir.Atomic("OpAtomicIAdd", counter, [ir.Const(U32, 1)], U32, _DEVICE,
+                               _ACQ_REL_GLOBAL))], []))
+        body.append(ir.Eval(ir.Op("OpControlBarrier", VOID, [
+            ir.ScopeId(_WORKGROUP), ir.ScopeId(_DEVICE), ir.ScopeId(_ACQ_REL_ALL)])))
+        last = ir.Op("OpIEqual", BOOL, [ir.Op("OpBitcast", I32, [ir.Load(arrived)]), ir.Op(
+            "OpISub", I32, [groups, ir.Const(I32, 1)])])
+        body.append(ir.If(last, finish, []))
+        fn.body = body
         return fn
 
     def _identity(self, r: ReducerV) -> ir.Value:
@@ -350,12 +367,24 @@ class KernelReductions:
             I32, r.spec.extent)]), inner, step))
 
     def _group_value(self, fl: Any, r: ReducerV, value: ir.Value, lid: ir.Value,
-                     node: ast.AST) -> ir.Place:
-        """Combines the work-group's values in work-group memory: a tree over the
-        work-group's size, known when the kernel compiles. The result is at the place
-        returned, for work-item 0."""
-        scratch = self.scratch[r.index]
-        t = r.spec.accumulator
+                     node: ast.AST) -> ir.Value:
+        """The work-group's values combined, for work-item 0: by sub-group arithmetic
+        where the device has it for a SYCL combiner of 32-bit accumulators in a
+        one-dimensional work-group (two barriers), else by a tree in work-group memory over
+        the work-group's size, known when the kernel compiles (a barrier a level).
+        lavapipe forms the sub-groups of a work-group narrower than its lanes row by row
+        while numbering them as if they were full, so work-groups of more dimensions take
+        the tree."""
+        spec = r.spec
+        t = spec.accumulator
+        if self.group_arithmetic and spec.op is not None and t.bits == 32 and \
+                len(self.m.local) == 1:
+            return self.m.groups.work_group(fl, _ON_INTEGERS.get(spec.op, spec.op), value,
+                                            node, "reduce")
+        scratch = self.m.shared.get(("reduction", r.index))
+        if scratch is None:
+            scratch = self.m.shared["reduction", r.index] = ir.SharedRoot(
+                t, self.size, f"reduction{r.index}", shape=(self.size,))
         at = lambda i: ir.Place(scratch, i, (), mem_type(t))
         fl.store(at(lid), value, node)
         fl.emit(ir.Eval(barrier(2)))
@@ -364,23 +393,33 @@ class KernelReductions:
             half = (n + 1) // 2
             step: list[ir.Stmt] = []
             with emitting_into(fl, step):
-                v = combine_values(fl, r.spec, fl.load(at(lid), node), fl.load(at(ir.Op(
+                v = combine_values(fl, spec, fl.load(at(lid), node), fl.load(at(ir.Op(
                     "OpIAdd", I32, [lid, ir.Const(I32, half)])), node), node)
                 fl.store(at(lid), v, node)
             fl.emit(ir.If(ir.Op("OpSLessThan", BOOL, [lid, ir.Const(I32, n - half)]), step, []))
             fl.emit(ir.Eval(barrier(2)))
             n = half
-        return at(ir.Const(I32, 0))
+        return fl.load(at(ir.Const(I32, 0)), node)
+
+    def _slot(self, r: ReducerV, group: ir.Value, e: ir.Value, word: int) -> ir.Value:
+        """The index of a partial's word among the reduction's partials."""
+        spec = r.spec
+        element = ir.Op("OpIAdd", I32, [ir.Op("OpIMul", I32, [group, ir.Const(
+            I32, spec.extent)]), e])
+        first = ir.Op("OpIMul", I32, [element, ir.Const(I32, spec.words)]) \
+            if spec.words > 1 else element
+        return ir.Op("OpIAdd", I32, [first, ir.Const(I32, word)]) if word else first
 
     def _partial(self, fl: Any, r: ReducerV, e: ir.Value, lid: ir.Value, group: ir.Value,
                  node: ast.AST) -> None:
         total = self._group_value(fl, r, fl.load(_place(r, e), node), lid, node)
-        slot = ir.Op("OpIAdd", I32, [ir.Op("OpIMul", I32, [group, ir.Const(
-            I32, r.spec.extent)]), e])
         write: list[ir.Stmt] = []
         with emitting_into(fl, write):
-            fl.store(fl.index_place(self.partials[r.index], slot, node),
-                     fl.load(total, node), node)
+            words = _to_words(fl, r.spec.accumulator, total)
+            for k, w in enumerate(words):
+                place = fl.index_place(self.partials[r.index], self._slot(r, group, e, k),
+                                       node)
+                fl.emit(ir.Eval(ir.Atomic("OpAtomicStore", place, [w], U32, _DEVICE, 0)))
         fl.emit(ir.If(ir.Op("OpIEqual", BOOL, [lid, ir.Const(I32, 0)]), write, []))
 
     def _finish(self, fl: Any, r: ReducerV, e: ir.Value, lid: ir.Value, count: ir.Value,
@@ -389,23 +428,74 @@ class KernelReductions:
         acc, j = fl.new_local("partial_sum", t), fl.new_local("partial", I32)
         fl.emit(ir.Assign(acc, self._identity(r)))
         fl.emit(ir.Assign(j, lid))
+        # UNROLL partials a trip, all loaded before any is combined: the loads are atomic,
+        # which a compiler keeps in order, so one a trip would wait out each one's latency
         step: list[ir.Stmt] = []
         with emitting_into(fl, step):
-            slot = ir.Op("OpIAdd", I32, [ir.Op("OpIMul", I32, [ir.Read(j), ir.Const(
-                I32, spec.extent)]), e])
-            v = fl.load(fl.index_place(self.partials[r.index], slot, node), node)
-            fl.emit(ir.Assign(acc, combine_values(fl, spec, ir.Read(acc), v, node)))
+            values = []
+            for u in range(UNROLL):
+                value = fl.new_local("partial_value", t)
+                fl.emit(ir.Assign(value, self._identity(r)))
+                at = ir.Op("OpIAdd", I32, [ir.Read(j), ir.Const(I32, u * self.size)])
+                load: list[ir.Stmt] = []
+                with emitting_into(fl, load):
+                    words = [ir.Atomic("OpAtomicLoad", fl.index_place(
+                        self.partials[r.index], self._slot(r, at, e, k), node), [], U32,
+                        _DEVICE, 0) for k in range(spec.words)]
+                    fl.emit(ir.Assign(value, _from_words(fl, t, words)))
+                fl.emit(ir.If(ir.Op("OpSLessThan", BOOL, [at, count]), load, []))
+                values.append(value)
+            for value in values:
+                fl.emit(ir.Assign(acc, combine_values(fl, spec, ir.Read(acc),
+                                                      ir.Read(value), node)))
         fl.emit(ir.Loop([], ir.Op("OpSLessThan", BOOL, [ir.Read(j), count]), step,
                         [ir.Assign(j, ir.Op("OpIAdd", I32, [ir.Read(j), ir.Const(
-                            I32, self.size)]))]))
+                            I32, UNROLL * self.size)]))]))
         total = self._group_value(fl, r, ir.Read(acc), lid, node)
         write: list[ir.Stmt] = []
         with emitting_into(fl, write):
             target = fl.index_place(self.targets[r.index], e, node)
-            v = fl.load(total, node)
+            v = total
             if not spec.initialize:
                 first = fl.convert(fl.scalar(fl.load(target, node), node), t, node)
                 v = combine_values(fl, spec, first, v, node)
             fl.store(target, fl.convert(v, spec.element, node), node)
         fl.emit(ir.If(ir.Op("OpIEqual", BOOL, [lid, ir.Const(I32, 0)]), write, []))
         fl.emit(ir.Eval(barrier(2)))
+
+
+_WORKGROUP, _DEVICE = 2, 1  # SPIR-V scopes
+_ACQ_REL_GLOBAL = 0x8 | 0x40  # AcquireRelease | UniformMemory
+_ACQ_REL_ALL = _ACQ_REL_GLOBAL | 0x100  # and WorkgroupMemory
+
+
+def _wide(t: Scalar) -> Scalar:
+    """The 32-bit type a narrower accumulator is stored as: its value converts exactly."""
+    return F32 if t.is_float else I32 if t.is_signed else U32
+
+
+def _to_words(fl: Any, t: Scalar, v: ir.Value) -> list[ir.Value]:
+    """A partial's bits as 32-bit words, low first."""
+    if t.bits == 64:
+        u = v if t == U64 else ir.Op("OpBitcast", U64, [v])
+        return [ir.Op("OpUConvert", U32, [u]), ir.Op("OpUConvert", U32, [ir.Op(
+            "OpShiftRightLogical", U64, [u, ir.Const(U64, 32)])])]
+    if t.is_bool:
+        return [fl.convert(v, U32)]
+    if t.bits < 32:
+        t, v = _wide(t), fl.convert(v, _wide(t))
+    return [v if t == U32 else ir.Op("OpBitcast", U32, [v])]
+
+
+def _from_words(fl: Any, t: Scalar, words: list[ir.Value]) -> ir.Value:
+    """The partial `_to_words` stored."""
+    if t.bits == 64:
+        lo, hi = (ir.Op("OpUConvert", U64, [w]) for w in words)
+        u = ir.Op("OpBitwiseOr", U64, [lo, ir.Op("OpShiftLeftLogical", U64, [
+            hi, ir.Const(U64, 32)])])
+        return u if t == U64 else ir.Op("OpBitcast", t, [u])
+    if t.is_bool:
+        return ir.Op("OpINotEqual", BOOL, [words[0], ir.Const(U32, 0)])
+    wide = _wide(t) if t.bits < 32 else t
+    v = words[0] if wide == U32 else ir.Op("OpBitcast", wide, [words[0]])
+    return v if wide == t else fl.convert(v, t)

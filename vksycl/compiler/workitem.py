@@ -208,9 +208,19 @@ class Queries:
                 "OpIMul", I32, [builtin("SubgroupId"), size])])
             return ir.Op("OpSelect", I32, [ir.Op("OpSLessThan", BOOL, [rest, size]), rest,
                                            size])
+        if what == "sg_group_range":
+            return sub_groups(int(np.prod(self.m.local)))
         return builtin({"sg_local_id": "SubgroupLocalInvocationId", "sg_group_id": "SubgroupId",
-                        "sg_group_range": "NumSubgroups",
                         "sg_max_local_range": "SubgroupSize"}[what])
+
+
+def sub_groups(work_items: int) -> ir.Value:
+    """The sub-groups of a work-group of `work_items`, counted rather than read from
+    NumSubgroups: lavapipe leaves a last, partial sub-group out of it (4 for 33 work-items
+    of 8-lane sub-groups, whose last has SubgroupId 4)."""
+    size = builtin("SubgroupSize")
+    return ir.Op("OpSDiv", I32, [ir.Op("OpIAdd", I32, [ir.Const(I32, work_items - 1), size]),
+                                 size])
 
 
 # queries that do not reveal how work-items are grouped
@@ -413,7 +423,8 @@ class Groups:
         i = fl.new_local("wg.i", I32)
         fl.emit(ir.Assign(acc, ir.Const(t, _identity(op, t))))
         fl.emit(ir.Assign(i, ir.Const(I32, 0)))
-        limit = builtin("NumSubgroups") if kind == "reduce" else builtin("SubgroupId")
+        limit = sub_groups(int(np.prod(self.m.local))) if kind == "reduce" else \
+            builtin("SubgroupId")
         body = [ir.Assign(acc, self.combine(fl, op, ir.Read(acc),
                                             ir.Load(ir.Place(scratch, ir.Read(i), (), t)),
                                             node))]

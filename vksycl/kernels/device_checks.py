@@ -41,6 +41,12 @@ _SUBGROUP_BITS = {
 }
 
 
+def group_arithmetic(device: Any) -> bool:
+    """Whether the device's sub-groups do arithmetic (reduce, scan)."""
+    ops = device.vulkan.properties.get("subgroupSupportedOperations", 0)
+    return bool(ops & _SUBGROUP_BITS["GroupNonUniformArithmetic"])
+
+
 def required_aspects(properties: Any, info: Any) -> tuple[str, ...] | None:
     """The aspect names a device_has property lists (at launch, or a free function
     kernel's own), or None."""

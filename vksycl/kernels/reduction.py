@@ -1,11 +1,12 @@
 """`sycl.reduction` and `sycl.span` on the host, and the launch of a kernel with
 reductions: the reduction objects name the targets and combiners, the launch allocates
-each reduction's per-work-group partials and builds one `ReductionLaunch` (the kernel's
-dispatch, then its finishing dispatch). `vksycl/compiler/reduction.py` says how the
+each reduction's per-work-group partials and the counter its work-groups count themselves
+in with, and builds one `ReductionLaunch`. `vksycl/compiler/reduction.py` says how the
 kernel combines."""
 
 from __future__ import annotations
 
+import collections
 import functools
 import operator
 import types as pytypes
@@ -23,8 +24,10 @@ from ..properties import Property
 from ..properties import property as sycl_property
 from ..ranges import MAX_WORK_ITEMS, check_work_items, nd_range
 from ..ranges import range as sycl_range
+from ..runtime import memops
 from ..runtime.buffers import accessor, buffer
 from ..runtime.commands import ReductionLaunch
+from ..runtime.context import scheduler_for
 from ..runtime.handler import handler
 from ..runtime.usm import ptr as usm_ptr
 from .device_checks import check_supported, group_counts
@@ -33,7 +36,7 @@ from .plans import FREED, Plan, prepared_for, repeats
 from .variants import launch_shape, launch_variant
 
 # work-groups of a one-dimensional range reduction at most: each work-item then combines
-# many items before the work-group combines, and the finishing pass reads few partials.
+# many items before the work-group combines, and the last work-group reads few partials.
 # On an H100 (1056 work-groups of 256 resident at once) 2112 read 256M float32 at 2.6
 # TB/s against 2.3 for 1056 and 2.2 for 4224 (benchmarks/RESULTS.md); a CPU device runs
 # work-groups a few at a time, so more only add partials.
@@ -186,11 +189,20 @@ class reduction:
             raise exception(errc.invalid, "a reduction with a user combiner "
                             f"({combiner.__qualname__}) needs its identity: "
                             "sycl.reduction(target, identity, combiner)")
-        initialize = any(isinstance(p, sycl_property.reduction.initialize_to_identity)
-                         for p in (property_list or ()))
         self.target = ptr
-        self.spec = _spec(dtype.str, op, value, extent, isinstance(target, span), initialize,
-                          key, fn)
+        self.spec = _spec(dtype, op, value, extent, isinstance(target, span),
+                          _initializes(property_list), key, fn)
+
+
+_INITIALIZE = sycl_property.reduction.initialize_to_identity
+
+
+def _initializes(property_list: Any) -> bool:
+    if property_list:
+        for p in property_list:
+            if isinstance(p, _INITIALIZE):
+                return True
+    return False
 
 
 # the values of a reduction -> its spec: a new `sycl.reduction` per launch (as users write
@@ -198,16 +210,16 @@ class reduction:
 _SPECS: dict[tuple, ReductionSpec] = {}
 
 
-def _spec(*values: Any) -> ReductionSpec:
-    key = (*values, type(values[2]))  # 1 and 1.0 are equal identities of other types
+def _spec(dtype: np.dtype, *values: Any) -> ReductionSpec:
+    key = (dtype, *values, type(values[1]))  # 1 and 1.0 are equal identities of other types
     try:
         spec = _SPECS.get(key)
     except TypeError:  # an unhashable identity
-        return ReductionSpec(*values)
+        return ReductionSpec(dtype.str, *values)
     if spec is None:
         if len(_SPECS) >= 256:
             _SPECS.clear()
-        spec = _SPECS[key] = ReductionSpec(*values)
+        spec = _SPECS[key] = ReductionSpec(dtype.str, *values)
     return spec
 
 
@@ -221,9 +233,8 @@ def _buffer_target(buf: buffer, args: tuple, property_list: Any) -> tuple[usm_pt
     if buf.size() != 1:
         raise exception(errc.invalid, f"a buffer reduction's buffer holds one element, this "
                         f"one {buf.size()}")
-    initialize = any(isinstance(p, sycl_property.reduction.initialize_to_identity)
-                     for p in (property_list or ()))
-    acc = accessor(buf, args[0], *((write_only, no_init) if initialize else (read_write,)))
+    acc = accessor(buf, args[0], *((write_only, no_init) if _initializes(property_list)
+                                   else (read_write,)))
     storage = buf._storage
     return usm_ptr(storage.allocation, acc._first, buf.dtype), tuple(args[1:])
 
@@ -234,14 +245,69 @@ def _is_property_list(v: Any) -> bool:
 
 
 class _Partials(LaunchMemory):
-    """A launch's per-work-group partials in device memory."""
+    """A launch's per-work-group partials in device memory, as 32-bit words."""
 
     __slots__ = ("count", "ptr")
 
-    def __init__(self, device: Any, context: Any, count: int, dtype: np.dtype) -> None:
-        super().__init__(device, max(count * dtype.itemsize, 4), False, context)
+    def __init__(self, device: Any, context: Any, count: int) -> None:
+        super().__init__(device, max(count * 4, 4), False, context)
         self.count = count
-        self.ptr = usm_ptr(self.allocation, 0, dtype)
+        self.ptr = usm_ptr(self.allocation, 0, np.dtype(np.uint32))
+
+
+class _Counters:
+    """A device's pool of zero 32-bit counters in device memory of one context, one per
+    reduction command. The kernel's last work-group sets its counter back to zero, so a counter
+    returns zero; it is handed out again once the work submitted before its command went
+    has completed (as the allocator reuses memory)."""
+
+    SLAB = 1024  # counters zeroed at once, in one fill
+
+    def __init__(self, device: Any, context: Any) -> None:
+        self.device, self.context = device, context
+        self.scheduler = scheduler_for(device)
+        self.free: list[usm_ptr] = []
+        self.pending: collections.deque = collections.deque()
+        self.slabs: list[Any] = []  # their allocations, kept for the process
+
+    def take(self) -> usm_ptr:
+        pending = self.pending
+        while pending and pending[0][0].done():
+            self.free.append(pending.popleft()[1])
+        if not self.free:
+            slab = memops.initialized_allocation(self.device, self.scheduler, None,
+                                                 4 * self.SLAB, self.context)
+            self.slabs.append(slab)
+            self.free += [usm_ptr(slab, 4 * k, np.dtype(np.uint32))
+                          for k in reversed(range(self.SLAB))]
+        return self.free.pop()
+
+    def give(self, counter: usm_ptr) -> None:
+        last = self.scheduler.engine.last_submission()
+        if last is None or last.finished:
+            self.free.append(counter)
+        else:
+            self.pending.append((last, counter))
+
+
+# (device, context) -> its counters
+_COUNTERS: dict[tuple, _Counters] = {}
+
+
+class _Counter:
+    """A reduction command's counter, given back to its pool when the command goes."""
+
+    __slots__ = ("pool", "ptr")
+
+    def __init__(self, device: Any, context: Any) -> None:
+        pool = _COUNTERS.get((device, context))
+        if pool is None:
+            pool = _COUNTERS[device, context] = _Counters(device, context)
+        self.pool = pool
+        self.ptr = pool.take()
+
+    def __del__(self) -> None:
+        self.pool.give(self.ptr)
 
 
 # (id of the kernel's code, id of the device, the reductions, the launch's values) -> its
@@ -277,10 +343,10 @@ def _groups(ck: Any, launch: Any, device: Any) -> tuple[int, int, int]:
         cap = _GRID_GROUPS["cpu" if device.is_cpu() else "gpu"]
         groups = (max(1, min(-(-launch[0] // ck.spec.local[0]), cap)), 1, 1)
     count = groups[0] * groups[1] * groups[2]
-    extent = max(s.extent for s in ck.spec.reductions)
-    if count * extent > MAX_WORK_ITEMS:
-        raise exception(errc.nd_range, f"{launch!r} needs {count * extent} partial results "
-                        f"({count} work-groups, {extent} elements each): more than 2**31 - 1 "
+    words = max(s.extent * s.words for s in ck.spec.reductions)
+    if count * words > MAX_WORK_ITEMS:
+        raise exception(errc.nd_range, f"{launch!r} needs {count * words} words of partial "
+                        f"results ({count} work-groups, {words} each): more than 2**31 - 1 "
                         "(use a smaller range or span)")
     return groups
 
@@ -316,7 +382,7 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
         if last is not None and last[5].code is kernel.__code__ and last[0] == launch and \
                 last[1] is device and \
                 last[2] is context and all(map(operator.is_, last[3], specs)) and \
-                all(map(operator.is_, last[4], targets)) and \
+                all(map(operator.eq, last[4], targets)) and \
                 repeats(kernel, last[5], last[6]) and not any(map(FREED, targets)):
             return last[6][2]
     key = (id(kernel.__code__), id(device), specs, _launch_key(launch))
@@ -344,28 +410,26 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
     last = entry.last
     if last is not None and last[0] is p and last[4] is context:
         # the arguments of the last launch, partials included: its command runs again
-        first = p.arguments(kernel, _hidden(reductions, last[3], 0), launch, context, device)
-        if first == last[1]:
+        packed = p.arguments(kernel, _hidden(reductions, last[3]), launch, context, device)
+        if packed == last[1]:
             _remember(kernel, launch, device, context, specs, targets, entry.plan,
-                      (p, first, last[2], context, record, None))
+                      (p, packed, last[2], context, record, None))
             return last[2]
-    partials = [_Partials(device, context, count * s.extent, s.accumulator.dtype)
-                for s in specs]
-    packed = (p.arguments(kernel, _hidden(reductions, partials, 0), launch, context, device),
-              p.arguments(kernel, _hidden(reductions, partials, count), launch, context,
-                          device))
-    command = _command(p, device, context, groups, packed, partials)
-    entry.last = (p, packed[0], command, partials, context)
+    scratch = _scratch(device, context, specs, count)
+    packed = p.arguments(kernel, _hidden(reductions, scratch), launch, context, device)
+    command = _command(p, device, context, groups, packed, scratch)
+    entry.last = (p, packed, command, scratch, context)
     if properties is None:
         _remember(kernel, launch, device, context, specs, targets, entry.plan,
-                  (p, packed[0], command, context, record, None))
+                  (p, packed, command, context, record, None))
     return command
 
 
 # id(kernel code) -> (launch, device, context, specs, targets, plan, `last` as the
 # plan module keeps it) of the last reduction launch of that code (the plan holds the
-# code, so its id is not reused while the entry lives): a repeat with the very
-# same reductions, targets and captures gets its command back without packing arguments
+# code, so its id is not reused while the entry lives): a repeat with the very same
+# reductions and captures, and targets at the same addresses (`out + k` makes a new
+# pointer each call), gets its command back without packing arguments
 _LAST: dict[int, tuple] = {}
 
 
@@ -379,39 +443,49 @@ def _remember(kernel: Any, launch: Any, device: Any, context: Any, specs: tuple,
     _LAST[id(kernel.__code__)] = (launch, device, context, specs, targets, plan, last)
 
 
-def _hidden(reductions: tuple[reduction, ...], partials: list[_Partials],
-            finishing: int) -> tuple:
+def _scratch(device: Any, context: Any, specs: tuple[ReductionSpec, ...],
+             count: int) -> tuple[list[_Partials], _Counter]:
+    """A command's partials (`count` work-groups' of each reduction) and counter."""
+    return ([_Partials(device, context, count * s.extent * s.words) for s in specs],
+            _Counter(device, context))
+
+
+def _hidden(reductions: tuple[reduction, ...],
+            scratch: tuple[list[_Partials], _Counter]) -> tuple:
     """The hidden arguments of a reduction kernel: each reduction's target and partials,
-    then 0 for the first pass or the partials' count for the finishing one."""
+    then the counter."""
+    partials, counter = scratch
     out: list[Any] = []
     for r, part in zip(reductions, partials, strict=True):
         out += [r.target, part.ptr]
-    return (*out, finishing)
+    return (*out, counter.ptr)
 
 
 def _command(p: Any, device: Any, context: Any, groups: tuple[int, int, int],
-             packed: tuple[bytes, bytes], partials: list[_Partials]) -> ReductionLaunch:
-    """The launch of both passes with `packed` arguments; its copy for a graph packs the
-    same arguments with partials of its own."""
+             packed: bytes, scratch: tuple[list[_Partials], _Counter]) -> ReductionLaunch:
+    """The launch with `packed` arguments; its copy for a graph packs the same arguments
+    with partials and a counter of its own."""
     ck = p.ck
-    first, finish = packed
-    keep: tuple = tuple(partials)
+    partials, counter = scratch
+    keep: tuple = (*partials, counter)
+    push = packed
     if ck.spec.args_in_memory:
-        blocks = ArgumentBlock(device, first), ArgumentBlock(device, finish)
-        first, finish = (ADDRESS.pack(b.address) for b in blocks)
-        keep += blocks
+        block = ArgumentBlock(device, packed)
+        push = ADDRESS.pack(block.address)
+        keep += (block,)
 
     def copy() -> ReductionLaunch:
-        fresh = [_Partials(device, context, part.count, part.ptr.dtype) for part in partials]
-        offsets = [a.push_offset for k in range(len(partials)) for a in ck.args
-                   if a.path == ("param", 2 * k + 1)]
-        repacked = []
-        for data in packed:
-            out = bytearray(data)
-            for offset, part in zip(offsets, fresh, strict=True):
-                ADDRESS.pack_into(out, offset, part.allocation.address)
-            repacked.append(bytes(out))
-        return _command(p, device, context, groups, (repacked[0], repacked[1]), fresh)
+        fresh = ([_Partials(device, context, part.count) for part in partials],
+                 _Counter(device, context))
+        out = bytearray(packed)
+        n = len(partials)
+        for a in ck.args:
+            if a.path[0] == "param" and a.path[1] < 2 * n and a.path[1] % 2 == 1:
+                ADDRESS.pack_into(out, a.push_offset,
+                                  fresh[0][a.path[1] // 2].allocation.address)
+            elif a.path == ("param", 2 * n):
+                ADDRESS.pack_into(out, a.push_offset, fresh[1].ptr.address)
+        return _command(p, device, context, groups, bytes(out), fresh)
 
-    return ReductionLaunch(ck.name, ck.binary, ck.entry, first, groups, keep_alive=keep,
-                           finish_push_constants=finish, copy=copy)
+    return ReductionLaunch(ck.name, ck.binary, ck.entry, push, groups, keep_alive=keep,
+                           copy=copy)

@@ -17,7 +17,7 @@ from ..compiler.module import KernelSpec
 from ..compiler.reduction import ReductionSpec
 from ..properties import work_group_scratch_size
 from ..runtime.aspects import aspect, matrix_combinations
-from .device_checks import required_aspects, too_many_groups
+from .device_checks import group_arithmetic, required_aspects, too_many_groups
 from .virtual import check_sets, indirect_sets
 
 # work-group shapes for range kernels: 256 work-items where the device allows (measured
@@ -73,11 +73,12 @@ def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
     # accessors, whose buffers write back only when they go
     name = info.name if info is not None else kernel_name(pyfn)
     matrix = matrix_target(device)
+    arithmetic = bool(reductions) and group_arithmetic(device)
 
     def spec() -> KernelSpec:
         return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold,
                           args_in_memory, sets, virtual.digest(sets) if sets else "", has,
-                          reductions, matrix)
+                          reductions, matrix, arithmetic)
 
     return (kind, dims, local, has_offset, scratch, param_types, fold, args_in_memory, sets,
-            virtual.version() if sets else 0, has, reductions, matrix), spec
+            virtual.version() if sets else 0, has, reductions, matrix, arithmetic), spec

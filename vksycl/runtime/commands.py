@@ -116,28 +116,16 @@ class KernelLaunch(Command):
 
 @dataclass
 class ReductionLaunch(KernelLaunch):
-    """A reduction kernel's launch: its dispatch, then the same kernel again as one
-    work-group with `finish_push_constants`, combining the first dispatch's per-group
-    partials into the reductions' targets. One step, so a graph records both, and the
-    second keeps its barrier behind the first."""
+    """A reduction kernel's launch: one dispatch whose work-groups share scratch memory
+    (partials and a counter) of the command's own, so a graph records a copy with its
+    own."""
 
-    finish_push_constants: bytes = b""
-    # a copy of the launch with partials of its own (for_graph)
+    # a copy of the launch with scratch memory of its own (for_graph)
     copy: Callable[[], ReductionLaunch] | None = field(default=None, repr=False,
                                                        compare=False)
-    _finished: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def for_graph(self) -> Command:
         return self if self.copy is None else self.copy()
-
-    def lower(self, ctx: LowerContext) -> list[Step]:
-        engine = ctx.engine
-        done = self._finished
-        if done is None or done[0] is not engine:
-            done = self._finished = (engine, engine.dispatch(
-                engine.program(self.spirv, self.entry, self.name), (1, 1, 1),
-                self.finish_push_constants, self.bound))
-        return [GpuStep([self.dispatch(engine), done[1]])]
 
 
 @dataclass

@@ -28,7 +28,7 @@ import numpy as np
 from ..exceptions import errc, exception
 from . import memops
 from .context import scheduler_for
-from .usm import Allocation, alloc
+from .usm import Allocation
 
 _lock = threading.RLock()
 _sizes: dict[str, int] = {}  # unique id -> size, to catch two declarations disagreeing
@@ -70,23 +70,6 @@ def _check_size(entry: dict[str, Any]) -> None:
                         f"{known} bytes in another kernel or copy")
 
 
-def _new_allocation(device: Any, scheduler: Any, init: np.ndarray | None,
-                    nbytes: int) -> Allocation:
-    """Device memory holding `init` (zeros without it), ready when this returns."""
-    allocator = scheduler.allocators[False]
-    a = Allocation(allocator, allocator.allocate(nbytes), 0, nbytes, alloc.device, None,
-                   device)
-    dst = memops.Span(a, None, 0, nbytes)
-    command = memops.Fill(dst, b"\0") if init is None else \
-        memops.MemCopy(memops.Span(None, init.view(np.uint8), 0, nbytes), dst)
-    scheduler.execute(command, [], False, _reraise).wait()
-    return a
-
-
-def _reraise(err: BaseException) -> None:
-    raise err
-
-
 def _instance(image: Any, device: Any, scheduler: Any, entry: dict[str, Any]) -> Allocation:
     """The instance of an image-scope variable in `image`, made on first use."""
     key = (scheduler, entry["unique_id"])
@@ -98,8 +81,8 @@ def _instance(image: Any, device: Any, scheduler: Any, entry: dict[str, Any]) ->
     a = instances.get(key)
     if a is None:
         _check_size(entry)
-        a = instances[key] = _new_allocation(device, scheduler, _host.get(key[1]),
-                                             entry["size"])
+        a = instances[key] = memops.initialized_allocation(
+            device, scheduler, _host.get(key[1]), entry["size"])
     return a
 
 
@@ -207,8 +190,8 @@ def _shared_allocation(device: Any, scheduler: Any, meta: dict[str, Any]) -> All
     a = _shared.get((scheduler, meta["unique_id"]))
     if a is None:
         _check_size(meta)
-        a = _shared[(scheduler, meta["unique_id"])] = _new_allocation(device, scheduler,
-                                                                      None, meta["size"])
+        a = _shared[(scheduler, meta["unique_id"])] = memops.initialized_allocation(
+            device, scheduler, None, meta["size"])
     return a
 
 

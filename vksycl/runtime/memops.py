@@ -16,7 +16,7 @@ from ..exceptions import errc, exception
 from .commands import Command, GpuStep, HostStep, LowerContext, Step
 from .engine import Engine, Program
 from .glsl import compile_glsl
-from .usm import Allocation, other_device, ptr
+from .usm import Allocation, alloc, other_device, ptr
 
 _GROUP = 256
 _MAX_GROUPS = 32768  # under the 65535 every Vulkan device allows; more groups hide latency
@@ -313,3 +313,20 @@ def _fill_dispatches(engine: Engine, dst: int, n: int, pattern: bytes) -> list:
         at = head + body
         out.append(_fill_bytes(engine, dst + at, tail, _rotate(pattern, at)))
     return out
+
+
+def initialized_allocation(device: Any, scheduler: Any, init: np.ndarray | None,
+                           nbytes: int, context: Any = None) -> Allocation:
+    """Device memory holding `init` (zeros without it), ready when this returns."""
+    allocator = scheduler.allocators[False]
+    a = Allocation(allocator, allocator.allocate(nbytes), 0, nbytes, alloc.device, context,
+                   device)
+    dst = Span(a, None, 0, nbytes)
+    command = Fill(dst, b"\0") if init is None else \
+        MemCopy(Span(None, init.view(np.uint8), 0, nbytes), dst)
+    scheduler.execute(command, [], False, _reraise).wait()
+    return a
+
+
+def _reraise(err: BaseException) -> None:
+    raise err

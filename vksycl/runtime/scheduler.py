@@ -54,13 +54,10 @@ class Scheduler:
             ordered = all(d.ordered_on(engine) for d in deps)
         kind = type(command)
         if ordered and not profiling and (kind is KernelLaunch or kind is ReductionLaunch):
-            # The common eager launch, in short: what `_run` does for its dispatches (one,
-            # or a reduction's two), submitted or batched, its errors raised to the caller
-            # (those of a batch it joins, to the queue). The event is made once the
-            # dispatches are on their way.
-            dispatches = (command.dispatch(engine),) if kind is KernelLaunch else \
-                command.lower(self.eager)[0].dispatches
-            sub = engine.submit(dispatches, False, on_error)
+            # The common eager launch, in short: what `_run` does for its dispatch,
+            # submitted or batched, its errors raised to the caller (those of a batch it
+            # joins, to the queue). The event is made once the dispatch is on its way.
+            sub = engine.submit((command.dispatch(engine),), False, on_error)
             ev = event(engine)
             ev._submission = sub
             ev._issued = True
