@@ -1,12 +1,13 @@
 """A 256 MiB round trip between vksycl and torch on one GPU: with the memory shared
-(`syclexp.cuda_view`, DLPack, no copy) against the host copies a program makes without it.
+(DLPack, no copy) against the host copies a program makes without it.
 
 One round trip: a vksycl kernel writes the buffer, torch reads it (a sum) and rewrites it
 (in place), a vksycl kernel reads torch's result (and halves it). Shared, both work on
-one allocation; copied, vksycl's buffer goes to the host (memcpy to numpy), to torch
-(`.cuda()`), back to the host (`.cpu()`) and back to vksycl (memcpy). Each side waits for
-the other on the host in both. Prints the median of each and their ratio; needs an
-NVIDIA GPU, CUDA and torch, and says what is missing elsewhere.
+one allocation, which vksycl allocated (`syclexp.cuda_view`) or CUDA did
+(`syclexp.cuda_exportable`); copied, vksycl's buffer goes to the host (memcpy to numpy),
+to torch (`.cuda()`), back to the host (`.cpu()`) and back to vksycl (memcpy). Each side
+waits for the other on the host in all three. Prints the median of each and their ratio;
+needs an NVIDIA GPU, CUDA and torch, and says what is missing elsewhere.
 
     python benchmarks/interop.py [--mib 256] [--repeat 10]
 """
@@ -75,19 +76,25 @@ def main() -> int:
     cuda = torch.device("cuda", ordinal)
     expected = float(((np.arange(4096, dtype=np.float64) + 1.0) * 0.5).sum() * (n // 4096))
 
-    # shared: one allocation, seen by torch through DLPack
+    # shared: one allocation, vksycl's or CUDA's, seen by both
     fd = syclexp.external_mem_handle_type.opaque_fd
     x = syclexp.alloc_exportable_device_mem(0, nbytes, fd, q, dtype=sycl.float32)
     view = syclexp.cuda_view(x)
-    tensors = [torch.from_dlpack(view)]  # dropped before the view closes
-    shared_kernels = Kernels(q, x, n)
+    owned = syclexp.cuda_exportable(n, q, dtype=sycl.float32)
+    tensors = [torch.from_dlpack(view), torch.from_dlpack(owned)]  # dropped before closing
 
-    def shared() -> None:
-        shared_kernels.write()
-        tensors[0].sum()  # torch reads
-        tensors[0].add_(1.0)  # torch writes
-        torch.cuda.synchronize()
-        shared_kernels.read()
+    def round_trip(kernels: Kernels, which: int) -> Callable[[], None]:
+        def run() -> None:
+            kernels.write()
+            tensors[which].sum()  # torch reads
+            tensors[which].add_(1.0)  # torch writes
+            torch.cuda.synchronize()
+            kernels.read()
+        return run
+
+    shared_kernels = Kernels(q, x, n)
+    shared = round_trip(shared_kernels, 0)
+    cuda_owned = round_trip(Kernels(q, owned.ptr, n), 1)
 
     # copied: vksycl's own device memory, through the host both ways
     d = sycl.malloc_device(n, sycl.float32, q)
@@ -105,9 +112,10 @@ def main() -> int:
         copied_kernels.read()
 
     shared_ms = median_ms(shared, args.repeat)
+    owned_ms = median_ms(cuda_owned, args.repeat)
     copied_ms = median_ms(copied, args.repeat)
     check = np.zeros(n, np.float32)
-    for ptr in (x, d):  # both ended a round trip: (i % 4096 + 1) / 2
+    for ptr in (x, owned.ptr, d):  # each ended a round trip: (i % 4096 + 1) / 2
         q.memcpy(check, ptr, nbytes).wait()
         got = float(check.sum(dtype=np.float64))
         assert abs(got - expected) <= 1e-6 * expected, f"round trip gave {got}, not {expected}"
@@ -118,6 +126,7 @@ def main() -> int:
     print(f"{args.mib} MiB round trip vksycl -> torch -> vksycl on {name} (cuda:{ordinal}), "
           f"median of {args.repeat}")
     print(f"  shared memory (cuda_view + DLPack, no copy): {shared_ms:9.2f} ms")
+    print(f"  CUDA's memory (cuda_exportable, no copy):    {owned_ms:9.2f} ms")
     print(f"  host copies (memcpy, .cuda(), .cpu(), memcpy): {copied_ms:7.2f} ms")
     print(f"  vksycl's two kernels alone:                   {kernels_ms:9.2f} ms")
     print(f"  host copies / shared: {copied_ms / shared_ms:.1f}x; the copies move "
@@ -126,6 +135,7 @@ def main() -> int:
 
     tensors.clear()
     view.close()
+    owned.close()
     sycl.free(d, q)
     sycl.free(x, q)
     return 0

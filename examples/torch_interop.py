@@ -2,7 +2,9 @@
 
 vksycl allocates exportable device memory, a kernel fills it, torch takes it through
 DLPack (`syclexp.cuda_view`: CUDA imports the Vulkan memory), reads and rewrites it, and a
-vksycl kernel reads torch's result. Each side waits for the other's work on the host
+vksycl kernel reads torch's result. Then the reverse: CUDA allocates the memory
+(`syclexp.cuda_exportable`: vksycl imports it), torch fills it, a vksycl kernel rewrites
+it in place and torch reads the result. Each side waits for the other's work on the host
 (q.wait(), torch.cuda.synchronize()). Needs an NVIDIA GPU, CUDA and torch; elsewhere it
 says what is missing and exits.
 
@@ -58,6 +60,22 @@ def main() -> int:
     del t
     view.close()
     sycl.free(x, q)
+
+    owned = syclexp.cuda_exportable(N, q, dtype=sycl.float32)  # memory CUDA owns
+    t = torch.from_dlpack(owned)
+    t.copy_(torch.linspace(0, 1, N, device=t.device))
+    torch.cuda.synchronize()
+    y = owned.ptr
+
+    def affine(i):  # vksycl rewrites torch's tensor in place
+        y[i] = y[i] * 3.0 + 1.0
+    q.parallel_for(sycl.range(N), affine).wait()
+    expected = torch.linspace(0, 1, N, device=t.device) * 3 + 1
+    torch.testing.assert_close(t, expected)
+    print(f"torch reads vksycl's results in its own memory on {t.device}: max error "
+          f"{(t - expected).abs().max().item():.2e}")
+    del t
+    owned.close()  # vksycl's import first, then CUDA's memory
     return 0
 
 

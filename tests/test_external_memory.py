@@ -1,11 +1,14 @@
 """Memory shared as opaque file descriptors (VK_KHR_external_memory_fd): exported by one
 device and imported by another (two instances of lavapipe, `VKSYCL_DEVICE_INSTANCES=2`),
-each side's kernels seeing the other's writes with no copy; the errors of bad use; and
-host and shared USM taken by numpy (and torch, where installed) through DLPack without a
-copy."""
+each side's kernels seeing the other's writes with no copy; the errors of bad use; what
+the CUDA interop checks before it needs CUDA, and its calls against a stand-in for
+libcuda; and host and shared USM taken by numpy (and torch, where installed) through
+DLPack without a copy."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import gc
 import os
 import sys
@@ -17,6 +20,8 @@ import pytest
 import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.vksycl import release_native_device
+from vksycl.runtime import cuda_export
+from vksycl.runtime.cuda_interop import BufferDesc, Driver, MemoryHandleDesc
 
 sys.path.append(str(Path(__file__).parent))  # the application of the interop tests
 from test_interop import NEEDED, App, code_and_message
@@ -171,6 +176,20 @@ def test_bad_exports_and_imports_are_named(two):
         sycl.free(a, qa)
 
 
+def test_a_descriptor_of_no_device_memory_is_refused(q):
+    """The device refuses it (VK_ERROR_INVALID_EXTERNAL_HANDLE, which the `vulkan` package
+    cannot raise by name): a sycl.exception, not the package's KeyError."""
+    if EXTENSION not in q.get_device().get_info(sycl.info.device.extensions):
+        pytest.skip(f"the default device lacks {EXTENSION}")
+    r, w = os.pipe()
+    os.close(w)
+    code, message = code_and_message(lambda: syclexp.import_external_memory(
+        syclexp.external_mem_descriptor(syclexp.resource_fd(r), FD, 4096), q))
+    assert code is sycl.errc.invalid and f"refused file descriptor {r}" in message
+    with contextlib.suppress(OSError):  # lavapipe closes what it refuses
+        os.close(r)
+
+
 def test_a_device_without_the_extension_is_named():
     """An application's device created without VK_KHR_external_memory_fd."""
     app = App()
@@ -260,6 +279,139 @@ def test_cuda_views_take_exportable_memory_and_name_what_is_missing(q):
         assert view.shape == (64,)
         view.close()
     sycl.free(p, q)
+
+
+def test_cuda_exportable_names_bad_input_and_what_is_missing(q):
+    """The shape and dtype are checked before CUDA is needed; without CUDA (or this GPU
+    in it) the allocation names what is missing (tests/test_cuda_interop.py runs where
+    CUDA is)."""
+    for shape, dtype, words in [(0, None, "0 bytes"), ((16, 0), sycl.float32, "0 bytes"),
+                                (-4, None, "negative"), ((4, -1), sycl.int32, "negative"),
+                                (2.5, None, "not an integer"), ("16", None, "not an integer"),
+                                (16, object, "numbers or bools"),
+                                (16, [("a", np.float32)], "numbers or bools"),
+                                (16, "no such type", "not an element type")]:
+        code, message = code_and_message(
+            lambda s=shape, d=dtype: syclexp.cuda_exportable(s, q, dtype=d))
+        assert code is sycl.errc.invalid and words in message, (shape, dtype, message)
+    code, message = code_and_message(lambda: syclexp.cuda_exportable(16, "q"))
+    assert code is sycl.errc.invalid and "got str" in message
+    try:
+        m = syclexp.cuda_exportable((4, 8), q, dtype=sycl.float32)
+    except sycl.exception as err:
+        assert err.code() is sycl.errc.feature_not_supported and "CUDA" in str(err)
+    else:
+        assert m.shape == (4, 8) and m.ptr.count == 32
+        m.close()
+
+
+def test_cuda_structs_have_the_driver_apis_layout():
+    """CUmemAllocationProp, CUmemAccessDesc and the external memory descriptors, as the
+    x86-64 and aarch64 ABIs lay out cuda.h's definitions."""
+    prop = cuda_export.AllocationProp
+    assert ctypes.sizeof(prop) == 32
+    assert (prop.location.offset, prop.win32HandleMetaData.offset, prop.allocFlags.offset) \
+        == (8, 16, 24)
+    assert ctypes.sizeof(cuda_export.AccessDesc) == 12 and cuda_export.AccessDesc.flags.offset == 8
+    assert ctypes.sizeof(MemoryHandleDesc) == 104 and MemoryHandleDesc.size.offset == 24
+    assert ctypes.sizeof(BufferDesc) == 88 and BufferDesc.flags.offset == 16
+
+
+class StandInCuda(Driver):
+    """libcuda as cuda_exportable calls it, over vksycl's own exportable memory of the
+    same device: what CUDA would allocate and export, so that the import, the kernels
+    and the order of release run where there is no CUDA."""
+
+    def __init__(self, q: sycl.queue, export=None, vmm: int = 1) -> None:
+        self.q, self.export, self.vmm = q, export, vmm
+        self.calls: list[str] = []
+        self.memory = None
+        self.watched = None  # vksycl's mapping, whose state cuMemUnmap records
+        self.at_unmap = None
+
+    def ordinal_of(self, dev) -> int:
+        return 0
+
+    def call(self, name: str, *args) -> None:
+        self.calls.append(name)
+        out = getattr(args[0], "_obj", None) if args else None  # what byref points to
+        if name == "cuDeviceGetAttribute":
+            out.value = self.vmm
+        elif name == "cuMemGetAllocationGranularity":
+            out.value = 1 << 16
+        elif name == "cuMemCreate":
+            prop = args[2]._obj
+            assert (prop.type, prop.requestedHandleTypes, prop.location.type) == (1, 1, 1)
+            self.memory = syclexp.alloc_exportable_device_mem(0, args[1].value, FD, self.q)
+            out.value = 7
+        elif name == "cuMemAddressReserve":
+            out.value = 0x7000000
+        elif name == "cuMemSetAccess":
+            assert args[2]._obj.flags == 3 and args[3].value == 1
+        elif name == "cuMemExportToShareableHandle":
+            assert args[1].value == 7 and args[2].value == 1
+            out.value = (self.export or (lambda: syclexp.export_device_mem_handle(
+                self.memory, FD, self.q)))()
+        elif name == "cuMemUnmap" and self.watched is not None:
+            self.at_unmap = (self.watched.freed, self.watched.parent.released)
+        elif name == "cuMemRelease":
+            sycl.free(self.memory, self.q)
+
+
+def test_cuda_exportable_imports_what_cuda_exports_and_releases_it_first(q, monkeypatch):
+    if EXTENSION not in q.get_device().get_info(sycl.info.device.extensions):
+        pytest.skip(f"the default device lacks {EXTENSION}")
+    cuda = StandInCuda(q)
+    monkeypatch.setattr(cuda_export, "cuda_driver", lambda: cuda)
+    syclexp.cuda_exportable(1, q).close()  # a first import opens what the driver keeps open
+    fds = len(os.listdir("/proc/self/fd"))
+    m = syclexp.cuda_exportable(1000, q, dtype=sycl.float32)
+    assert m.allocation_size == 1 << 16 and m.data == 0x7000000 and m.device_id == 0
+    assert m.__cuda_array_interface__["shape"] == (1000,)
+    assert m.__cuda_array_interface__["typestr"] == "<f4"
+    x = m.ptr
+    cuda.watched = x.allocation
+
+    def twice(i):
+        x[i] = sycl.float32(i) * 2.0
+    q.parallel_for(sycl.range(1000), twice).wait()
+    back = np.zeros(1000, np.float32)
+    q.memcpy(back, cuda.memory, 4000).wait()  # what "CUDA" allocated holds the kernel's
+    np.testing.assert_array_equal(back, 2.0 * np.arange(1000))
+    code, message = code_and_message(lambda: q.memcpy(back, x + 1, 4000))
+    assert code is sycl.errc.invalid and "allocation of 4000 bytes" in message
+    cuda.calls.clear()
+    m.close()
+    m.close()
+    assert cuda.calls == ["cuCtxPushCurrent_v2", "cuMemUnmap", "cuMemAddressFree",
+                          "cuMemRelease", "cuCtxPopCurrent_v2", "cuDeviceGet",
+                          "cuDevicePrimaryCtxRelease_v2"]
+    assert cuda.at_unmap == (True, True)  # vksycl's mapping and import went first
+    assert len(os.listdir("/proc/self/fd")) == fds  # Vulkan closed the descriptor
+    code, message = code_and_message(lambda: m.__cuda_array_interface__)
+    assert code is sycl.errc.invalid and "closed" in message
+
+
+def test_cuda_exportable_undoes_cudas_work_when_the_import_fails(q, monkeypatch, tmp_path):
+    cuda = StandInCuda(q, vmm=0)
+    monkeypatch.setattr(cuda_export, "cuda_driver", lambda: cuda)
+    code, message = code_and_message(lambda: syclexp.cuda_exportable(64, q))
+    assert code is sycl.errc.feature_not_supported and "virtual memory management" in message
+    assert "cuDevicePrimaryCtxRetain" not in cuda.calls
+    if EXTENSION not in q.get_device().get_info(sycl.info.device.extensions):
+        pytest.skip(f"the default device lacks {EXTENSION}")  # the stand-in allocates with it
+    small = tmp_path / "small"
+    small.write_bytes(bytes(16))
+    fd = os.open(small, os.O_RDWR)
+    cuda = StandInCuda(q, export=lambda: fd)  # a descriptor of 16 bytes, not 64 KiB
+    monkeypatch.setattr(cuda_export, "cuda_driver", lambda: cuda)
+    code, message = code_and_message(lambda: syclexp.cuda_exportable(64, q))
+    assert code is sycl.errc.invalid and "holds 16 bytes" in message
+    assert cuda.calls[-7:] == ["cuMemExportToShareableHandle", "cuMemUnmap", "cuMemAddressFree",
+                               "cuMemRelease", "cuCtxPopCurrent_v2", "cuDeviceGet",
+                               "cuDevicePrimaryCtxRelease_v2"]
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed: the import failed, so it was cuda_exportable's to close
 
 
 # -- host and shared USM through DLPack ------------------------------------------------------

@@ -9,19 +9,24 @@ ctypes. The view has `__cuda_array_interface__`, and `__dlpack__` through cupy o
 whichever is installed, so `torch.from_dlpack(view)` and `cupy.from_dlpack(view)` take it.
 The two APIs do not see each other's work: wait for vksycl's (`q.wait()`) before CUDA
 reads, and synchronise CUDA (`torch.cuda.synchronize()`) before vksycl's kernels read.
+`cuda_export` holds the reverse direction (memory CUDA allocates, imported by vksycl);
+the driver, the array protocols and the checks of shapes and dtypes here serve both.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import operator
 import os
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from ..exceptions import errc, exception
+from ..types import as_dtype
 from .external_memory import ExternalAllocation, export_device_mem_handle, external_mem_handle_type
 from .platform import device
 from .usm import ptr
@@ -29,6 +34,7 @@ from .usm import ptr
 _OPAQUE_FD = 1  # CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD
 _DEDICATED = 1  # CUDA_EXTERNAL_MEMORY_DEDICATED
 _KDL_CUDA = 2  # DLPack's kDLCUDA
+_OUT_OF_MEMORY = 2  # CUDA_ERROR_OUT_OF_MEMORY
 
 
 class _Win32(ctypes.Structure):
@@ -53,8 +59,8 @@ class BufferDesc(ctypes.Structure):
                 ("flags", ctypes.c_uint), ("reserved", ctypes.c_uint * 16)]
 
 
-class _Driver:
-    """libcuda's functions this module calls, loaded once."""
+class Driver:
+    """libcuda's functions this module and `cuda_export` call, loaded once."""
 
     def __init__(self) -> None:
         try:
@@ -71,7 +77,8 @@ class _Driver:
             text = ctypes.c_char_p()
             self.lib.cuGetErrorString(result, ctypes.byref(text))
             what = text.value.decode() if text.value else f"CUresult {result}"
-            raise exception(errc.runtime, f"CUDA's {name} failed: {what}")
+            code = errc.memory_allocation if result == _OUT_OF_MEMORY else errc.runtime
+            raise exception(code, f"CUDA's {name} failed: {what}")
 
     def device(self, ordinal: int) -> ctypes.c_int:
         """The CUdevice of a CUDA ordinal."""
@@ -91,46 +98,89 @@ class _Driver:
         raise exception(errc.feature_not_supported, f"no CUDA device is {dev!r} (Vulkan "
                         f"device UUID {dev.vulkan.device_uuid.hex()}); CUDA sees {count.value}")
 
+    def retain_context(self, ordinal: int) -> ctypes.c_void_p:
+        """The primary context of a CUDA device (torch's and cupy's), held until
+        `release_context`."""
+        context = ctypes.c_void_p()
+        self.call("cuDevicePrimaryCtxRetain", ctypes.byref(context), self.device(ordinal))
+        return context
 
-_driver: _Driver | None = None
+    def release_context(self, ordinal: int) -> None:
+        self.call("cuDevicePrimaryCtxRelease_v2", self.device(ordinal))
+
+    @contextlib.contextmanager
+    def current(self, context: ctypes.c_void_p) -> Iterator[None]:
+        """`context` current on this thread for the calls inside (memory calls need one)."""
+        self.call("cuCtxPushCurrent_v2", context)
+        try:
+            yield
+        finally:
+            self.call("cuCtxPopCurrent_v2", ctypes.byref(ctypes.c_void_p()))
+
+
+_driver: Driver | None = None
 _driver_lock = threading.Lock()
 
 
-def _cuda() -> _Driver:
+def cuda_driver() -> Driver:
+    """libcuda, loaded and initialised on first use; errc.feature_not_supported where the
+    NVIDIA driver is absent."""
     global _driver
     with _driver_lock:
         if _driver is None:
-            _driver = _Driver()
+            _driver = Driver()
         return _driver
 
 
 def cuda_device_of(dev: device) -> int:
     """The CUDA ordinal of a vksycl device (torch's `cuda:N`); raises
     errc.feature_not_supported where CUDA is absent or sees no such GPU."""
-    return _cuda().ordinal_of(dev)
+    return cuda_driver().ordinal_of(dev)
 
 
-class cuda_memory:
-    """`syclexp.cuda_memory`: vksycl memory as a CUDA device pointer, for torch and cupy
-    (through `__cuda_array_interface__` or `__dlpack__`). It holds CUDA's import until
-    `close()` (or its collection): close it before freeing the vksycl memory."""
+def cuda_dtype(dtype: Any) -> np.dtype:
+    """The element type of a CUDA array: a number or bool, which DLPack and
+    `__cuda_array_interface__` describe (structs and pointers' metadata they cannot)."""
+    try:
+        dt = as_dtype(dtype)
+    except TypeError:
+        raise exception(errc.invalid, f"{dtype!r} is not an element type") from None
+    if dt.kind not in "biufc" or dt.subdtype is not None or dt.metadata:
+        raise exception(errc.invalid, f"CUDA memory of {dt} cannot be handed to torch or "
+                        "cupy: give an element type of numbers or bools")
+    return dt
 
-    def __init__(self, driver: _Driver, ordinal: int, context: ctypes.c_void_p,
-                 imported: ctypes.c_void_p, base: int, p: ptr, shape: tuple[int, ...]) -> None:
-        self._driver = driver
-        self._context = context
-        self._imported = imported
-        self._base = base
+
+def cuda_shape(shape: Any) -> tuple[int, ...]:
+    """A shape given as an int or a sequence of them, checked not negative."""
+    dims = (shape,) if not isinstance(shape, tuple | list) else tuple(shape)
+    try:
+        dims = tuple(operator.index(n) for n in dims)
+    except TypeError:
+        raise exception(errc.invalid, f"shape {shape!r} has a size that is not an integer"
+                        ) from None
+    if any(n < 0 for n in dims):
+        raise exception(errc.invalid, f"shape {dims} has a negative size")
+    return dims
+
+
+class CudaArray:
+    """CUDA device memory of one shape and dtype on CUDA device `device_id`, which torch
+    and cupy take with no copy (`__cuda_array_interface__`, `__dlpack__`) until it is
+    closed."""
+
+    def __init__(self, ordinal: int, dtype: np.dtype, shape: tuple[int, ...], data: int
+                 ) -> None:
         self.device_id = ordinal
-        self.dtype = p.dtype
+        self.dtype = dtype
         self.shape = shape
-        self.data = base + p.byte_offset  # the CUDA device address of the pointer
-        self.source = p
+        self.data = data  # the CUDA device address
+        self.closed = False
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
-        if self._imported is None:
-            raise exception(errc.invalid, "the CUDA view was closed")
+        if self.closed:
+            raise exception(errc.invalid, f"{self!r} was closed")
         # no stream: vksycl's work is done (waited for) before CUDA reads
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.data, False),
                 "strides": None, "version": 3, "stream": None}
@@ -140,7 +190,7 @@ class cuda_memory:
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         """A DLPack capsule made by cupy or torch over the same memory (no copy); the
-        array behind it keeps this view alive."""
+        array behind it keeps this object alive."""
         try:
             import cupy
         except ImportError:
@@ -156,22 +206,34 @@ class cuda_memory:
                             "__cuda_array_interface__)") from None
         return torch.as_tensor(self, device=f"cuda:{self.device_id}").__dlpack__(**kwargs)
 
+
+class cuda_memory(CudaArray):
+    """`syclexp.cuda_memory`: vksycl memory as a CUDA device pointer, for torch and cupy
+    (through `__cuda_array_interface__` or `__dlpack__`). It holds CUDA's import until
+    `close()` (or its collection): close it before freeing the vksycl memory."""
+
+    def __init__(self, driver: Driver, ordinal: int, context: ctypes.c_void_p,
+                 imported: ctypes.c_void_p, base: int, p: ptr, shape: tuple[int, ...]) -> None:
+        super().__init__(ordinal, p.dtype, shape, base + p.byte_offset)
+        self._driver = driver
+        self._context = context
+        self._imported = imported
+        self._base = base
+        self.source = p
+
     def close(self) -> None:
         """Ends CUDA's use of the memory: unmaps and destroys the import."""
-        imported, self._imported = self._imported, None
-        if imported is None:
+        if self.closed:
             return
+        self.closed = True
         d = self._driver
-        d.call("cuCtxPushCurrent_v2", self._context)
-        try:
+        with d.current(self._context):
             d.call("cuMemFree_v2", ctypes.c_ulonglong(self._base))
-            d.call("cuDestroyExternalMemory", imported)
-        finally:
-            d.call("cuCtxPopCurrent_v2", ctypes.byref(ctypes.c_void_p()))
-        d.call("cuDevicePrimaryCtxRelease_v2", d.device(self.device_id))
+            d.call("cuDestroyExternalMemory", self._imported)
+        d.release_context(self.device_id)
 
     def __del__(self) -> None:
-        if getattr(self, "_imported", None) is not None:
+        if not getattr(self, "closed", True):
             with contextlib.suppress(exception):  # at exit CUDA may be gone already
                 self.close()
 
@@ -188,21 +250,17 @@ def cuda_view(p: ptr, shape: tuple[int, ...] | int | None = None) -> cuda_memory
         raise exception(errc.invalid, "cuda_view takes memory from "
                         f"syclexp.alloc_exportable_device_mem, not {p!r}")
     a.check_live()
-    if shape is None:
-        shape = (p.count,)
-    shape = (shape,) if isinstance(shape, int) else tuple(int(n) for n in shape)
+    cuda_dtype(p.dtype)
+    shape = (p.count,) if shape is None else cuda_shape(shape)
     if int(np.prod(shape)) * p.dtype.itemsize > a.nbytes - p.byte_offset:
         raise exception(errc.invalid, f"shape {shape} of {p.dtype} does not fit in the "
                         f"{a.nbytes - p.byte_offset} bytes from the pointer")
-    d = _cuda()
+    d = cuda_driver()
     ordinal = d.ordinal_of(a.device)
-    cu_device = d.device(ordinal)
-    context = ctypes.c_void_p()
-    d.call("cuDevicePrimaryCtxRetain", ctypes.byref(context), cu_device)
+    context = d.retain_context(ordinal)
     fd = -1
     try:
-        d.call("cuCtxPushCurrent_v2", context)
-        try:
+        with d.current(context):
             fd = export_device_mem_handle(ptr(a), external_mem_handle_type.opaque_fd,
                                           a.device, a.context)
             desc = MemoryHandleDesc(type=_OPAQUE_FD, size=a.allocation_size,
@@ -219,11 +277,9 @@ def cuda_view(p: ptr, shape: tuple[int, ...] | int | None = None) -> cuda_memory
             except exception:
                 d.call("cuDestroyExternalMemory", imported)
                 raise
-        finally:
-            d.call("cuCtxPopCurrent_v2", ctypes.byref(ctypes.c_void_p()))
     except exception:
         if fd >= 0:
             os.close(fd)
-        d.call("cuDevicePrimaryCtxRelease_v2", cu_device)
+        d.release_context(ordinal)
         raise
     return cuda_memory(d, ordinal, context, imported, base.value, p, shape)

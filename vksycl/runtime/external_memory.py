@@ -10,7 +10,7 @@ as any device USM. vksycl owns what it allocates here: `sycl.free` (or the exten
 free and release functions) destroys it once the work submitted before is done, and what
 is left is destroyed before the device goes (at exit, or `release_native_device`).
 A file descriptor given to `import_external_memory` belongs to Vulkan once the import
-succeeds, and stays the caller's when it fails.
+succeeds, and stays the caller's when it fails (lavapipe closes one it refuses, though).
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ from .usm import ptr
 USAGE = 0x00020000 | 0x20 | 0x1 | 0x2
 _DEVICE_ADDRESS = 0x2  # VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT
 _EXPORTABLE, _IMPORTABLE, _DEDICATED_ONLY = 0x2, 0x4, 0x1  # VkExternalMemoryFeatureFlagBits
+# VK_ERROR_INVALID_EXTERNAL_HANDLE, which the `vulkan` package holds unsigned, so that its
+# vkAllocateMemory raises KeyError for it
+_INVALID_EXTERNAL_HANDLE = -1000072003
 # what this module made on each device and has not destroyed yet
 _owned: dict[device, set[ExternalAllocation | external_mem]] = {}
 _lock = threading.Lock()
@@ -143,11 +146,20 @@ def _allocate(v: _Vulkan, nbytes: int, chain: Any, dedicated: bool, buffer: Any
         head = vk.VkMemoryDedicatedAllocateInfo(
             sType=vk.VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO, pNext=flags,
             buffer=buffer)
-    memory = vk.vkAllocateMemory(v.device, vk.VkMemoryAllocateInfo(
-        sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, pNext=head,
-        allocationSize=needs.size, memoryTypeIndex=v.device_local_type(needs.memoryTypeBits)),
-        None)
+    try:
+        memory = vk.vkAllocateMemory(v.device, vk.VkMemoryAllocateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, pNext=head,
+            allocationSize=needs.size,
+            memoryTypeIndex=v.device_local_type(needs.memoryTypeBits)), None)
+    except KeyError as err:  # a VkResult the package has no exception for
+        if err.args != (_INVALID_EXTERNAL_HANDLE,):
+            raise
+        raise vk.VkError("VK_ERROR_INVALID_EXTERNAL_HANDLE") from None
     return memory, needs.size
+
+
+def _vk_name(err: Exception) -> str:
+    return str(err) or type(err).__name__
 
 
 class ExternalAllocation(ImportedAllocation):
@@ -276,7 +288,7 @@ def alloc_exportable_device_mem(alignment: int, size: int,
     except vk.VkError as err:
         vk.vkDestroyBuffer(v.device, buffer, None)
         raise exception(errc.memory_allocation, f"the device could not allocate {nbytes} "
-                        f"exportable bytes ({type(err).__name__})") from None
+                        f"exportable bytes ({_vk_name(err)})") from None
     vk.vkBindBufferMemory(v.device, buffer, memory, 0)
     native = native_memory(v.handle(buffer), 0, nbytes, v.handle(memory))
     a = ExternalAllocation(v, native, ctx, dev, allocated, dedicated=dedicated)
@@ -374,7 +386,7 @@ def import_external_memory(desc: external_mem_descriptor, *where: Any) -> extern
         memory, size = _allocate(v, nbytes, chain, bool(features & _DEDICATED_ONLY), probe)
     except vk.VkError as err:
         raise exception(errc.invalid, f"the device refused file descriptor {fd} of "
-                        f"{nbytes} bytes ({type(err).__name__}): not memory of this "
+                        f"{nbytes} bytes ({_vk_name(err)}): not memory of this "
                         "physical device exported as an opaque fd, or not that size"
                         ) from None
     finally:

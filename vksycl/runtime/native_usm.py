@@ -128,7 +128,8 @@ def target_of(where: tuple) -> tuple[device, context]:
         if not where[1].has_device(where[0]):
             raise exception(errc.invalid, "the device is not in the context")
         return where[0], where[1]
-    raise exception(errc.invalid, "make_usm_from_native takes a queue, or a device and a "
-                    "context, after the native memory")
+    got = ", ".join(type(w).__name__ for w in where) or "nothing"
+    raise exception(errc.invalid, "name the memory's queue, or its device and context, "
+                    f"after it; got {got}")
 
 

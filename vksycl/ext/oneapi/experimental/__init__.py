@@ -7,7 +7,8 @@ command graphs (seed 003), `matrix` (sycl_ext_oneapi_matrix) with its `info` que
 `make_usm_from_native` (USM over an application's VkBuffer), an application's semaphores
 in queues (`make_external_semaphore`), and memory exported and imported as file
 descriptors (`alloc_exportable_device_mem`, `import_external_memory`), which CUDA sees
-without a copy (`cuda_view`).
+without a copy (`cuda_view`), and memory CUDA allocates, which vksycl sees without a copy
+(`cuda_exportable`).
 """
 
 from ....compiler import (
@@ -81,6 +82,7 @@ from ....kernels.virtual import (
     indirectly_callable_in,
 )
 from ....properties import work_group_scratch_size
+from ....runtime.cuda_export import cuda_allocation, cuda_exportable
 from ....runtime.cuda_interop import cuda_device_of, cuda_memory, cuda_view
 from ....runtime.external_memory import (
     alloc_exportable_device_mem,
@@ -113,7 +115,9 @@ __all__ = [
     "build_options",
     "command_graph",
     "create_kernel_bundle_from_source",
+    "cuda_allocation",
     "cuda_device_of",
+    "cuda_exportable",
     "cuda_memory",
     "cuda_view",
     "device_global",
