@@ -30,7 +30,7 @@ import vulkan as vk
 
 import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
-from vksycl.ext.vksycl import release_native_device
+from vksycl.ext.vksycl import native_queue_lock, release_native_device
 
 WIDTH, HEIGHT = 256, 256
 POINT_SIZE = 4  # pixels; sizes above 1 need the largePoints feature
@@ -492,9 +492,10 @@ def main(argv: list[str] | None = None) -> int:
         simulate(particles, q, n)
         q.ext_oneapi_signal_external_semaphore(step_done, k)
         # Vulkan takes one submitter to a queue at a time, and lavapipe has one queue,
-        # shared with vksycl: the render submits between vksycl's calls, right after a
-        # signal, which hands vksycl's work to the device there and then
-        renderer.submit(wait=(simulated, k), signal=(rendered, k))
+        # shared with vksycl (which submits from its own threads too): the render
+        # submits holding vksycl's submissions to it
+        with native_queue_lock(q):
+            renderer.submit(wait=(simulated, k), signal=(rendered, k))
     frame = renderer.pixels(done=(rendered, opts.frames))
     write_png(opts.out, frame)
 

@@ -5,6 +5,8 @@ which the application creates with the `vulkan` package and destroys itself."""
 from __future__ import annotations
 
 import gc
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -12,7 +14,7 @@ import vulkan as vk
 
 import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
-from vksycl.ext.vksycl import release_native_device
+from vksycl.ext.vksycl import native_queue_lock, release_native_device
 
 NEEDED = ("bufferDeviceAddress", "timelineSemaphore", "shaderInt64")
 _USAGE = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
@@ -346,3 +348,25 @@ def test_bad_native_memory_is_named(app):
     release_native_device(dev)
     code, message = code_and_message(lambda: sycl.get_native(p))
     assert code is sycl.errc.invalid and "freed" in message
+
+
+def test_native_queue_lock_holds_vksycls_submissions(q):
+    """An application submitting to the VkQueue it shares with vksycl does so inside
+    native_queue_lock: a vksycl launch from another thread meanwhile reaches the queue
+    only once the block ends."""
+    x = sycl.malloc_shared(1, sycl.int32, q)
+    x[0] = 0
+
+    def bump():
+        x[0] += 1
+
+    done = threading.Event()
+    with native_queue_lock(q) as native:
+        assert native == sycl.get_native(q)
+        worker = threading.Thread(target=lambda: (q.single_task(bump).wait(), done.set()))
+        worker.start()
+        time.sleep(0.3)
+        assert not done.is_set() and x[0] == 0
+    worker.join(30)
+    assert done.is_set() and x[0] == 1
+    sycl.free(x, q)

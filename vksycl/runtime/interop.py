@@ -7,13 +7,15 @@ size. `make_device`, `make_context` and `make_queue` go the other way, for an ap
 that owns its instance and device: vksycl then works on the application's device and
 queue (Kompute patch 0014), and never destroys what it did not create;
 `release_native_device` destroys what vksycl made there before the application destroys
-its device. Handles are integers, or the cffi handles of the `vulkan` package.
+its device; `native_queue_lock` lets the application submit to the VkQueue vksycl submits
+to. Handles are integers, or the cffi handles of the `vulkan` package.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -253,3 +255,17 @@ def release_native_device(dev: device) -> None:
         allocator.abandon()
     abandon(dev)
     forget(dev)
+
+
+@contextlib.contextmanager
+def native_queue_lock(q: queue) -> Iterator[native_queue]:
+    """`with native_queue_lock(q) as native:` holds vksycl's submissions to the VkQueue
+    of `q` for the block, and gives that queue as `get_native(q)` does. Vulkan takes one
+    submitter to a queue at a time (vkQueueSubmit, vkQueuePresentKHR, vkQueueWaitIdle),
+    and vksycl submits from its own threads too (batches, host tasks' successors): an
+    application that shares its queue with vksycl submits to it inside the block. Keep
+    the block short, and wait for nothing vksycl must submit first inside it."""
+    native = get_native(q)
+    lock = scheduler_for(q.get_device()).engine.lock
+    with lock:
+        yield native
