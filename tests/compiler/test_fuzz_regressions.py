@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 
 import numpy as np
+import pytest
 
 import vksycl as sycl
 
@@ -218,3 +219,37 @@ def test_a_last_partial_sub_group_is_counted_and_reduced(q, mem):
     np.testing.assert_array_equal(mem.view(ranges, n), np.full(n, 5))
     want = np.repeat(np.arange(1, n + 1).reshape(3, wg).sum(axis=1), wg)
     np.testing.assert_array_equal(mem.view(sums, n), want)
+
+
+
+@pytest.mark.parametrize("local", [(4, 4), (3, 5), (2, 2, 4)])
+def test_group_algorithms_over_work_groups_of_narrow_rows(q, mem, local):
+    """Found on lavapipe: a work-group whose rows are narrower than a sub-group gets a
+    sub-group per row there, numbered as if sub-groups were full (a 4x4 work-group of
+    8-lane sub-groups: ids 0, 0, 1, 1), so work-group reductions and scans through
+    sub-groups mixed rows up. Each is checked against numpy per work-group."""
+    groups = 2
+    size = int(np.prod(local))
+    launch = tuple(groups * e if d == 0 else e for d, e in enumerate(local))
+    n = groups * size
+    x = mem.of(np.arange(1, n + 1, dtype=np.int32) % 7)
+    red, inc, exc = (mem.zeros(n, np.int32) for _ in range(3))
+
+    def body(it):
+        g = it.get_group_linear_id() * it.get_local_range().size() + \
+            it.get_local_linear_id()
+        v = x[g]
+        red[g] = sycl.reduce_over_group(it.get_group(), v, sycl.plus())
+        inc[g] = sycl.inclusive_scan_over_group(it.get_group(), v, sycl.plus())
+        exc[g] = sycl.exclusive_scan_over_group(it.get_group(), v, sycl.maximum())
+
+    q.parallel_for(sycl.nd_range(launch, local), body).wait()
+    values = (np.arange(1, n + 1) % 7).reshape(groups, size)
+    np.testing.assert_array_equal(mem.view(red, n).reshape(groups, size),
+                                  np.repeat(values.sum(axis=1, keepdims=True), size, axis=1))
+    np.testing.assert_array_equal(mem.view(inc, n).reshape(groups, size),
+                                  np.cumsum(values, axis=1))
+    running = np.maximum.accumulate(values, axis=1)
+    lowest = np.iinfo(np.int32).min
+    want = np.concatenate([np.full((groups, 1), lowest), running[:, :-1]], axis=1)
+    np.testing.assert_array_equal(mem.view(exc, n).reshape(groups, size), want)

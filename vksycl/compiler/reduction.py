@@ -369,16 +369,14 @@ class KernelReductions:
     def _group_value(self, fl: Any, r: ReducerV, value: ir.Value, lid: ir.Value,
                      node: ast.AST) -> ir.Value:
         """The work-group's values combined, for work-item 0: by sub-group arithmetic
-        where the device has it for a SYCL combiner of 32-bit accumulators in a
-        one-dimensional work-group (two barriers), else by a tree in work-group memory over
-        the work-group's size, known when the kernel compiles (a barrier a level).
-        lavapipe forms the sub-groups of a work-group narrower than its lanes row by row
-        while numbering them as if they were full, so work-groups of more dimensions take
-        the tree."""
+        where the device has it for a SYCL combiner of 32-bit accumulators and the
+        sub-groups are runs of linear ids (two barriers), else by a tree in work-group
+        memory over the work-group's size, known when the kernel compiles (a barrier a
+        level)."""
         spec = r.spec
         t = spec.accumulator
         if self.group_arithmetic and spec.op is not None and t.bits == 32 and \
-                len(self.m.local) == 1:
+                self.m.groups.sub_groups_are_runs():
             return self.m.groups.work_group(fl, _ON_INTEGERS.get(spec.op, spec.op), value,
                                             node, "reduce")
         scratch = self.m.shared.get(("reduction", r.index))

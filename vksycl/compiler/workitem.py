@@ -404,7 +404,11 @@ class Groups:
         return ir.Read(out)
 
     def work_group(self, fl: Any, op: str, v: ir.Value, node: ast.AST, kind: str) -> ir.Value:
-        """Work-group reduce/scan: sub-group results through work-group memory."""
+        """Work-group reduce/scan: sub-group results through work-group memory, where
+        the sub-groups are known to be runs of the work-group's linear ids; else in
+        work-group memory alone."""
+        if not self.sub_groups_are_runs():
+            return self.in_work_group_memory(fl, op, v, node, kind)
         t = v.ty
         self.m.uses_subgroups = True
         scratch = self.m.group_scratch(t)
@@ -434,4 +438,51 @@ class Groups:
         if part is None:
             return ir.Read(acc)
         return self.combine(fl, op, ir.Read(acc), ir.Read(pl), node)
+
+    def sub_groups_are_runs(self) -> bool:
+        """Whether the work-group's sub-groups are runs of its linear ids, numbered by
+        SubgroupId: in one dimension, or rows a whole number of sub-groups wide. lavapipe
+        makes each narrower row a sub-group of its own while numbering them as if they
+        were full (a 4x4 work-group of 8-lane sub-groups: four sub-groups, ids 0, 0, 1, 1)."""
+        local = self.m.local
+        target = self.m.spec.matrix
+        lanes = target.sub_group_size if target is not None else 0
+        return len(local) == 1 or (lanes > 0 and local[-1] % lanes == 0)
+
+    def in_work_group_memory(self, fl: Any, op: str, v: ir.Value, node: ast.AST,
+                             kind: str) -> ir.Value:
+        """Work-group reduce/scan without sub-groups: a scan by doubling distances (a
+        barrier each), whose last element is the reduction."""
+        t = v.ty
+        scratch = self.m.group_scratch(t)
+        n = int(np.prod(self.m.local))
+        lid = builtin("LocalInvocationIndex")
+        at = lambda i: ir.Place(scratch, i, (), t)
+        mine = fl.new_local("wg.scan", t)
+        fl.emit(ir.Assign(mine, v))
+        fl.emit(ir.Store(at(lid), v))
+        fl.emit(ir.Eval(barrier(2)))
+        distance = 1
+        while distance < n:
+            before = ir.Op("OpISub", I32, [lid, ir.Const(I32, distance)])
+            step = [ir.Assign(mine, self.combine(fl, op, ir.Load(at(before)), ir.Read(mine),
+                                                 node))]
+            fl.emit(ir.If(ir.Op("OpSGreaterThanEqual", BOOL, [lid, ir.Const(I32, distance)]),
+                          step, []))
+            fl.emit(ir.Eval(barrier(2)))
+            fl.emit(ir.Store(at(lid), ir.Read(mine)))
+            fl.emit(ir.Eval(barrier(2)))
+            distance *= 2
+        out = fl.new_local("wg.out", t)
+        if kind == "inclusive":
+            fl.emit(ir.Assign(out, ir.Read(mine)))
+        elif kind == "reduce":
+            fl.emit(ir.Assign(out, ir.Load(at(ir.Const(I32, n - 1)))))
+        else:
+            first = ir.Op("OpIEqual", BOOL, [lid, ir.Const(I32, 0)])
+            fl.emit(ir.Assign(out, ir.Const(t, _identity(op, t))))
+            fl.emit(ir.If(first, [], [ir.Assign(out, ir.Load(at(ir.Op(
+                "OpISub", I32, [lid, ir.Const(I32, 1)]))))]))
+        fl.emit(ir.Eval(barrier(2)))
+        return ir.Read(out)
 
