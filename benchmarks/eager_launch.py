@@ -3,7 +3,9 @@ floor Kompute allows and the CUDA peers on the same GPU:
 
 - vksycl: a closure `q.parallel_for(range, body)`, spelled as users write it (the same
   range object, a new `sycl.range` each call, a plain int, an in-order queue, a
-  `q.submit` command group);
+  `q.submit` command group), and launches whose arguments change each time (a new
+  scalar captured or passed to a free function kernel or `set_args`, two pointers
+  swapped);
 - raw kp: the same compiled SPIR-V as one pre-built `kp.OpAlgoDispatch`, recorded into a
   sequence and submitted per launch (sequences reused from a ring once complete);
 - torch: `x.add_(1)` on a CUDA tensor;
@@ -42,7 +44,11 @@ SPELLINGS = ("same range object", "new sycl.range", "int range", "tuple range",
              "q.submit + depends_on", "module-level function", "lambda", "bound method",
              "new scalar each launch", "pointers swapped each launch",
              "nd_launch (free function)", "single_task (free function)",
-             "kernel object + set_args")
+             "kernel object + set_args", "nd_launch, new scalar each launch",
+             "kernel object + set_args, new scalar each launch")
+# the spellings adding a new value each launch
+NEW_SCALAR = ("new scalar each launch", "nd_launch, new scalar each launch",
+              "kernel object + set_args, new scalar each launch")
 
 # a module-level kernel over module-level USM, the spelling of most SYCL USM code
 data: sycl.ptr | None = None
@@ -60,6 +66,12 @@ def add(x: sycl.ptr, i, v):
 def bump_free(x: sycl.ptr[sycl.float32]):
     i = this_work_item.get_nd_item(1).get_global_id(0)
     x[i] = x[i] + 1.0
+
+
+@syclexp.nd_range_kernel(1)
+def add_free(x: sycl.ptr[sycl.float32], v: sycl.float32):
+    i = this_work_item.get_nd_item(1).get_global_id(0)
+    x[i] = x[i] + v
 
 
 @syclexp.single_task_kernel
@@ -110,7 +122,7 @@ def vksycl_case(q: sycl.queue, spelling: str
             q.memcpy(both, other, N * 4).wait()
             out += both
         expected = np.float32(launched)
-        if spelling == "new scalar each launch":  # float32 sums, in launch order
+        if spelling in NEW_SCALAR:  # float32 sums, in launch order
             expected = np.float32(0)
             for d in state["deltas"]:
                 expected = np.float32(expected + np.float32(d))
@@ -118,11 +130,15 @@ def vksycl_case(q: sycl.queue, spelling: str
 
     delta = 1.0
 
-    def new_scalar():  # a time step: a new value every launch
-        nonlocal delta
-        delta = 1.0 + (state["step"] % 4096) / 4096
-        state["deltas"].append(delta)
+    def next_delta() -> float:  # a time step: a new value every launch
+        d = 1.0 + (state["step"] % 4096) / 4096
+        state["deltas"].append(d)
         state["step"] += 1
+        return d
+
+    def new_scalar():
+        nonlocal delta
+        delta = next_delta()
         return q.parallel_for(sycl.range(N), step_by)
 
     def swapped():
@@ -136,9 +152,12 @@ def vksycl_case(q: sycl.queue, spelling: str
             lambda h: (h.depends_on(e), h.parallel_for(sycl.range(N), body)))
         return state["event"]
 
+    def kernel_object(fn: Callable) -> sycl.kernel:
+        return syclexp.get_kernel_bundle(q.get_context(), fn, sycl.bundle_state.executable
+                                         ).ext_oneapi_get_kernel(fn)
+
     sim = Simulation(x)
-    kobj = syclexp.get_kernel_bundle(q.get_context(), bump_free,
-                                     sycl.bundle_state.executable).ext_oneapi_get_kernel(bump_free)
+    kobj, kadd = kernel_object(bump_free), kernel_object(add_free)
     if spelling == "module-level function":
         data = x
     launch = {
@@ -162,6 +181,11 @@ def vksycl_case(q: sycl.queue, spelling: str
         "single_task (free function)": lambda: syclexp.single_task(q, bump_first, x, N),
         "kernel object + set_args": lambda: q.submit(
             lambda h: (h.set_args(x), h.parallel_for(sycl.nd_range((N,), (local,)), kobj))),
+        "nd_launch, new scalar each launch": lambda: syclexp.nd_launch(
+            q, sycl.nd_range((N,), (local,)), add_free, x, next_delta()),
+        "kernel object + set_args, new scalar each launch": lambda: q.submit(
+            lambda h: (h.set_args(x, next_delta()),
+                       h.parallel_for(sycl.nd_range((N,), (local,)), kadd))),
     }[spelling]
     return launch, q.wait, check
 
@@ -295,7 +319,7 @@ def main() -> None:
         if "torch" in med:
             vs = f"{single / med['torch'][0]:.2f}x, {many / med['torch'][1]:.2f}x"
         print(f"| {name} | {single * 1e6:.1f} | {many * 1e6:.1f} | {vs} |")
-    print("(vksycl results checked, every spelling: every launch added 1)")
+    print("(vksycl results checked, every spelling: every launch added 1, or its scalar)")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ read after write, write after read and write after write are ordered on out-of-o
 queues, across queues of one context, with host accessors and USM commands mixed in;
 readers do not wait for each other."""
 
+import itertools
 import threading
 import time
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 import vksycl as sycl
+from vksycl.runtime.dependencies import AccessTracker
 
 N = 1 << 14
 
@@ -95,6 +97,56 @@ def test_disjoint_ranged_accessors_do_not_wait(q):
         with sycl.host_accessor(buf, sycl.read_only) as v:
             assert (v[: N // 2] == 1).all() and (v[N // 2: 3 * N // 2] == 3).all()
             assert (v[3 * N // 2:] == 2).all()
+
+
+def test_a_chain_on_a_buffer_skips_the_tracker_and_the_rest_stays_ordered(q, monkeypatch):
+    """A command group writing all of the one access before it (a chain of them on a
+    buffer) follows that access without asking the tracker; a ranged writer, a reader, a
+    sub-buffer and data the host wrote break the pattern and are ordered as ever."""
+    asked = []
+    for name in ("conflicts", "record"):
+        real = getattr(AccessTracker, name)
+        monkeypatch.setattr(AccessTracker, name,
+                            lambda self, *a, real=real: asked.append(1) or real(self, *a))
+    with sycl.buffer(np.zeros(N, np.float32)) as buf, \
+            sycl.buffer(sycl.range(N), np.float32) as out:
+        half = sycl.buffer(buf, sycl.id(0), sycl.range(N // 2))
+
+        def add_one(target=buf, n=N, **ranged):
+            def cgf(h):
+                x = sycl.accessor(target, h, **ranged)
+
+                def k(i):
+                    x[i] += 1.0
+                h.parallel_for(sycl.range(n), k)
+            return cgf
+        chain = [q.submit(add_one()) for _ in range(2)]  # the first uploads the host data
+        asked.clear()
+        chain += [q.submit(add_one()) for _ in range(4)]
+        assert not asked
+        for before, after in itertools.pairwise(chain):
+            assert after.get_wait_list() == [before]
+        ranged = q.submit(add_one(n=N // 2, access_range=sycl.range(N // 2)))
+        assert ranged.get_wait_list() == [chain[-1]]
+        whole = q.submit(add_one())
+        assert {id(e) for e in whole.get_wait_list()} == {id(chain[-1]), id(ranged)}
+        reader = q.submit(scale_add(buf, out, 1.0, 0.0))
+        assert reader.get_wait_list() == [whole]
+        after_reader = q.submit(add_one())
+        assert reader in after_reader.get_wait_list()
+        sub = q.submit(add_one(half, N // 2))
+        assert sub.get_wait_list() == [after_reader]
+        after_sub = q.submit(add_one())
+        assert sub in after_sub.get_wait_list()
+        with sycl.host_accessor(buf) as v:
+            assert (v[: N // 2] == 11).all() and (v[N // 2:] == 9).all()
+            v[:] = 100.0
+        for _ in range(3):  # the first uploads what the host wrote, the others chain
+            q.submit(add_one())
+        with sycl.host_accessor(buf, sycl.read_only) as v, \
+                sycl.host_accessor(out, sycl.read_only) as o:
+            assert (v == 103).all()
+            assert (o[: N // 2] == 8).all() and (o[N // 2:] == 7).all()
 
 
 def test_across_queues_of_one_context(q):

@@ -1,7 +1,9 @@
 """Every common spelling of a repeated launch takes the fast path: once a launch has been
 built, repeating it (with a new range object, an int, a command group, a lambda, a free
 function kernel, a kernel object, two buffers swapped) packs no arguments again, and each
-change of what the kernel sees still reaches the device."""
+change of what the kernel sees still reaches the device. A launch changing only a number
+or a pointer (a new time step each launch, the other of two buffers) repacks that value
+alone and looks no pipeline up."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
 from vksycl.kernels import cache_keys, marshal
+from vksycl.runtime import engine
 
 N = 64
 data: sycl.ptr | None = None  # the module-level pointer of `bump_global`
@@ -35,6 +38,32 @@ def bump_free(x: sycl.ptr[sycl.int32]):
 def bump_all(x: sycl.ptr[sycl.int32], n: sycl.int32):
     for i in range(n):
         x[i] = x[i] + 1
+
+
+@syclexp.nd_range_kernel(1)
+def add_value(x: sycl.ptr[sycl.float32], v: sycl.float32):
+    i = this_work_item.get_nd_item(1).get_global_id(0)
+    x[i] = x[i] + v
+
+
+@pytest.fixture
+def built(monkeypatch):
+    """What launches built the slow way: arguments packed in full, and dispatches looked
+    up by pipeline (`dispatch`) or made from an earlier one's (`with_push`)."""
+    counts = {"packed": 0, "dispatch": 0, "with_push": 0}
+
+    def counting(cls, name):
+        real = getattr(cls, name)
+
+        def count(self, *a):
+            counts["packed" if name == "arguments" else name] += 1
+            return real(self, *a)
+        monkeypatch.setattr(cls, name, count)
+
+    counting(marshal.Prepared, "arguments")
+    counting(engine.Engine, "dispatch")
+    counting(engine.Engine, "with_push")
+    return counts
 
 
 @pytest.fixture
@@ -328,3 +357,168 @@ def test_a_reduction_target_made_anew_each_launch_repeats_its_command(q, packed)
     np.testing.assert_array_equal(np.asarray(out), [4 * (N * (N - 1) // 2), N * (N - 1) // 2])
     sycl.free(x, q)
     sycl.free(out, q)
+
+
+def _float32_sum(values: list[float]) -> np.float32:
+    """What a float32 accumulator holds after adding `values` in turn."""
+    total = np.float32(0)
+    for v in values:
+        total = np.float32(total + np.float32(v))
+    return total
+
+
+def test_a_new_scalar_each_launch_repacks_it_alone(q, built):
+    """A time step captured anew each launch: no launch after the first packs its
+    arguments or looks a pipeline up; each sees its own value, then a new pointer, a
+    freed one, and a number its slot cannot hold are each seen too."""
+    x = sycl.malloc_shared(N, sycl.float32, q)
+    y = sycl.malloc_shared(N, sycl.float32, q)
+    q.memset(x, 0, N * 4)
+    q.memset(y, 0, N * 4).wait()
+    step = 0.5
+    count = 1
+
+    def body(i):
+        x[i] = x[i] + step * count
+
+    q.parallel_for(N, body).wait()
+    first = dict(built)
+    steps = [0.5 + k / 8 for k in range(1, 9)]
+    for value in steps:
+        step = value  # the kernel reads the cell
+        q.parallel_for(sycl.range(N), body)
+    q.wait()
+    assert built["packed"] == first["packed"] and built["dispatch"] == first["dispatch"]
+    assert built["with_push"] == first["with_push"] + len(steps)  # one dispatch each
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum([0.5, *steps])))
+    x, count = y, 2  # a new pointer and a new int: repacked too
+    q.parallel_for(N, body).wait()
+    np.testing.assert_array_equal(np.asarray(y), np.full(N, np.float32(steps[-1] * 2)))
+    assert built["packed"] == first["packed"]
+    sycl.free(y, q)
+    with pytest.raises(sycl.exception, match="freed"):
+        q.parallel_for(N, body)
+    x = sycl.malloc_shared(N, sycl.float32, q)
+    count = 2**70
+    with pytest.raises(sycl.exception, match="does not fit"):
+        q.parallel_for(N, body)
+    sycl.free(x, q)
+
+
+def test_two_pointers_alternating_in_a_closure_build_nothing_after_one_round(q, built):
+    """Double buffering in a closure: each launch reads the buffer the last one wrote.
+    After the first launch of each pair, launches get the command of the launch before
+    last back: no packing, no new dispatch."""
+    a = sycl.malloc_shared(N, sycl.int32, q)
+    b = sycl.malloc_shared(N, sycl.int32, q)
+    q.memset(a, 0, N * 4)
+    q.memset(b, 0, N * 4).wait()
+    src, dst = a, b
+
+    def step(i):
+        dst[i] = src[i] + 1
+
+    for _ in range(2):
+        q.parallel_for(N, step)
+        src, dst = dst, src
+    q.wait()
+    first = dict(built)
+    for _ in range(6):
+        q.parallel_for(N, step)
+        src, dst = dst, src
+    q.wait()
+    assert built == first
+    np.testing.assert_array_equal(np.asarray(a), np.full(N, 8, np.int32))
+    np.testing.assert_array_equal(np.asarray(b), np.full(N, 7, np.int32))
+    sycl.free(b, q)
+    with pytest.raises(sycl.exception, match="freed"):
+        q.parallel_for(N, step)  # src is b
+    sycl.free(a, q)
+
+
+@pytest.mark.parametrize("spelling", ["kernel object + set_args", "nd_launch"])
+def test_a_new_scalar_argument_each_launch_repacks_it_alone(q, built, spelling):
+    """A kernel object given a new number with set_args each launch, or a free function
+    launched with one: no launch after the first packs its arguments or looks a pipeline
+    up, and each adds its own value."""
+    x = sycl.malloc_shared(N, sycl.float32, q)
+    q.memset(x, 0, N * 4).wait()
+    ndr = sycl.nd_range((N,), (16,))
+    kobj = syclexp.get_kernel_bundle(q.get_context(), add_value,
+                                     sycl.bundle_state.executable).ext_oneapi_get_kernel(
+                                         add_value)
+
+    def launch(v: float) -> sycl.event:
+        if spelling == "nd_launch":
+            return syclexp.nd_launch(q, ndr, add_value, x, v)
+        return q.submit(lambda h: (h.set_args(x, v), h.parallel_for(ndr, kobj)))
+
+    values = [0.25 * k for k in range(1, 10)]
+    launch(values[0]).wait()
+    first = dict(built)
+    for v in values[1:]:
+        launch(v)
+    q.wait()
+    assert built["packed"] == first["packed"] and built["dispatch"] == first["dispatch"]
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum(values)))
+    sycl.free(x, q)
+    with pytest.raises(sycl.exception, match="freed"):
+        launch(1.0)
+
+
+def test_two_commands_launched_in_turn_submit_their_recordings_again(q, monkeypatch):
+    """Double buffering, each launch waited for: each of the two commands finds the
+    sequence that recorded it, so after one round nothing is recorded again."""
+    monkeypatch.setattr(q._scheduler.engine, "batch_window_s", 0.0)  # each on its own
+    recorded = []
+    real = engine.kp.Sequence.record
+    monkeypatch.setattr(engine.kp.Sequence, "record",
+                        lambda seq, op: recorded.append(op) or real(seq, op))
+    a = sycl.malloc_shared(N, sycl.int32, q)
+    b = sycl.malloc_shared(N, sycl.int32, q)
+    q.memset(a, 0, N * 4)
+    q.memset(b, 0, N * 4).wait()
+    ndr = sycl.nd_range((N,), (16,))
+    pair = [a, b]
+    for _ in range(2):
+        syclexp.nd_launch(q, ndr, bump_free, pair[0]).wait()
+        pair.reverse()
+    first = len(recorded)
+    for _ in range(6):
+        syclexp.nd_launch(q, ndr, bump_free, pair[0]).wait()
+        pair.reverse()
+    assert len(recorded) == first
+    np.testing.assert_array_equal(np.asarray(a), np.full(N, 4, np.int32))
+    np.testing.assert_array_equal(np.asarray(b), np.full(N, 4, np.int32))
+    sycl.free(a, q)
+    sycl.free(b, q)
+
+
+def test_a_global_of_another_module_a_device_function_reads_is_seen(q, tmp_path,
+                                                                     monkeypatch):
+    """A kernel calling a device function of another module that reads a global of its
+    own module: rebinding that global (`other.P = b`) reaches the next launch, which a
+    repeat of the last command would miss."""
+    (tmp_path / "spelling_other.py").write_text(
+        "P = None\n\n\ndef bump(i):\n    P[i] = P[i] + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import spelling_other as other
+    from spelling_other import bump
+
+    a = sycl.malloc_shared(N, sycl.int32, q)
+    b = sycl.malloc_shared(N, sycl.int32, q)
+    q.memset(a, 0, N * 4)
+    q.memset(b, 0, N * 4).wait()
+
+    def kernel(i):
+        bump(i)
+
+    other.P = a
+    for _ in range(2):
+        q.parallel_for(N, kernel).wait()
+    other.P = b
+    q.parallel_for(N, kernel).wait()
+    np.testing.assert_array_equal(np.asarray(a), np.full(N, 2, np.int32))
+    np.testing.assert_array_equal(np.asarray(b), np.full(N, 1, np.int32))
+    sycl.free(a, q)
+    sycl.free(b, q)

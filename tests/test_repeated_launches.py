@@ -10,6 +10,7 @@ import pytest
 import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
+from vksycl.kernels import launch as launch_glue
 
 N = 256
 SCALE = np.float32(1.0)  # a module global the kernel reads; rebound between launches
@@ -347,6 +348,43 @@ def test_a_loop_over_a_few_buffers_launches_their_commands_again(q):
     buffers[1].release()
     with pytest.raises(sycl.exception, match="released"):
         q.submit(add_one(buffers[1]))
+
+
+def test_a_chain_on_one_buffer_after_a_loop_over_others_repeats_at_once(q, monkeypatch):
+    """A loop over a few buffers finds each one's command by its accessor's launch key,
+    and the command found becomes the plan's last launch: a chain of command groups on
+    one buffer after the loop repeats it after identity checks alone, and a chain on
+    another buffer still finds that buffer's command."""
+    found = []
+    real = launch_glue.accessor_command
+    monkeypatch.setattr(launch_glue, "accessor_command",
+                        lambda *a: found.append(1) or real(*a))
+    buffers = [sycl.buffer(np.zeros(16, np.float32)) for _ in range(3)]
+    commands = []
+
+    def add_one(buf):
+        def cgf(h):
+            a = sycl.accessor(buf, h)
+
+            def k(i):
+                a[i] += 1.0
+            h.parallel_for(sycl.range(16), k)
+            commands.append(h.command)
+        return cgf
+    for _ in range(2):
+        for buf in buffers:
+            q.submit(add_one(buf))
+    found.clear()
+    for _ in range(4):
+        q.submit(add_one(buffers[0]))
+    assert len(found) == 1  # the chain's first command group; the others repeat it
+    assert all(c is commands[0] for c in commands[-4:])
+    for _ in range(2):
+        q.submit(add_one(buffers[1]))
+    assert commands[-1] is commands[-2] is commands[1]
+    for buf, want in zip(buffers, (6, 4, 2), strict=True):
+        with sycl.host_accessor(buf, sycl.read_only) as v:
+            assert (v == want).all()
 
 
 def test_a_reinterpreted_buffer_runs_the_kernel_of_its_element_type(q):

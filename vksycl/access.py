@@ -26,12 +26,14 @@ class access_mode(enum.Enum):
 
 class mode_tag:
     """`sycl.read_only`, `sycl.write_only`, `sycl.read_write`: an access mode given where
-    C++ deduces the accessor's template arguments from a tag."""
+    C++ deduces the accessor's template arguments from a tag. It knows whether its mode
+    writes: asking the enum costs more than the rest of making an accessor."""
 
-    __slots__ = ("mode", "name")
+    __slots__ = ("mode", "name", "writes")
 
     def __init__(self, mode: access_mode, name: str) -> None:
         self.mode, self.name = mode, name
+        self.writes = mode.writes
 
     def __repr__(self) -> str:
         return f"sycl.{self.name}"

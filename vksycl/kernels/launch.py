@@ -6,7 +6,10 @@ The first launch of a kernel shape makes a plan (`plans`): the compiled variant 
 (`variants`), compiled or loaded from the caches and prepared with a marshaller of its
 arguments (`marshal`), checked against the device (`device_checks`). Later launches only
 fetch, pack and build the command, or, when the plan's identity checks hold, get the last
-command back, which keeps eager launches cheap.
+command back, which keeps eager launches cheap. A launch changing only numbers or
+pointers (a new time step, the other of two buffers) repacks them into the last launch's
+bytes and makes its command from the last one's (`KernelLaunch.with_push`), looking
+nothing else up.
 
 Importing this module registers `build_launch` with the runtime
 (`runtime.handler.use_kernel_front_end`): handlers and the queue's shortcut call it
@@ -24,7 +27,7 @@ from ..runtime import handler as _handler
 from ..runtime.commands import KernelLaunch
 from .device_checks import check_supported, group_counts
 from .fusion import Origin
-from .marshal import ADDRESS, ArgumentBlock
+from .marshal import ADDRESS, ArgumentBlock, Prepared
 from .plans import (
     FREED,
     Plan,
@@ -32,6 +35,8 @@ from .plans import (
     arguments_record,
     kept_launch,
     known_plan,
+    new_arguments,
+    new_captures,
     new_plan,
     plan_for,
     prepared_for,
@@ -91,8 +96,7 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
     if hit is not None and hit[0] is p and hit[1] is context:
         command = hit[2]
         if last[2] is not command or last[4] is not record or last[5] is not arg_record:
-            remember_last(plan, (p, push, command, context, record, arg_record), pyfn)
-            remember_accessor_command(plan, record, context, command)
+            _remember(plan, (p, push, command, context, record, arg_record), pyfn)
         return command
     ck = p.ck
     keep: tuple = ()
@@ -109,12 +113,46 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
     command = KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, keep_alive=keep,
                            origin=Origin.of(pyfn, ck, launch))
     if not keep:  # an argument block is the launch's own
-        remember_last(plan, (p, push, command, context, record, arg_record), pyfn)
-        recent = plan.recent
-        if len(recent) >= _RECENT:
-            recent.clear()
-        recent[push] = (p, context, command)
-        remember_accessor_command(plan, record, context, command)
+        _keep_recent(plan, push, p, context, command)
+        _remember(plan, (p, push, command, context, record, arg_record), pyfn)
+    return command
+
+
+def _remember(plan: Plan, last: tuple, pyfn: Any) -> None:
+    """Makes `last` the plan's last launch, its command also kept by its accessors."""
+    remember_last(plan, last, pyfn)
+    remember_accessor_command(plan, last[4], last[3], last[2])
+
+
+def _keep_recent(plan: Plan, push: bytes, p: Prepared, context: Any,
+                 command: KernelLaunch) -> None:
+    recent = plan.recent
+    if len(recent) >= _RECENT:
+        recent.clear()
+    recent[push] = (p, context, command)
+
+
+def _repacked(plan: Plan, last: tuple, changes: list, pyfn: Any, launch: Any,
+              context: Any, device: Any, record: tuple, arg_record: tuple | None
+              ) -> KernelLaunch | None:
+    """The command of a launch that differs from `last` only in `changes` ((slot, value)
+    pairs): a recent launch's with the same bytes (two buffers in turn), else `last`'s
+    command with the repacked bytes. None when a value does not fit (the full way says
+    why)."""
+    p = last[0]
+    push = p.repacked(last[1], changes, context, device)
+    if push is None:
+        return None
+    hit = plan.recent.get(push)
+    if hit is not None and hit[0] is p and hit[1] is context:
+        command = hit[2]
+    else:
+        origin = last[2].origin  # of a launch of the plan's values
+        if origin.function() is not pyfn:
+            origin = Origin.of(pyfn, p.ck, launch)
+        command = last[2].with_push(push, origin)
+        _keep_recent(plan, push, p, context, command)
+    remember_last(plan, (p, push, command, context, record, arg_record), pyfn)
     return command
 
 
@@ -140,15 +178,33 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
             last = plan.last
             if last[4] is not None and last[3] is context and repeats(kernel, plan, last):
                 return last[2]
-            last = kept_launch(plan, kernel)  # one of a few closures launched in turn
-            if last is not None and last[3] is context and repeats(kernel, plan, last):
-                remember_last(plan, last, kernel)
-                return last[2]
-            command = accessor_command(kernel, plan, context)
+            command = _closure_command(kernel, plan, launch, context, device)
             if command is not None:
                 return command
         return _launch(device, kernel, launch, None, None, context=context, plan=plan)
     return _launch(device, kernel, launch, properties, None, context=context)
+
+
+def _closure_command(kernel: Any, plan: Plan, launch: Any, context: Any, device: Any
+                     ) -> KernelLaunch | None:
+    """The command of a closure launched under `plan`, not a repeat of its last launch,
+    found without packing its arguments: a recent closure's whose captures are the
+    same, the last one's repacked with new numbers or pointers, or the command kept for
+    the accessors it captures; None if there is none."""
+    last = plan.last
+    kept = kept_launch(plan, kernel)  # one of a few closures launched in turn
+    if kept is not None and kept is not last and kept[3] is context and \
+            repeats(kernel, plan, kept):
+        remember_last(plan, kept, kernel)
+        return kept[2]
+    if last[3] is context:
+        new = new_captures(kernel, plan, last)
+        if new is not None:
+            command = _repacked(plan, last, new[1], kernel, launch, context, device, new[0],
+                                None)
+            if command is not None:
+                return command
+    return accessor_command(kernel, plan, context)
 
 
 def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
@@ -158,7 +214,8 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
     kernel bundle it comes from (its device_image_scope instances). Passing the very
     arguments object of the last launch again (the free function layer keeps its
     converted arguments while the caller's are the same objects), its arguments all
-    immutable, gets the last command back after identity checks alone."""
+    immutable, gets the last command back after identity checks alone; one changing only
+    numbers or pointers repacks them alone."""
     plan = None
     if properties is None:
         info = getattr(kernel, "__vksycl_kernel__", None)
@@ -173,8 +230,25 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
                     and last[3] is context and repeats(info.function, plan, last) and \
                     not any(map(FREED, arg_record[1])):
                 return last[2]
+            command = _arguments_command(info.function, plan, launch, args, context, device)
+            if command is not None:
+                return command
     return _launch(device, kernel, launch, properties, args, context=context, image=image,
                    plan=plan)
+
+
+def _arguments_command(pyfn: Any, plan: Plan, launch: Any, args: tuple | list,
+                       context: Any, device: Any) -> KernelLaunch | None:
+    """The command of a launch of explicit arguments under `plan` differing from its last
+    launch's only in numbers or pointers: the last one's repacked; None if there is
+    none."""
+    last = plan.last
+    if last[3] is not context or type(args) is not tuple:
+        return None
+    new = new_arguments(pyfn, plan, last, args)
+    if new is None:
+        return None
+    return _repacked(plan, last, new[1], pyfn, launch, context, device, last[4], new[0])
 
 
 def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None) -> CompiledKernel:

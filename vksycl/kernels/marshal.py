@@ -4,6 +4,11 @@
 An accessor is fetched once per launch and asked for the address of the element at its
 access offset and the pieces of its range, offset and memory range the code reads.
 
+A launch whose values differ from the last launch's only in numbers and pointers read
+straight from a closure cell, a module global or an explicit argument (a new time step
+each launch, the other of two buffers) repacks just those into the last launch's bytes,
+at the offsets of their slots (`Prepared.repacked`).
+
 A kernel whose arguments outgrow the device's push constants runs as a variant compiled
 to read them from an `ArgumentBlock`: launches write the packed bytes into host-visible
 memory and push the block's address (`ADDRESS`).
@@ -30,6 +35,10 @@ _FORMAT = {"i": "i", "u": "I", "f": "f", "b": "I"}
 _FORMAT64 = {"i": "q", "u": "Q", "f": "d"}
 # the push constants of a kernel reading its arguments from an argument block
 ADDRESS = struct.Struct("<Q")
+# where an argument read straight from a closure cell, module global or explicit argument
+# lies in the push constants: (byte offset, its packer, "ptr" / "bool" / "scalar",
+# alignment of the element type, element dtype, path)
+Slot = tuple[int, struct.Struct, str, int, Any, tuple]
 
 
 def _fmt(dtype: np.dtype) -> str:
@@ -41,9 +50,10 @@ def _fmt(dtype: np.dtype) -> str:
 class Prepared:
     """A compiled kernel plus everything needed to launch it quickly."""
 
-    __slots__ = ("accessors", "attr_getters", "attr_sigs", "checked", "ck", "globals",
-                 "groups", "key", "last_launch", "launch_slots", "n", "packer", "ptrs",
-                 "scalar_paths", "scalars", "spec_getters", "variants")
+    __slots__ = ("accessors", "attr_getters", "attr_sigs", "cell_slots", "checked", "ck",
+                 "global_slots", "globals", "groups", "key", "last_launch", "launch_slots",
+                 "n", "packer", "param_slots", "ptrs", "scalar_paths", "scalars",
+                 "spec_getters", "variants")
 
     def __init__(self, ck: CompiledKernel, pyfn: Any, key: Any) -> None:
         self.ck = ck
@@ -79,7 +89,7 @@ class Prepared:
         # the kernel is compiled again for the new types
         self.attr_getters = [path_getter(path, pyfn) for path in dict.fromkeys(
             a.path for a in ck.args if a.kind not in ("launch", "device_global") and
-            _indirect_path(a.path))]
+            _indirect_path(a.path, pyfn.__module__))]
         self.attr_sigs = tuple(signature(get(pyfn, ())) for get in self.attr_getters)
         # (push position, metadata entry) per device_global: addresses from the database
         by_offset = {a.push_offset: order[id(a)] for a in slots}
@@ -107,6 +117,7 @@ class Prepared:
                 self.scalar_paths.append((pos, a.path, np.dtype(a.dtype)))
             else:
                 self.launch_slots.append((a.path[1], a.path[2], pos))
+        self.cell_slots, self.global_slots, self.param_slots = _direct_slots(ck, pyfn)
 
     def arguments(self, pyfn: Any, args: tuple, launch: Any, context: Any = None,
                   device: Any = None, image: Any = None) -> bytes:
@@ -118,25 +129,8 @@ class Prepared:
             values[pos] = device_globals.address(device, entry, image)
         for get, pos, align, dtype, path in self.ptrs:
             p = get(pyfn, args)
-            if p is None:
-                continue  # the null pointer
-            try:
-                a = p.allocation
-            except AttributeError:
-                raise exception(errc.kernel_argument, f"kernel argument {_name(path)} must "
-                                f"be a USM pointer, got {type(p).__name__}") from None
-            if a.freed:
-                a.check_live()  # raises
-            if context is not None and a.context is not context:
-                raise exception(errc.invalid, f"kernel argument {_name(path)}: pointer from "
-                                "another context")
-            if a.device is not device and device is not None and a.device != device:
-                raise other_device(f"kernel argument {_name(path)}", a, device)
-            address = a.address + p.byte_offset
-            if address % align:
-                raise exception(errc.kernel_argument, f"pointer {_name(path)} is not "
-                                f"aligned to its element type {dtype} ({align} bytes)")
-            values[pos] = address
+            if p is not None:  # else the null pointer
+                values[pos] = _address(p, path, align, dtype, context, device)
         for get, pos, is_bool in self.scalars:
             v = get(pyfn, args)
             # numpy's bool is no integer to struct (Python's bool is), whatever the slot
@@ -164,6 +158,23 @@ class Prepared:
                             f"a kernel argument does not fit its type: {ex}") from None
         return push
 
+    def repacked(self, push: bytes, changes: list[tuple[Slot, Any]], context: Any,
+                 device: Any) -> bytes | None:
+        """`push`, the packed arguments of an earlier launch, with new values in some of
+        its slots ((slot, value) pairs), pointers checked as `arguments` checks them; None
+        when a number does not fit its slot (the full packing says why)."""
+        out = bytearray(push)
+        for (at, packer, kind, align, dtype, path), v in changes:
+            if kind == "ptr":
+                v = _address(v, path, align, dtype, context, device)
+            elif kind == "bool" or type(v) is np.bool_:
+                v = int(bool(v))
+            try:
+                packer.pack_into(out, at, v)
+            except struct.error:
+                return None
+        return bytes(out)
+
     def misfit(self, values: list) -> str | None:
         """Which scalar argument does not fit its type, and why (for the error)."""
         for pos, path, dtype in self.scalar_paths:
@@ -175,6 +186,66 @@ class Prepared:
                 return (f"kernel argument {_name(path)} = {v} does not fit its type "
                         f"{dtype} (whose range is {info.min} to {info.max})")
         return None
+
+
+def _address(p: Any, path: tuple, align: int, dtype: Any, context: Any, device: Any) -> int:
+    """A pointer argument's device address, once it is known to be a live USM pointer of
+    the launch's context and device, aligned to its element type."""
+    try:
+        a = p.allocation
+    except AttributeError:
+        raise exception(errc.kernel_argument, f"kernel argument {_name(path)} must "
+                        f"be a USM pointer, got {type(p).__name__}") from None
+    if a.freed:
+        a.check_live()  # raises
+    if context is not None and a.context is not context:
+        raise exception(errc.invalid, f"kernel argument {_name(path)}: pointer from "
+                        "another context")
+    if a.device is not device and device is not None and a.device != device:
+        raise other_device(f"kernel argument {_name(path)}", a, device)
+    address = a.address + p.byte_offset
+    if address % align:
+        raise exception(errc.kernel_argument, f"pointer {_name(path)} is not "
+                        f"aligned to its element type {dtype} ({align} bytes)")
+    return address
+
+
+def _direct_slots(ck: CompiledKernel, pyfn: Any
+                  ) -> tuple[dict[int, Slot], dict[str, Slot], dict[int, Slot]]:
+    """The slots of the numbers and pointers read straight from a root: by closure cell
+    index, by module global of the kernel's module, by explicit argument index. A root
+    read otherwise (a struct's fields, an accessor), or into two slots, has none; a
+    kernel reading a root beyond these (a global of another module, in a device
+    function) has none at all."""
+    freevars = pyfn.__code__.co_freevars
+    found: dict[tuple, Slot | None] = {}
+    for a in ck.args:
+        if a.push_offset < 0 or a.kind in ("launch", "device_global"):
+            continue
+        path = a.path
+        if path[0] == "cell":
+            root: tuple = ("cell", freevars.index(path[1]))
+        elif path[0] == "param":
+            root = ("param", path[1])
+        elif path[0] == "global" and path[1] == pyfn.__module__:
+            root = ("global", path[2])
+        else:  # read beyond what a launch's record holds: every change packs in full
+            return {}, {}, {}
+        if root in found or a.kind not in ("ptr", "scalar") or \
+                len(path) != ROOT_LENGTH.get(path[0], 3):
+            found[root] = None
+            continue
+        ptr = a.kind == "ptr"
+        dt = np.dtype(np.uint64) if ptr else np.dtype(a.dtype)
+        kind = "ptr" if ptr else "bool" if a.dtype.kind == "b" or dt.kind == "b" else "scalar"
+        align = layout(element_type(a.dtype))[1] if ptr else 1
+        found[root] = (a.push_offset, struct.Struct("<" + _fmt(dt)), kind, align, a.dtype,
+                       path)
+    slots: dict[str, dict] = {"cell": {}, "global": {}, "param": {}}
+    for (root, key), slot in found.items():
+        if slot is not None:
+            slots[root][key] = slot
+    return slots["cell"], slots["global"], slots["param"]
 
 
 def _launch_value(launch: Any, what: str, d: int) -> int:
@@ -190,11 +261,13 @@ def _name(path: tuple) -> str:
     return path_name(path)
 
 
-def _indirect_path(path: tuple) -> bool:
-    """Whether a capture path goes through attributes of a captured object or a device
-    function's cells: what it holds is not part of the key a kernel is prepared under."""
-    return path[0] == "fncell" or (path[0] != "param" and
-                                   len(path) > ROOT_LENGTH.get(path[0], 3))
+def _indirect_path(path: tuple, module: str) -> bool:
+    """Whether a capture path goes through attributes of a captured object, a device
+    function's cells or a global of another module (one a device function reads): what
+    it holds is not part of the key a kernel is prepared under, nor of a plan's record
+    of the kernel's own cells and globals."""
+    return path[0] == "fncell" or (path[0] == "global" and path[1] != module) or (
+        path[0] != "param" and len(path) > ROOT_LENGTH.get(path[0], 3))
 
 
 class LaunchMemory:

@@ -43,11 +43,16 @@ while every check below holds; each guards something that would make that comman
   from does not count: only device_globals differ between bundles, and a kernel using
   them never repeats (above).
 
-A launch that fails a check packs its arguments; if it runs the prepared kernel of the
-plan's last launch and its bytes equal that launch's, it still gets the last command
-back, the packed bytes being exact. A launch reading its arguments from an argument block
-is never kept: the block is its own. `Plan.last` is replaced whole, so threads launching
-the same kernel never see a mix of two launches.
+A launch that fails a check only because numbers or pointers read straight into a slot
+of the push constants are new values of the same kind (a number of the same type, a
+pointer to the same element type: the same prepared kernel), the last launch's captures
+being stable and the rest the very objects, repacks those values alone into the last
+launch's bytes (`new_captures`, `new_arguments`). Any other launch that fails a check
+packs its arguments; if it runs the prepared kernel of the plan's last launch and its
+bytes equal that launch's, it still gets the last command back, the packed bytes being
+exact. A launch reading its arguments from an argument block is never kept: the block is
+its own. `Plan.last` is replaced whole, so threads launching the same kernel never see a
+mix of two launches.
 
 Finding the prepared kernel has its own shortcut: captures and globals that are the very
 objects of the last launch, pointers to the same element types, or accessors of the same
@@ -78,7 +83,7 @@ from ..ranges import check_work_items
 from ..runtime.commands import KernelLaunch
 from ..runtime.usm import ptr as usm_ptr
 from .cache_keys import global_names, global_signature, signature
-from .marshal import Prepared
+from .marshal import Prepared, Slot
 from .variants import launch_shape, launch_variant
 
 _IMMUTABLE = (int, float, bool, usm_ptr, type(None))
@@ -133,11 +138,7 @@ class _AccessorKey:
         if type(acc) is not self.cls or acc.access_mode is not self.what or \
                 acc.dtype is not self.dtype:
             return False
-        key = acc._vksycl_launch_key()
-        if key is not self.launch and key != self.launch:
-            return False
-        acc._vksycl_check_launch()
-        return True
+        return acc._vksycl_launches_as(self.launch)
 
 
 def _accessor_what(acc: Any) -> Any:
@@ -268,10 +269,11 @@ class Plan:
         # push constants -> (prepared kernel, context, command) of recent launches: a loop
         # over a few arrays (or buffers) launches each one's command again
         self.recent: dict[bytes, tuple[Prepared, Any, KernelLaunch]] = {}
-        # the launch keys of the captured accessors -> (context, prepared kernel, command)
-        # for launches whose other captures are the very objects of the plan's record: a
-        # loop over a few buffers finds each one's command without packing its arguments
-        self.by_accessors: dict[tuple, tuple[Any, Prepared, KernelLaunch]] = {}
+        # the launch keys of the captured accessors -> (context, prepared kernel, command,
+        # captures record) for launches whose other captures are the very objects of the
+        # plan's record: a loop over a few buffers finds each one's command without
+        # packing its arguments, and its record becomes the last launch's
+        self.by_accessors: dict[tuple, tuple[Any, Prepared, KernelLaunch, tuple]] = {}
         # id(object) -> (object, `last`) of recent launches, by their arguments object, or
         # for closures their function: a loop swapping two buffers, or alternating
         # between closures over two arrays, finds each one's launch (the entry holds the
@@ -433,6 +435,93 @@ def repeats(pyfn: Any, plan: Plan, last: tuple) -> bool:
 FREED = operator.attrgetter("allocation.freed")
 
 
+def _repackable(kept: Any, now: Any) -> bool:
+    """Whether `now` in place of `kept` keeps the kernel's cache key and only changes a
+    slot's bytes: a number of the same type, or a pointer to the same element type."""
+    t = type(now)
+    if t is not type(kept):
+        return False
+    if t is usm_ptr:
+        return now.dtype is kept.dtype
+    return t in _NUMBERS or isinstance(now, np.number | np.bool_)
+
+
+def _repacked_record(last: tuple) -> bool:
+    """Whether the last launch's record allows repacking: captures all `_stable` and kept
+    as they were, a kernel reading no attributes of them nor device_globals."""
+    record, p = last[4], last[0]
+    return record is not None and len(record) == 4 and record[3] is not None and \
+        not p.globals and not p.attr_getters and not p.spec_getters
+
+
+def new_captures(kernel: Any, plan: Plan, last: tuple) -> tuple | None:
+    """(record, changes) of a closure launched after `last` whose captures differ from it
+    only in `_repackable` values that are closure cells or module globals read straight
+    into one slot each (a new time step each launch, the other of two buffers): its
+    record, made the plan's, and the (slot, value) pairs to repack; else None."""
+    if not _repacked_record(last):
+        return None
+    record, p = last[4], last[0]
+    cells = kernel.__closure__
+    captured = tuple(map(_CONTENTS, cells)) if cells else ()
+    changes: list[tuple[Slot, Any]] = []
+    if not _changes(record[0], captured, p.cell_slots, changes):
+        return None
+    names = plan.names
+    globals_ = tuple(map(kernel.__globals__.get, names)) if names else ()
+    if not all(map(operator.is_, record[1], globals_)):
+        for name, kept, now in zip(names, record[1], globals_, strict=True):
+            if kept is not now:  # a number among them is compiled in
+                slot = p.global_slots.get(name)
+                if slot is None or type(now) is not usm_ptr or not _repackable(kept, now):
+                    return None
+                changes.append((slot, now))
+    pointers = _pointers(record[3], changes, captured + globals_)
+    if pointers is None:
+        return None
+    plan.prepared = record = (captured, globals_, p, pointers)
+    return record, changes
+
+
+def _changes(kept: tuple, now: tuple, slots: dict[int, Slot], changes: list) -> bool:
+    """Adds the (slot, value) of each value in `now` that is not the one `kept` holds at
+    its index to `changes`; False if one is not `_repackable` into a slot of its own."""
+    for i, v in enumerate(now):
+        k = kept[i]
+        if k is not v:
+            slot = slots.get(i)
+            if slot is None or not _repackable(k, v):
+                return False
+            changes.append((slot, v))
+    return True
+
+
+def new_arguments(kernel: Any, plan: Plan, last: tuple, args: tuple) -> tuple | None:
+    """(arguments record, changes) of a launch of explicit arguments after `last`, its
+    captures the very objects of `last`'s, its arguments differing from `last`'s (all
+    `immutable`) only in `_repackable` values read straight into one slot each: the
+    (slot, value) pairs to repack; else None."""
+    known = last[5]
+    if known is None or len(known[0]) != len(args) or not _repacked_record(last) or \
+            not repeats(kernel, plan, last):
+        return None
+    changes: list[tuple[Slot, Any]] = []
+    if not _changes(known[0], args, last[0].param_slots, changes):
+        return None
+    pointers = _pointers(known[1], changes, args)  # the others are `last`'s: immutable
+    return None if pointers is None else ((args, pointers), changes)
+
+
+def _pointers(kept: tuple, changes: list, values: tuple) -> tuple | None:
+    """The pointers among `values`, whose earlier ones were `kept`, now that `changes`
+    were made to them; None if one was freed (the full packing raises)."""
+    for _, v in changes:
+        if type(v) is usm_ptr:
+            kept = tuple(c for c in values if type(c) is usm_ptr)
+            break
+    return None if any(map(FREED, kept)) else kept
+
+
 def remember_last(plan: Plan, last: tuple, kernel: Any) -> None:
     """Makes `last` the plan's last launch, also kept by its arguments object (when it has
     an arguments record), or by its function (a closure whose captures are all `_stable`:
@@ -483,7 +572,9 @@ def _same_keyed_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> 
 def accessor_command(pyfn: Any, plan: Plan, context: Any) -> KernelLaunch | None:
     """The command of an earlier launch under `plan` whose captures were the objects
     this launch captures, accessors aside, and accessors with the launch keys of this
-    launch's (whose launch checks then run); None if there was none."""
+    launch's (whose launch checks then run), made the plan's last launch so that repeats
+    of this one find it at once (a chain of command groups on a buffer after a loop over
+    others); None if there was none."""
     record = plan.prepared
     if record is None or record[3] is not None or record[2].globals or not plan.by_accessors:
         return None
@@ -502,7 +593,9 @@ def accessor_command(pyfn: Any, plan: Plan, context: Any) -> KernelLaunch | None
         return None
     for acc in accessors:
         acc._vksycl_check_launch()
-    return hit[2]
+    command = hit[2]
+    plan.last = (hit[1], command.push_constants, command, context, hit[3], None)
+    return command
 
 
 def _keyed_by_accessors(kept: tuple, now: Any, keys: list, accessors: list) -> bool:
@@ -530,7 +623,7 @@ def remember_accessor_command(plan: Plan, record: tuple | None, context: Any,
         known = plan.by_accessors
         if len(known) >= 16:
             known.clear()
-        known[keys] = (context, record[2], command)
+        known[keys] = (context, record[2], command, record)
 
 
 def _launches_alike(kept: Any, now: Any) -> bool:

@@ -9,6 +9,7 @@ what the host wrote, and records the command's event against the memory (`record
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from typing import Any
@@ -22,12 +23,16 @@ from ..ranges import id as sycl_id
 from ..ranges import range as sycl_range
 from ..types import as_dtype
 from .event import event
-from .handler import handler, launching_handler
+from .handler import handler, launching, launching_handler
 from .memops import Span
 from .storage import Storage, lock
 
 # Kernels number elements with 32-bit integers.
 MAX_ELEMENTS = (1 << 31) - 1
+_ABSENT = object()  # no argument given in that position
+# The lock's methods, bound once: every command group with accessors takes it, and a
+# method of an imported name is looked up (a bound method made) at each call.
+_lock_acquire, _lock_release = lock.acquire, lock.release
 
 
 def _as_tuple(value: Any, what: str, kind: type = sycl_range) -> tuple[int, ...]:
@@ -142,18 +147,15 @@ class buffer(_Extent):
         self._byte_offset = parent._byte_offset + _linear(offset, pr) * self._dtype.itemsize
 
     # -- queries -------------------------------------------------------------------------
-    @property
+    @functools.cached_property
     def _whole(self) -> tuple:
-        """(dims, range, offset, first byte, end byte, launch key) of an access to the
-        whole buffer: accessors of it share the one launch key object."""
-        whole = self.__dict__.get("_whole_access")
-        if whole is None:
-            rng, first = self._range, self._byte_offset
-            offset = (0,) * len(rng)
-            whole = self._whole_access = (
-                len(rng), rng, offset, first, first + self.byte_size(),
-                (self._storage.ref, first, rng, offset, rng))
-        return whole
+        """(element type, dims, range, offset, memory range, first byte, end byte, launch
+        key, memory) of an access to the whole buffer, a plain attribute once asked for:
+        accessors of it share the one launch key object."""
+        rng, first = self._range, self._byte_offset
+        offset = (0,) * len(rng)
+        return (self._dtype, len(rng), rng, offset, rng, first, first + self.byte_size(),
+                (self._storage.ref, first, rng, offset, rng), self._storage)
 
     @property
     def dtype(self) -> np.dtype:
@@ -294,8 +296,8 @@ class _Access(_Extent):
         self.buffer = buf
         self.dtype = buf._dtype
         self.dims = len(full)
-        self.access_mode = mode
-        self.no_init = no_init
+        self._set_mode(mode, no_init)
+        self._storage = buf._storage
         self._range, self._offset, self._memory_range = rng, off, full
         item = buf._dtype.itemsize
         last = tuple(o + r - 1 for o, r in zip(off, rng, strict=True))
@@ -308,11 +310,16 @@ class _Access(_Extent):
     def _init_whole(self, buf: buffer, mode: access_mode, no_init: bool) -> None:
         """An access to the whole buffer: the common case, from values the buffer keeps."""
         self.buffer = buf
-        self.dtype = buf._dtype
-        self.dims, self._range, self._offset, self._first, self._end, self._key = buf._whole
-        self._memory_range = self._range
+        (self.dtype, self.dims, self._range, self._offset, self._memory_range, self._first,
+         self._end, self._key, self._storage) = buf._whole
+        self._set_mode(mode, no_init)
+
+    def _set_mode(self, mode: access_mode, no_init: bool) -> None:
+        """The mode, and whether it writes: kept as a plain attribute, which the path of
+        every command group reads."""
         self.access_mode = mode
         self.no_init = no_init
+        self._writes = mode is not access_mode.read
 
     def get_offset(self) -> sycl_id:
         return sycl_id(*self._offset)
@@ -377,24 +384,38 @@ class accessor(_Access):
 
     __vksycl_accessor__ = "global"
     _host_task = False  # made with sycl.host_task: the host task's, not a kernel's
+    _context: Any = None  # the context of the queue whose command group requires it
+    _placeholder = False
+    no_init = False
 
-    def __init__(self, buf: Any, *args: Any, mode: Any = None, access_range: Any = None,
-                 access_offset: Any = None, property_list: Any = ()) -> None:
-        self._context: Any = None
-        n = len(args)
-        if n and type(buf) is buffer and type(args[0]) is handler and mode is None and \
-                access_range is None and access_offset is None and not property_list and (
-                    n == 1 or (type(args[1]) is access.mode_tag and (
-                        n == 2 or (n == 3 and args[2] is access.no_init)))):
-            # `accessor(buf, h[, tag][, no_init])`, what command groups write
-            self._placeholder = False
-            self._init_whole(buf, args[1].mode if n > 1 else access_mode.read_write, n == 3)
-            if n == 3 and self.access_mode is access_mode.read:
-                self._init_access(buf, access_mode.read, True, None, None, "accessor")
-            h = args[0]
-            self.bind(h._queue)
-            h.requirements.append(self)
-            return
+    def __init__(self, buf: Any, first: Any = _ABSENT, second: Any = _ABSENT, *more: Any,
+                 mode: Any = None, access_range: Any = None, access_offset: Any = None,
+                 property_list: Any = ()) -> None:
+        # The first two positional arguments are named rather than gathered: what command
+        # groups write, `accessor(buf, h[, tag][, no_init])`, then builds no tuple of them.
+        if type(first) is handler and type(buf) is buffer and mode is None and \
+                access_range is None and access_offset is None and not property_list:
+            tag = access.read_write if second is _ABSENT else second
+            if type(tag) is access.mode_tag and (not more or (
+                    len(more) == 1 and more[0] is access.no_init and tag.writes)):
+                # the whole buffer's attributes in one step, its memory bound by identity
+                q = first._queue
+                self.buffer = buf
+                (self.dtype, self.dims, self._range, self._offset, self._memory_range,
+                 self._first, self._end, self._key, s) = buf._whole
+                self._storage = s
+                self.access_mode = tag.mode
+                self._writes = tag.writes
+                if more:
+                    self.no_init = True
+                ctx = q._context
+                if s.context is not ctx or s.device is not q._device or s.released:
+                    s.bind(q, "accessor")
+                self._context = ctx
+                first.requirements.append(self)
+                return
+        args = () if first is _ABSENT else (first,) if second is _ABSENT else \
+            (first, second, *more)
         h, m, no_init, rng, off = _parse(args, mode, access_range, access_offset,
                                          property_list, "accessor")
         self._init_access(buf, m, no_init, rng, off, "accessor")
@@ -416,11 +437,11 @@ class accessor(_Access):
 
     def bind(self, queue: Any) -> None:
         """Places the buffer's memory on the command group's device (handler.require)."""
-        self.buffer._storage.bind(queue, "accessor")
+        self._storage.bind(queue, "accessor")
         self._context = queue._context
 
     def _vksycl_launch_address(self, context: Any) -> int:
-        s = self.buffer._storage
+        s = self._storage
         if self._context is None:
             raise exception(errc.kernel_argument, "a placeholder accessor is used in a kernel "
                             "without h.require(acc) in its command group")
@@ -451,11 +472,20 @@ class accessor(_Access):
     def _vksycl_check_launch(self) -> None:
         """The checks of `_vksycl_launch_address` a launch repeating an earlier one (whose
         accessor had this one's launch key) still needs."""
-        if self._host_task or self._context is None or self.buffer._storage.released:
+        self._vksycl_launches_as(self._key)
+
+    def _vksycl_launches_as(self, key: tuple) -> bool:
+        """Whether this accessor packs the launch values of one whose launch key was `key`;
+        if it does, the checks a launch repeating that one still needs run too (raising):
+        both in one call, which every repeated command group with an accessor makes."""
+        mine = self._key
+        if mine is not key and mine != key:
+            return False
+        h = getattr(launching, "handler", None)
+        if self._host_task or self._context is None or self._storage.released or \
+                h is None or self not in h.requirements:
             self._vksycl_launch_address(None)  # raises
-        h = launching_handler()
-        if h is None or self not in h.requirements:
-            self._vksycl_launch_address(None)  # raises
+        return True
 
     def _vksycl_launch_piece(self, what: str, d: int) -> int:
         if what == "range":
@@ -649,17 +679,40 @@ def enqueue(queue: Any, command: Any, h: handler) -> event:
     follow (and the events it depends on), then records its event as their latest
     access; copies to the device first what the host wrote and the command reads."""
     requirements = h.requirements
-    lock.acquire()  # not `with`: every command group with accessors passes here
+    _lock_acquire()  # not `with`: every command group with accessors passes here
     try:
-        ev = queue.execute(command, [*h._deps, *_acquire(requirements, queue)])
-        for acc in requirements:
-            writes = acc.access_mode is not access_mode.read
-            if acc._host_task:
-                acc.buffer._storage.host_access(acc._first, acc._end, writes, ev)
-            else:
-                acc.buffer._storage.access(acc._first, acc._end, writes, ev)
+        if len(requirements) == 1 and not h._deps:
+            acc = requirements[0]
+            s = acc._storage
+            accesses = s.tracker.accesses
+            if acc._writes and len(accesses) == 1 and not (
+                    s.released or s.host_newer or acc._host_task):
+                # the common command group, one of a chain on a buffer: a device accessor
+                # writing memory the device holds over all of the one access before it,
+                # which it follows and whose place its event takes in the tracker
+                # (`_acquire` and Storage.access, without a call)
+                a_first, a_end, _, token = accesses[0]
+                first, end = acc._first, acc._end
+                if first <= a_first < a_end <= end:
+                    ev = queue.execute(command, [token])
+                    accesses[0] = (first, end, True, ev)
+                    s.device_newer = True
+                    s.written = True
+                    return ev
+        return _enqueue_all(queue, command, h)
     finally:
-        lock.release()
+        _lock_release()
+
+
+def _enqueue_all(queue: Any, command: Any, h: handler) -> event:
+    """`enqueue` for any command group (the caller holds `lock`)."""
+    requirements = h.requirements
+    ev = queue.execute(command, [*h._deps, *_acquire(requirements, queue)])
+    for acc in requirements:
+        if acc._host_task:
+            acc._storage.host_access(acc._first, acc._end, acc._writes, ev)
+        else:
+            acc._storage.access(acc._first, acc._end, acc._writes, ev)
     return ev
 
 
@@ -668,20 +721,19 @@ def _acquire(requirements: list[accessor], queue: Any) -> list[event]:
     host wrote and the command will read."""
     deps: list[event] = []
     for acc in requirements:
-        s = acc.buffer._storage
+        s = acc._storage
         if s.released:
             s.check_live("accessor")
         if acc._host_task:
-            deps += [e for e in s.for_host_task(queue, acc._first, acc._end,
-                                                acc.access_mode.writes) if e not in deps]
+            deps += [e for e in s.for_host_task(queue, acc._first, acc._end, acc._writes)
+                     if e not in deps]
             continue
         if s.host_newer:
             if acc.no_init and acc.covers_all() and _discards(requirements, s):
                 s.discard_host()
             else:
                 s.upload(queue)
-        found = s.tracker.conflicts(acc._first, acc._end,
-                                    acc.access_mode is not access_mode.read)
+        found = s.tracker.conflicts(acc._first, acc._end, acc._writes)
         if found:
             deps += found if len(requirements) == 1 else [e for e in found if e not in deps]
     return deps

@@ -100,15 +100,32 @@ class KernelLaunch(Command):
     # (engine, its dispatch): a command submitted again (a launch repeated with the same
     # arguments) reuses its dispatch
     _dispatched: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    # (engine, a dispatch of the same pipeline and work-groups) for a command made by
+    # `with_push`: its own dispatch is made from that one's pipeline
+    _like: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def dispatch(self, engine: Engine) -> Dispatch:
         done = self._dispatched
         if done is not None and done[0] is engine:
             return done[1]
-        d = engine.dispatch(engine.program(self.spirv, self.entry, self.name), self.groups,
-                            self.push_constants, self.bound)
-        self._dispatched = (engine, d)
+        like = self._like
+        if like is not None and like[0] is engine:
+            d = engine.with_push(like[1], self.push_constants)
+        else:
+            d = engine.dispatch(engine.program(self.spirv, self.entry, self.name),
+                                self.groups, self.push_constants, self.bound)
+        self._dispatched, self._like = (engine, d), None
         return d
+
+    def with_push(self, push_constants: bytes, origin: Any) -> KernelLaunch:
+        """This launch with other push constants (a launch repeated with new argument
+        values): its dispatch runs this one's pipeline without looking it up, a launch
+        with descriptor bindings aside (its pipeline goes with the memory bound)."""
+        command = KernelLaunch(self.name, self.spirv, self.entry, push_constants,
+                               self.groups, self.bound, self.keep_alive, origin)
+        if not self.bound:
+            command._like = self._dispatched
+        return command
 
     def lower(self, ctx: LowerContext) -> list[Step]:
         return [GpuStep([self.dispatch(ctx.engine)])]

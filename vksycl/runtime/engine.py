@@ -42,6 +42,8 @@ _PIPELINE_CACHE_SIZE = 1024
 # dispatches an open batch takes before it is submitted anyway (a timed one: as many as
 # its sequence has timestamps for, one after each)
 _BATCH_OPS = 512
+# recordings of submissions of their own remembered by their dispatches
+_RECORDINGS = 64
 # timestamps a timed sequence has room for (one after each dispatch): a profiling queue's
 # commands batch too
 _BATCH_TIMESTAMPS = 129
@@ -159,6 +161,9 @@ class Engine:
         self.pipelines_built = 0  # Vulkan pipelines created so far
         # id(sequence) -> the ops it holds recorded (kept alive, so ids stay theirs)
         self._recorded: dict[int, tuple | None] = {}
+        # dispatches -> the sequence that recorded them last, for submissions of their
+        # own: the entry holds while that sequence's `_recorded` says so
+        self._recordings: dict[tuple, kp.Sequence] = {}
 
     # -- memory -----------------------------------------------------------------------
     def buffer(self, nbytes: int, host_visible: bool) -> Buffer:
@@ -242,6 +247,13 @@ class Engine:
             if len(self._ops) > _PIPELINE_CACHE_SIZE:
                 self._ops.pop(next(iter(self._ops)))
             return op
+
+    def with_push(self, d: Dispatch, push_constants: bytes) -> Dispatch:
+        """A dispatch of `d`'s pipeline over its work-groups with other push constants (a
+        launch repeated with new argument values): nothing is looked up or cached, the
+        pipeline being `d`'s own."""
+        push = np.frombuffer(push_constants, dtype=np.uint32) if push_constants else _NO_PUSH
+        return _dispatch(d.algo, push, d.groups, d.name)
 
     def without_barrier(self, d: Dispatch) -> Dispatch:
         """The same dispatch with no barrier before it, for work independent of what was
@@ -350,17 +362,47 @@ class Engine:
 
     def _submit_now(self, dispatches: tuple[Dispatch, ...], timed: bool) -> Submission:
         """One submission of its own. A sequence that last recorded the very same
-        dispatches (a launch repeated in a loop) is submitted again as it is: recording
-        costs more than the submission itself."""
+        dispatches (a launch repeated in a loop, or one of a few launched in turn: two
+        buffers swapped each launch) is submitted again as it is: recording costs more
+        than the submission itself."""
         seq = self._take_sequence(timed, len(dispatches))
         # Dispatches compare by identity: `!=` of two tuples of them is a C loop.
+        if not timed and self._recorded.get(id(seq)) != dispatches:
+            seq = self._sequence_for(dispatches, seq)
         if timed or self._recorded.get(id(seq)) != dispatches:
             seq.clear()
             for d in dispatches:
                 seq.record(d.op)
             # timestamp queries are reset while recording: timed sequences always record
             self._recorded[id(seq)] = None if timed else dispatches
+            if not timed:
+                if len(self._recordings) >= _RECORDINGS:
+                    self._recordings.clear()
+                self._recordings[dispatches] = seq
         return self._start(seq, timed)
+
+    def _sequence_for(self, dispatches: tuple[Dispatch, ...], top: kp.Sequence
+                      ) -> kp.Sequence:
+        """The sequence a submission of its own of `dispatches` runs, `top` being the
+        one taken from the pool, which recorded others: the idle sequence that recorded
+        these last, else `top` if its recording is of no use, else the sequence idle
+        the longest (a new one if none), `top` going back to the pool with its
+        recording for its dispatches to come again."""
+        pool = self._pool[False]
+        seq = self._recordings.get(dispatches)
+        if seq is not None and self._recorded.get(id(seq)) == dispatches:
+            try:
+                pool.remove(seq)  # atomic: other threads only give sequences back
+            except ValueError:  # in flight
+                seq = None
+        else:
+            seq = None
+        if seq is None and self._recorded.get(id(top)) is None:
+            return top
+        pool.append(top)
+        if seq is None:
+            seq = pool.popleft() if len(pool) > 1 else self._new_sequence()
+        return seq
 
     def _open(self, dispatches: tuple[Dispatch, ...], timed: bool,
               report: ErrorReport | None, now: float) -> Part:

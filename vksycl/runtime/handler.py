@@ -52,25 +52,27 @@ class interop_handle:
         return self._queue
 
 
-_launching = threading.local()
+# `launching.handler`: the command group whose kernel this thread is building, if any
+# (read as `getattr(launching, "handler", None)` where a call to `launching_handler` costs)
+launching = threading.local()
 
 
 def launching_handler() -> handler | None:
     """The command group whose kernel this thread is building, if any: an accessor a
     kernel uses must be one the command group requires, or its buffer would go
     untracked."""
-    return getattr(_launching, "handler", None)
+    return getattr(launching, "handler", None)
 
 
 def launched_in(h: handler, build: Callable[..., Command], *args: Any) -> Command:
     """The command `build(*args)` makes, as command group `h`'s kernel: the accessors it
     packs must be ones `h` requires."""
-    outer = getattr(_launching, "handler", None)
-    _launching.handler = h
+    outer = getattr(launching, "handler", None)
+    launching.handler = h
     try:
         return build(*args)
     finally:
-        _launching.handler = outer
+        launching.handler = outer
 
 
 KernelFrontEnd = Callable[..., Command]
