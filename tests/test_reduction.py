@@ -1313,6 +1313,34 @@ def test_counters_are_reused_when_commands_go(q, mem, usm):
     for t, s0 in zip(targets, start, strict=True):
         assert usm.read(t)[0] == s0 + 250 * (n * (n - 1) // 2)
 
+
+def test_reductions_launched_from_several_threads(q, mem, usm):
+    """Commands made on four threads at once take counters from one pool: each thread's
+    results are its own."""
+    n = 777
+    a = mem.of(np.arange(n, dtype=np.int32))
+    targets = [usm.of([0], np.int32) for _ in range(4)]
+    errors: list[BaseException] = []
+
+    def body(i, s):
+        s += a[i]
+
+    def run(t) -> None:
+        try:
+            for _ in range(40):
+                q.parallel_for(sycl.range(n), sycl.reduction(t, sycl.plus()), body).wait()
+        except BaseException as err:  # reported by the main thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for t in targets:
+        assert usm.read(t)[0] == 40 * (n * (n - 1) // 2)
+
 # -- command graphs -----------------------------------------------------------------------------
 
 @pytest.fixture

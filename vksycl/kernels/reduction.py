@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import functools
 import operator
+import threading
 import types as pytypes
 import weakref
 from typing import Any
@@ -269,25 +270,29 @@ class _Counters:
         self.free: list[usm_ptr] = []
         self.pending: collections.deque = collections.deque()
         self.slabs: list[Any] = []  # their allocations, kept for the process
+        # launches from several threads; reentrant: a collection in `take` may `give`
+        self.lock = threading.RLock()
 
     def take(self) -> usm_ptr:
-        pending = self.pending
-        while pending and pending[0][0].done():
-            self.free.append(pending.popleft()[1])
-        if not self.free:
-            slab = memops.initialized_allocation(self.device, self.scheduler, None,
-                                                 4 * self.SLAB, self.context)
-            self.slabs.append(slab)
-            self.free += [usm_ptr(slab, 4 * k, np.dtype(np.uint32))
-                          for k in reversed(range(self.SLAB))]
-        return self.free.pop()
+        with self.lock:
+            pending = self.pending
+            while pending and pending[0][0].done():
+                self.free.append(pending.popleft()[1])
+            if not self.free:
+                slab = memops.initialized_allocation(self.device, self.scheduler, None,
+                                                     4 * self.SLAB, self.context)
+                self.slabs.append(slab)
+                self.free += [usm_ptr(slab, 4 * k, np.dtype(np.uint32))
+                              for k in reversed(range(self.SLAB))]
+            return self.free.pop()
 
     def give(self, counter: usm_ptr) -> None:
         last = self.scheduler.engine.last_submission()
-        if last is None or last.finished:
-            self.free.append(counter)
-        else:
-            self.pending.append((last, counter))
+        with self.lock:
+            if last is None or last.finished:
+                self.free.append(counter)
+            else:
+                self.pending.append((last, counter))
 
 
 # (device, context) -> its counters
