@@ -22,6 +22,7 @@ import numpy as np
 
 from ..exceptions import errc, exception, invalid
 from . import virtual
+from .source import parse
 from .type_registry import type_of_annotation
 from .typesys import LocalAccessorType
 
@@ -181,7 +182,7 @@ def _type_vars_in(a: Any, globals_: dict[str, Any]) -> list[Any]:
         return [a.dtype]
     if isinstance(a, str):
         try:
-            tree = ast.parse(a, mode="eval")
+            tree = parse(a, mode="eval")
         except SyntaxError:
             return []
         return [globals_[n.id] for n in ast.walk(tree) if isinstance(n, ast.Name)
@@ -228,7 +229,7 @@ def _returns_value(fn: Any) -> bool:
     """Whether the body has a `return <value>` (a kernel's return type must be void)."""
     try:
         src = textwrap.dedent(inspect.getsource(fn))
-        tree = ast.parse(src)
+        tree = parse(src)
     except (OSError, TypeError, SyntaxError):
         return False
     top = tree.body[0] if tree.body else None

@@ -11,6 +11,7 @@ import ast
 import hashlib
 import linecache
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,18 @@ def error(filename: str, node: ast.AST | None, message: str) -> exception:
     return exception(errc.build, f"{filename}:{line}:{col}: {message}")
 
 
+# CPython 3.11 converts a parsed tree to Python objects with a depth counter of the
+# interpreter's, not the thread's: two threads parsing at once (kernels launched first on
+# several threads) fail with "AST constructor recursion depth mismatch"
+_PARSING = threading.Lock()
+
+
+def parse(text: str, filename: str = "<unknown>", mode: str = "exec") -> ast.AST:
+    """`ast.parse`, one thread at a time."""
+    with _PARSING:
+        return ast.parse(text, filename, mode)
+
+
 _Starts = dict[int, list[ast.AST]]
 _FILES: dict[str, tuple[float, _Starts, list[str]]] = {}
 _BY_CODE: dict[Any, Source] = {}
@@ -61,7 +74,7 @@ def _parse_file(filename: str) -> tuple[_Starts, list[str]]:
         raise exception(errc.build, f"{filename}: the source of a kernel is not available "
                         "(kernels must be defined in a file)")
     starts: _Starts = {}
-    for node in ast.walk(ast.parse("".join(lines), filename)):
+    for node in ast.walk(parse("".join(lines), filename)):
         if isinstance(node, ast.Lambda):
             starts.setdefault(node.lineno, []).append(node)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
