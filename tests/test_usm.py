@@ -219,3 +219,36 @@ def test_host_store_of_a_struct_errors(q):
         device[0] = View(Vec2(0, 0), None, 0)
     for p in (views, device):
         sycl.free(p, q)
+
+
+@pytest.mark.parametrize("kind", ["shared", "host"])
+def test_host_slices_of_usm(q, kind):
+    """`p[a:b]` is a numpy view of host-accessible USM, and `p[a:b] = values` stores
+    numbers as numpy assigns them and structs one by one; device USM, a wrong count and
+    an index that is no integer are errc.invalid."""
+    malloc = {"shared": sycl.malloc_shared, "host": sycl.malloc_host}[kind]
+    a = malloc(6, sycl.int32, q)
+    a[:] = np.arange(6)
+    a[::2] = 7
+    np.testing.assert_array_equal(a[1:4], [1, 7, 3])
+    a[4:] = [40, 50]
+    np.testing.assert_array_equal(np.asarray(a), [7, 1, 7, 3, 40, 50])
+    (a + 2)[:2] = [20, 30]  # a slice counts from the pointer
+    np.testing.assert_array_equal(a[:], [7, 1, 20, 30, 40, 50])
+    data = sycl.malloc_shared(4, sycl.float32, q)
+    views = malloc(3, View, q)
+    views[1:3] = [View(Vec2(1.0, 2.0), data + 1, 3), View(Vec2(0.0, 0.0), None, 0)]
+    assert views[1].data == data + 1 and views[1].n == 3 and views[2].data is None
+    for bad, what in ((lambda: a.__setitem__(slice(0, 6), [1, 2]), "6 int32 elements"),
+                      (lambda: views.__setitem__(slice(0, 2), View(Vec2(0.0, 0.0), None, 1)),
+                       "2 struct elements"),
+                      (lambda: a[1.5], "integer or a slice"),
+                      (lambda: a[True], "integer or a slice")):
+        with pytest.raises(sycl.exception, match=what) as e:
+            bad()
+        assert e.value.code() == sycl.errc.invalid
+    d = sycl.malloc_device(4, sycl.int32, q)
+    with pytest.raises(sycl.exception, match="not accessible from the host"):
+        d[:2] = 1
+    for p in (a, data, views, d):
+        sycl.free(p, q)

@@ -184,12 +184,46 @@ class ptr:
                             f"({alloc_.nbytes} bytes, pointer at byte {self.byte_offset})")
         return alloc_.host_bytes()[offset: offset + size]
 
-    def __getitem__(self, index: int) -> Any:
+    def _span(self, index: slice) -> np.ndarray:
+        """The elements a slice selects, as a numpy view of host-accessible memory (the
+        elements from this pointer to the end of its allocation, as `__array__`)."""
+        if not self.allocation.host_accessible:
+            raise exception(errc.invalid, "device USM is not accessible from the host; "
+                            "copy it with queue.memcpy or use malloc_shared")
+        return self.__array__()[index]
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if type(index) is slice:
+            return self._span(index)
+        _check_index(index)
         return _loaded(self._element(index).view(self.dtype)[0], self.dtype,
                        self.allocation.context)
 
-    def __setitem__(self, index: int, value: Any) -> None:
+    def __setitem__(self, index: int | slice, value: Any) -> None:
+        if type(index) is slice:
+            self._store_span(index, value)
+            return
+        _check_index(index)
         self._element(index).view(self.dtype)[0] = _stored(value, self.dtype)
+
+    def _store_span(self, index: slice, value: Any) -> None:
+        """`p[a:b] = values`: numbers as numpy assigns them (one value to all, or as many
+        as the slice selects); struct elements one by one, as `p[i] = v` stores them."""
+        view = self._span(index)
+        if self.dtype.fields is None:
+            try:
+                view[...] = value
+            except (TypeError, ValueError) as ex:
+                raise exception(errc.invalid, f"cannot store {type(value).__name__} in "
+                                f"{len(view)} {self.dtype} elements: {ex}") from None
+            return
+        positions = range(*index.indices(self.count))
+        values = list(value) if isinstance(value, list | tuple | np.ndarray) else None
+        if values is None or len(values) != len(positions):
+            raise exception(errc.invalid, f"a slice of {len(positions)} struct elements "
+                            "takes a sequence of as many values")
+        for k, v in zip(positions, values, strict=True):
+            self[k] = v
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if copy:
@@ -209,6 +243,12 @@ class ptr:
             raise exception(errc.invalid, "device USM is not accessible from the host; "
                             "copy it with queue.memcpy or use malloc_shared")
         return (1, 0)  # kDLCPU: host memory
+
+
+def _check_index(index: Any) -> None:
+    if not isinstance(index, int | np.integer) or isinstance(index, bool | np.bool_):
+        raise exception(errc.invalid, "a USM pointer is indexed by an integer or a slice, "
+                        f"got {type(index).__name__}")
 
 
 def _loaded(raw: Any, dtype: np.dtype, context: Any) -> Any:
