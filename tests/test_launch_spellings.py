@@ -522,3 +522,109 @@ def test_a_global_of_another_module_a_device_function_reads_is_seen(q, tmp_path,
     np.testing.assert_array_equal(np.asarray(b), np.full(N, 1, np.int32))
     sycl.free(a, q)
     sycl.free(b, q)
+
+
+def _kernel_object(q: sycl.queue, f) -> sycl.kernel:
+    return syclexp.get_kernel_bundle(q.get_context(), f, sycl.bundle_state.executable
+                                     ).ext_oneapi_get_kernel(f)
+
+
+def test_arguments_set_by_index_belong_to_their_command_group(q):
+    """A command group that sets no argument has none, whatever earlier ones set (a handler
+    shares an empty, read-only set of arguments until it sets one); set_args keeps the
+    indices it does not set."""
+    x = sycl.malloc_shared(N, sycl.float32, q)
+    q.memset(x, 0, N * 4).wait()
+    kadd = _kernel_object(q, add_value)
+    ndr = sycl.nd_range((N,), (16,))
+    q.submit(lambda h: (h.set_arg(1, 2.5), h.set_args(x), h.parallel_for(ndr, kadd)))
+    q.submit(lambda h: (h.set_args(x, 0.5), h.parallel_for(ndr, kadd))).wait()
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, 3.0, np.float32))
+    with pytest.raises(sycl.exception, match=r"argument 0 \(x\) of add_value is not set"):
+        q.submit(lambda h: h.parallel_for(ndr, kadd))
+    with pytest.raises(sycl.exception, match=r"argument 1 \(v\) of add_value is not set"):
+        q.submit(lambda h: (h.set_arg(0, x), h.parallel_for(ndr, kadd)))
+    with pytest.raises(sycl.exception, match="add_value has 2 arguments; set_arg set index 2"):
+        q.submit(lambda h: (h.set_args(x, 1.0, 2.0), h.parallel_for(ndr, kadd)))
+    with pytest.raises(sycl.exception, match="is a float32, got int"):
+        q.submit(lambda h: (h.set_args(x, 1), h.parallel_for(ndr, kadd)))
+    sycl.free(x, q)
+
+
+def test_a_dynamic_parameter_is_refused_by_a_queue_command_group(q):
+    """set_arg and set_args (which ask plain numbers and pointers nothing) both refuse a
+    graph's dynamic_parameter in a command group submitted to a queue."""
+    x = sycl.malloc_shared(N, sycl.float32, q)
+    g = syclexp.command_graph(q)
+    param = syclexp.dynamic_parameter(g, 1.0)
+    for fill in (lambda h: h.set_arg(1, param), lambda h: h.set_args(x, param)):
+        with pytest.raises(sycl.exception, match="dynamic_parameter") as err:
+            q.submit(fill)
+        assert err.value.code() == sycl.errc.invalid
+    sycl.free(x, q)
+
+
+def test_a_kernel_object_checks_each_new_launch_object(q):
+    """A kernel object enqueued again with the nd_range it was accepted with asks nothing
+    of it; another launch object is checked again."""
+    x = sycl.malloc_shared(N, sycl.int32, q)
+    q.memset(x, 0, N * 4).wait()
+    kobj = _kernel_object(q, bump_free)
+    ndr = sycl.nd_range((N,), (16,))
+    q.submit(lambda h: (h.set_args(x), h.parallel_for(ndr, kobj))).wait()
+    with pytest.raises(sycl.exception, match="enqueue it with parallel_for"):
+        q.submit(lambda h: (h.set_args(x), h.parallel_for(sycl.range(N), kobj)))
+    with pytest.raises(sycl.exception, match="enqueued with a 2-dimensional nd_range"):
+        q.submit(lambda h: (h.set_args(x),
+                            h.parallel_for(sycl.nd_range((N, 1), (16, 1)), kobj)))
+    with pytest.raises(sycl.exception, match="single_task"):
+        q.submit(lambda h: (h.set_args(x), h.single_task(kobj)))
+    q.submit(lambda h: (h.set_args(x), h.parallel_for(ndr, kobj))).wait()
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, 2, np.int32))
+    sycl.free(x, q)
+
+
+def test_a_free_function_converts_each_new_value(q):
+    """nd_launch converts each new value as C++ would (a Python float as it is, a numpy
+    number or an int to the float32 parameter), and still refuses what does not convert
+    or fit, with its errc and message."""
+    x = sycl.malloc_shared(N, sycl.float32, q)
+    q.memset(x, 0, N * 4).wait()
+    ndr = sycl.nd_range((N,), (16,))
+    for v in (0.5, np.float64(0.25), 2, np.float32(0.125), True):
+        syclexp.nd_launch(q, ndr, add_value, x, v)
+    q.wait()
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, 3.875, np.float32))
+    for bad, message in (("1.0", "is a float32, got str"), (None, "got NoneType"),
+                         (1e300, "does not fit"), ([1.0], "got list")):
+        with pytest.raises(sycl.exception, match=message) as err:
+            syclexp.nd_launch(q, ndr, add_value, x, bad)
+        assert err.value.code() == sycl.errc.invalid
+    syclexp.nd_launch(q, ndr, add_value, x, float("inf")).wait()  # infinities convert
+    assert np.isinf(np.asarray(x)).all()
+    sycl.free(x, q)
+
+
+def test_depends_on_a_plain_event_orders_the_command_group_after_it(q, packed):
+    """A command group repeated with depends_on a plain event packs nothing again, and
+    still runs after that event's work (a host task held back here)."""
+    import threading
+
+    x = sycl.malloc_shared(N, sycl.int32, q)
+    q.memset(x, 0, N * 4).wait()
+
+    def body(i):
+        x[i] = x[i] * 2
+
+    done = q.submit(lambda h: h.parallel_for(N, body))
+    done.wait()
+    first = len(packed)
+    gate = threading.Event()
+    host = q.submit(lambda h: h.host_task(lambda: (gate.wait(10),
+                                                     np.asarray(x).__setitem__(..., 5))))
+    after = q.submit(lambda h: (h.depends_on(host), h.parallel_for(N, body)))
+    gate.set()
+    after.wait()
+    assert len(packed) == first
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, 10, np.int32))
+    sycl.free(x, q)

@@ -102,6 +102,11 @@ def version() -> int:
     return _VERSION[0]
 
 
+# the version, read as `classes_version[0]` where a call to `version()` costs (the checks
+# of every repeated launch)
+classes_version = _VERSION
+
+
 def set_name(s: Any) -> str:
     return "the default set" if s is None else getattr(s, "__qualname__", repr(s))
 

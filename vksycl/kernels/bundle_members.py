@@ -44,6 +44,8 @@ class FreeKernel:
         self.id = kernel_id(self)
         self._compat: dict[int, exception | None] = {}
         self._compiled: Any = None
+        # the last launch object `command` accepted (launch objects are immutable)
+        self._accepted: Any = False
 
     def _local(self) -> tuple[int, ...]:
         for p in self.kernel.properties:
@@ -100,6 +102,16 @@ class FreeKernel:
     def command(self, device: Any, launch: Any, args: dict[int, Any], properties: Any,
                 context: Any, image: Any = None) -> Any:
         k = self.kernel
+        if launch is not self._accepted:
+            self._check_launch(launch)
+            self._accepted = launch
+        p = plan(k)
+        return launch_command(device, k, launch, p.matched(args), properties, p, context,
+                              image)
+
+    def _check_launch(self, launch: Any) -> None:
+        """Refuses a launch object of the wrong kind or dimensions for the kernel."""
+        k = self.kernel
         if launch is None:
             if k.kind != "single_task":
                 raise invalid(f"{k.name} is an nd_range_kernel({k.dims}); enqueue it with "
@@ -112,9 +124,6 @@ class FreeKernel:
         elif launch.dimensions != k.dims:
             raise invalid(f"{k.name} is an nd_range_kernel({k.dims}), enqueued with a "
                           f"{launch.dimensions}-dimensional nd_range")
-        p = plan(k)
-        return launch_command(device, k, launch, p.matched(args), properties, p, context,
-                              image)
 
 
 _FREE: dict[FreeFunctionKernel, FreeKernel] = {}

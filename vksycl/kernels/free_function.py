@@ -36,7 +36,7 @@ from ..runtime.queue import queue
 from ..runtime.usm import ptr as ptr_type
 from ..types import dtype_key
 from .launch import build_launch_args
-from .plans import immutable
+from .plans import all_immutable
 from .properties import launch_config, sub_group_size, work_group_size
 
 
@@ -54,6 +54,8 @@ class kernel_function_s:
 
 
 def _info(f: Any) -> FreeFunctionKernel | None:
+    if type(f) is FreeFunctionKernel:  # the decorated function, as most launches pass it
+        return f
     if isinstance(f, kernel_function_s):
         return f.kernel
     return getattr(f, "__vksycl_kernel__", None)
@@ -93,6 +95,12 @@ def is_kernel(f: Any) -> bool:
 
 # -- argument conversion ----------------------------------------------------------------------
 
+# the types the converters test for, made once: `str | bytes` in a call makes a union
+# object at each conversion of a new argument value
+_TEXT = (str, bytes)
+_FLOATS = (float, np.floating)
+
+
 def _scalar_converter(t: Scalar, where: str) -> Any:
     """C++ implicit conversion of an arithmetic value to parameter type `t`; strings,
     None and containers are no arithmetic values, even where Python would convert them."""
@@ -103,7 +111,7 @@ def _scalar_converter(t: Scalar, where: str) -> Any:
     if t.is_bool:
         def to_bool(v: Any) -> bool:
             numeric = hasattr(v, "__index__") or hasattr(v, "__float__")
-            if isinstance(v, str | bytes) or not numeric:
+            if isinstance(v, _TEXT) or not numeric:
                 raise not_a_number(v)
             return bool(v)
 
@@ -113,13 +121,15 @@ def _scalar_converter(t: Scalar, where: str) -> Any:
         big = float(finfo.max)
 
         def to_float(v: Any) -> float:
-            if isinstance(v, str | bytes):
-                raise not_a_number(v)
-            try:
-                f = float(v)
-            except (TypeError, ValueError):
-                raise not_a_number(v) from None
-            if math.isfinite(f) and abs(f) > big:
+            f = v
+            if type(v) is not float:  # a Python float, the common case, is one already
+                if isinstance(v, _TEXT):
+                    raise not_a_number(v)
+                try:
+                    f = float(v)
+                except (TypeError, ValueError):
+                    raise not_a_number(v) from None
+            if abs(f) > big and math.isfinite(f):
                 raise invalid(f"{where}: {v!r} does not fit {t!r}")
             return f
 
@@ -129,11 +139,11 @@ def _scalar_converter(t: Scalar, where: str) -> Any:
     half = 1 << (bits - 1)
 
     def to_int(v: Any) -> int:
-        if isinstance(v, float | np.floating):
+        if isinstance(v, _FLOATS):
             if not math.isfinite(v):
                 raise invalid(f"{where}: {v!r} cannot convert to {t!r}")
             v = math.trunc(v)
-        elif isinstance(v, str | bytes):
+        elif isinstance(v, _TEXT):
             raise not_a_number(v)
         try:
             i = int(v) & mask
@@ -225,9 +235,10 @@ class Plan:
     def __init__(self, kernel: FreeFunctionKernel) -> None:
         self.kernel = kernel
         self.checked_launch: Any = None  # the last range object checked (ranges are immutable)
-        # (arguments, converted) of the latest launches whose arguments were all
-        # immutable, newest first: a loop swapping two buffers launches each pair again
-        self.last: list[tuple[tuple, tuple]] = []
+        # the ids of the arguments of the latest launches whose arguments were all
+        # immutable -> (arguments, converted), oldest first: a loop swapping two buffers
+        # launches each pair again (the entry holds the arguments: their ids stay theirs)
+        self.last: dict[tuple[int, ...], tuple[tuple, tuple]] = {}
         # (arguments set by index, matched) of the last kernel-object enqueue
         self.last_set: tuple[tuple, tuple] | None = None
         self.types = kernel.param_types()
@@ -283,7 +294,12 @@ class Plan:
 
             return check_enum
 
+        # a Python float matches any float parameter, a bool a bool one: no more to ask
+        exact = float if t.is_float else bool if t.is_bool else None
+
         def check(v: Any) -> Any:
+            if type(v) is exact:
+                return v
             if not _kinds_match(t, v):
                 got = v.dtype if isinstance(v, np.generic) else type(v).__name__
                 raise invalid(f"{where} is a {t!r}, got {got} {v!r}")
@@ -295,28 +311,33 @@ class Plan:
         """The arguments of `nd_launch` / `single_task`, converted to the parameter types.
         The very immutable objects of the last launch get its converted tuple back: the
         launch glue then knows the arguments by identity alone."""
+        ids = tuple(map(id, args))
+        known = self.last.get(ids)
+        if known is not None:
+            return known[1]
         n = len(args)
-        for known, converted in self.last:
-            if len(known) == n and all(map(operator.is_, args, known)):
-                return converted
         if n != len(self.convert):
             raise invalid(f"{self.kernel.name} takes {len(self.convert)} arguments, got "
                           f"{n}")
-        converted = tuple(c(a) for c, a in zip(self.convert, args, strict=True))
-        if all(map(immutable, args)):
-            self.last = [(args, converted), *self.last[:_RECENT_ARGUMENTS - 1]]
+        converted = tuple(map(operator.call, self.convert, args))
+        if all_immutable(args):
+            last = self.last
+            if len(last) >= _RECENT_ARGUMENTS:
+                del last[next(iter(last))]
+            last[ids] = (args, converted)
         return converted
 
     def matched(self, values: dict[int, Any]) -> tuple:
         """The arguments set by index: every one set, each matching its parameter."""
         last = self.last_set
-        now = tuple(values.get(i) for i in range(len(self.match)))
-        if last is not None and len(values) == len(now) and \
-                all(map(operator.is_, now, last[0])):
+        n = len(self.match)
+        now = tuple(map(values.get, range(n)))
+        if last is not None and len(values) == n and all(map(operator.is_, now, last[0])):
             return last[1]
-        check_set_args(values, self.names, self.kernel.name)
-        matched = tuple(m(v) for m, v in zip(self.match, now, strict=True))
-        if all(map(immutable, now)):
+        if len(values) != n or (values and max(values) >= n):  # the indices, distinct
+            check_set_args(values, self.names, self.kernel.name)  # and >= 0, are 0..n-1
+        matched = tuple(map(operator.call, self.match, now))
+        if all_immutable(now):
             self.last_set = (now, matched)
         return matched
 
@@ -358,8 +379,7 @@ def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: t
         if p.local is not None:
             p.check_local(launch)
         p.checked_launch = launch
-    return build_launch_args(device, kernel, launch, args, properties, context=context,
-                             image=image)
+    return build_launch_args(device, kernel, launch, args, properties, context, image)
 
 
 class Relaunch:
@@ -391,17 +411,17 @@ def _enqueue(h: handler, kernel: FreeFunctionKernel, launch: Any, args: tuple,
 
 def _submit(target: Any, kernel: FreeFunctionKernel, launch: Any, args: tuple,
             properties: Any) -> Any:
-    p = plan(kernel)
+    p = _PLANS.get(kernel) or plan(kernel)
     converted = p.converted(args)
+    if type(target) is queue and target.recording_graph is None:
+        # what queue.submit does for a command group of this one command, without one
+        return target.execute(launch_command(target._device, kernel, launch, converted,
+                                             properties, p, target._context), [])
     if isinstance(target, handler):
         _enqueue(target, kernel, launch, converted, properties, p)
         return None
     if not hasattr(target, "submit"):
         raise invalid(f"expected a queue or a handler, got {type(target).__name__}")
-    if type(target) is queue and target.recording_graph is None:
-        # what queue.submit does for a command group of this one command, without one
-        return target.execute(launch_command(target.get_device(), kernel, launch, converted,
-                                             properties, p, target.get_context()), [])
     return target.submit(lambda h: _enqueue(h, kernel, launch, converted, properties, p))
 
 
@@ -417,7 +437,7 @@ def single_task(target: Any, k: Any, *args: Any) -> Any:
 def nd_launch(target: Any, r: Any, k: Any, *args: Any) -> Any:
     """`syclexp.nd_launch(q | h, nd_range | launch_config, kernel_function(f), *args)`."""
     properties = None
-    if isinstance(r, launch_config):
+    if type(r) is not nd_range and isinstance(r, launch_config):
         r, properties = r.range, r.properties
     if not isinstance(r, nd_range):
         raise invalid(f"nd_launch takes a sycl.nd_range or a launch_config, got "

@@ -21,6 +21,7 @@ from __future__ import annotations
 import types as pytypes
 from typing import Any
 
+from ..compiler.free_function import FreeFunctionKernel
 from ..compiler.kernel import CompiledKernel
 from ..exceptions import errc, exception
 from ..runtime import handler as _handler
@@ -218,7 +219,8 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
     numbers or pointers repacks them alone."""
     plan = None
     if properties is None:
-        info = getattr(kernel, "__vksycl_kernel__", None)
+        info = kernel if type(kernel) is FreeFunctionKernel else \
+            getattr(kernel, "__vksycl_kernel__", None)
         plan = None if info is None else known_plan(info.function, info, launch, device)
         if plan is not None:
             last = plan.last

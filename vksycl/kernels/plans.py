@@ -78,6 +78,7 @@ from ..compiler import virtual
 from ..compiler.captures import frozen
 from ..compiler.device_global import device_global
 from ..compiler.kernel import load_or_compile
+from ..compiler.virtual import classes_version
 from ..exceptions import errc, exception
 from ..ranges import check_work_items
 from ..runtime.commands import KernelLaunch
@@ -87,12 +88,20 @@ from .marshal import Prepared, Slot
 from .variants import launch_shape, launch_variant
 
 _IMMUTABLE = (int, float, bool, usm_ptr, type(None))
+_IMMUTABLE_TYPES = frozenset(_IMMUTABLE)
+_OTHER_IMMUTABLE = (np.generic, Enum)
 
 
 def immutable(v: Any) -> bool:
     """Numbers, pointers, None and enum members: an argument that packs the same whenever
     the same object comes again."""
-    return type(v) in _IMMUTABLE or isinstance(v, np.generic | Enum)
+    return type(v) in _IMMUTABLE or isinstance(v, _OTHER_IMMUTABLE)
+
+
+def all_immutable(values: tuple) -> bool:
+    """Whether every value is `immutable`: the common types asked in one pass first, a
+    call per value being what a launch with new argument values pays for each."""
+    return _IMMUTABLE_TYPES.issuperset(map(type, values)) or all(map(immutable, values))
 
 
 def _stable(v: Any) -> bool:
@@ -295,7 +304,7 @@ def known_plan(pyfn: Any, info: Any, launch: Any, device: Any) -> Plan | None:
     code = pyfn.__code__
     plan = _PLANS.get((id(code), id(device)))
     if plan is None or plan.code is not code or plan.info is not info or \
-            plan.classes != virtual.version():
+            plan.classes != classes_version[0]:
         return None
     known = plan.launch
     if known is not launch:

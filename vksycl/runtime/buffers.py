@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import sys
 import threading
+from _thread import get_ident
 from typing import Any
 
 import numpy as np
@@ -481,7 +482,7 @@ class accessor(_Access):
         mine = self._key
         if mine is not key and mine != key:
             return False
-        h = getattr(launching, "handler", None)
+        h = launching.get(get_ident())
         if self._host_task or self._context is None or self._storage.released or \
                 h is None or self not in h.requirements:
             self._vksycl_launch_address(None)  # raises

@@ -82,6 +82,11 @@ class Program:
         self.key = hashlib.blake2b(self.spirv, digest_size=16).digest()
 
 
+# the dtype of push constants, passed positionally: `dtype=np.uint32` costs a keyword
+# and a conversion on every launch with new argument values
+_PUSH_WORD = np.dtype(np.uint32)
+
+
 def _dispatch(algo: kp.Algorithm, push: np.ndarray, groups: tuple[int, int, int],
               name: str, barrier: bool = True) -> Dispatch:
     """A dispatch of a pipeline over `groups` work-groups with `push` constants; without
@@ -241,7 +246,7 @@ class Engine:
                 algo = self._build_pipeline(key, program, bound, len(push_constants))
             else:
                 self._pipelines.move_to_end(key)
-            push = (np.frombuffer(push_constants, dtype=np.uint32) if push_constants
+            push = (np.frombuffer(push_constants, _PUSH_WORD) if push_constants
                     else _NO_PUSH)
             op = self._ops[op_key] = _dispatch(algo, push, groups, program.name)
             if len(self._ops) > _PIPELINE_CACHE_SIZE:
@@ -252,7 +257,7 @@ class Engine:
         """A dispatch of `d`'s pipeline over its work-groups with other push constants (a
         launch repeated with new argument values): nothing is looked up or cached, the
         pipeline being `d`'s own."""
-        push = np.frombuffer(push_constants, dtype=np.uint32) if push_constants else _NO_PUSH
+        push = np.frombuffer(push_constants, _PUSH_WORD) if push_constants else _NO_PUSH
         return _dispatch(d.algo, push, d.groups, d.name)
 
     def without_barrier(self, d: Dispatch) -> Dispatch:

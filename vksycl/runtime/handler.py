@@ -5,9 +5,10 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
-import threading
+from _thread import get_ident
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from types import FunctionType, MappingProxyType, MethodType
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from .context import context
 from .event import event
 from .memops import Span
 from .platform import backend, device
+from .usm import ptr as usm_ptr
 
 
 class Queue(Protocol):
@@ -52,29 +54,35 @@ class interop_handle:
         return self._queue
 
 
-# `launching.handler`: the command group whose kernel this thread is building, if any
-# (read as `getattr(launching, "handler", None)` where a call to `launching_handler` costs)
-launching = threading.local()
+# thread id -> the command group whose kernel that thread is building (read as
+# `launching.get(get_ident())` where a call to `launching_handler` costs): a dict by
+# thread costs every command group less than a `threading.local` attribute
+launching: dict[int, handler] = {}
 
 
 def launching_handler() -> handler | None:
     """The command group whose kernel this thread is building, if any: an accessor a
     kernel uses must be one the command group requires, or its buffer would go
     untracked."""
-    return getattr(launching, "handler", None)
+    return launching.get(get_ident())
 
 
 def launched_in(h: handler, build: Callable[..., Command], *args: Any) -> Command:
     """The command `build(*args)` makes, as command group `h`'s kernel: the accessors it
     packs must be ones `h` requires."""
-    outer = getattr(launching, "handler", None)
-    launching.handler = h
+    me = get_ident()
+    outer = launching.get(me)
+    launching[me] = h
     try:
         return build(*args)
     finally:
-        launching.handler = outer
+        if outer is None:
+            del launching[me]
+        else:
+            launching[me] = outer
 
 
+_PYTHON_KERNELS = (FunctionType, MethodType)  # a closure or function, a kernel method
 KernelFrontEnd = Callable[..., Command]
 _kernel_front_end: KernelFrontEnd | None = None
 
@@ -96,27 +104,38 @@ def closure_launch(dev: device, ctx: context, kernel: Callable, launch: Any,
     return _kernel_front_end(dev, kernel, launch, properties, ctx, reductions)
 
 
+# the arguments of a handler that set none (`set_arg` gives it a dict of its own)
+_NO_ARGUMENTS: dict[int, Any] = MappingProxyType({})  # type: ignore[assignment]
+
+
 class handler:
     # called with the command's event once it is enqueued (a copy into a device_global's
     # host instance tells the database which event writes it)
     enqueued: list[Callable[[event], None]] | tuple = ()
+    # What most command groups leave as it is, a class attribute until set: a handler is
+    # made per command group, and each attribute it sets costs on every launch.
+    command: Command | None = None
+    # (kernel, launch, properties) of the kernel enqueued: a graph builds the command
+    # again from it when a node's range or arguments are updated
+    launch_recipe: tuple | None = None
+    # the reductions of the kernel enqueued (parallel_for(range, reduction..., kernel))
+    reductions: tuple = ()
+    # the arguments set by index (`set_arg`), a dict of the handler's own once one is set
+    _kernel_args: dict[int, Any] = _NO_ARGUMENTS
 
     def __init__(self, q: Queue) -> None:
         self._queue = q
         self._deps: list[event] = []
-        self.command: Command | None = None
-        self._kernel_args: dict[int, Any] = {}
-        # (kernel, launch, properties) of the kernel enqueued: a graph builds the command
-        # again from it when a node's range or arguments are updated
-        self.launch_recipe: tuple | None = None
-        # the reductions of the kernel enqueued (parallel_for(range, reduction..., kernel))
-        self.reductions: tuple = ()
         # the buffer accessors the command group uses: they order it after earlier
         # command groups on the same memory
         self.requirements: list[Any] = []
 
     # -- dependencies ----------------------------------------------------------------
     def depends_on(self, events: event | Iterable[event]) -> None:
+        if type(events) is event and type(self) is handler and \
+                self._queue.recording_graph is None:
+            self._deps.append(events)  # a plain event, which no graph must be asked about
+            return
         if isinstance(events, event):
             events = [events]
         elif not isinstance(events, Iterable):
@@ -140,6 +159,8 @@ class handler:
             recorder.check_dependencies(events)
             return
         for e in events:
+            if type(e) is event:  # a plain event (its lack of the attribute costs)
+                continue
             still_recording = getattr(e, "_vksycl_graph_still_records", None)
             if still_recording is not None:
                 still_recording()
@@ -173,16 +194,26 @@ class handler:
         if type(index) is not int or index < 0:
             raise exception(errc.invalid, f"set_arg takes a non-negative argument index, got "
                             f"{index!r}")
-        if hasattr(value, "_vksycl_dynamic_parameter"):
-            raise exception(errc.invalid, "a dynamic_parameter is an argument of command "
-                            "groups added to its graph with command_graph.add, not of "
-                            "command groups submitted to a queue")
-        self._kernel_args[index] = value
+        if type(value) not in _PLAIN_ARGUMENTS and hasattr(value, "_vksycl_dynamic_parameter"):
+            _refuse_dynamic_parameter()
+        args = self._kernel_args
+        if args is _NO_ARGUMENTS:
+            args = self._kernel_args = {}
+        args[index] = value
 
     def set_args(self, *values: Any) -> None:
         """Sets arguments 0, 1, ... of the `sycl.kernel` object this command group enqueues."""
-        for i, v in enumerate(values):
-            self.set_arg(i, v)
+        if type(self) is not handler:  # a subclass's set_arg sees each one
+            for i, v in enumerate(values):
+                self.set_arg(i, v)
+            return
+        for v in values:
+            if type(v) not in _PLAIN_ARGUMENTS and hasattr(v, "_vksycl_dynamic_parameter"):
+                _refuse_dynamic_parameter()
+        if self._kernel_args is _NO_ARGUMENTS:
+            self._kernel_args = dict(enumerate(values))
+        else:
+            self._kernel_args.update(enumerate(values))
 
     def single_task(self, kernel: Callable, properties: Any = None) -> None:
         self._set(self._launch(kernel, None, properties))
@@ -206,17 +237,29 @@ class handler:
 
     def _launch(self, kernel: Callable, launch: Any, properties: Any) -> Command:
         self.launch_recipe = (kernel, launch, properties)
-        # a `sycl.kernel` object builds its command from the arguments set by index
         q = self._queue
         dev, ctx = q._device, q._context
-        command = getattr(kernel, "_vksycl_command", None)
-        if command is not None:
+        # what `launched_in` does, without a call of its own on every command group
+        me = get_ident()
+        outer = launching.get(me)
+        launching[me] = self
+        try:
+            # a `sycl.kernel` object builds its command from the arguments set by index (a
+            # Python function has no such attribute, and asking it would cost an exception)
+            command = None if type(kernel) in _PYTHON_KERNELS else \
+                getattr(kernel, "_vksycl_command", None)
+            if command is None:
+                return _kernel_front_end(dev, kernel, launch, properties, ctx,
+                                         self.reductions)
             if self.reductions:
                 raise exception(errc.invalid, "reductions run in Python kernels, not in "
                                 "sycl.kernel objects")
-            return launched_in(self, command, dev, launch, self._kernel_args, properties, ctx)
-        return launched_in(self, closure_launch, dev, ctx, kernel, launch, properties,
-                           self.reductions)
+            return command(dev, launch, self._kernel_args, properties, ctx)
+        finally:
+            if outer is None:
+                del launching[me]
+            else:
+                launching[me] = outer
 
     def host_task(self, fn: Callable[..., Any]) -> None:
         try:
@@ -393,6 +436,18 @@ class handler:
             raise exception(errc.invalid, "ext_oneapi_graph takes an executable "
                             f"command_graph, got {type(graph).__name__}")
         self._set(command(self))
+
+
+# argument types that are never dynamic parameters (asked before the attribute, which
+# a USM pointer or a number lacks, and a missing attribute costs an exception)
+_PLAIN_ARGUMENTS = frozenset((int, float, bool, usm_ptr))
+
+
+def _refuse_dynamic_parameter() -> NoReturn:
+    """A graph's dynamic_parameter is no argument of a queue's command group."""
+    raise exception(errc.invalid, "a dynamic_parameter is an argument of command groups "
+                    "added to its graph with command_graph.add, not of command groups "
+                    "submitted to a queue")
 
 
 def check_set_args(values: dict[int, Any], names: list[str], what: str) -> None:

@@ -112,13 +112,22 @@ class queue:
         if not callable(cgf):
             raise exception(errc.invalid, "submit takes a command group function of a "
                             f"handler, got {type(cgf).__name__}")
-        return self._shortcut(cgf, depends_on)
+        h = handler(self)  # what _shortcut does, one call less per command group
+        if depends_on is not None:
+            h.depends_on(depends_on)
+        cgf(h)
+        return self._enqueue(h)
 
     def _enqueue(self, h: handler) -> event:
         """Hands the handler's command to the recording graph, or runs it."""
-        command = h.command if h.command is not None else _empty()
-        if self.recording_graph is None and h._deps:
-            for d in h._deps:  # an event recorded into a graph: record into it too
+        command = h.command
+        if command is None:
+            command = _empty()
+        deps = h._deps
+        if deps and self.recording_graph is None:
+            for d in deps:  # an event recorded into a graph: record into it too
+                if type(d) is event:  # a plain event (its lack of the attribute costs)
+                    continue
                 begin = getattr(d, "_vksycl_record_transitively", None)
                 if begin is not None:
                     begin(self)
@@ -127,7 +136,7 @@ class queue:
         if h.requirements:
             ev = buffers.enqueue(self, command, h)
         else:
-            ev = self.execute(command, h.dependencies)
+            ev = self.execute(command, deps)
         for hook in h.enqueued:
             hook(ev)
         return ev
