@@ -36,12 +36,15 @@ from .marshal import ADDRESS, ArgumentBlock, LaunchMemory
 from .plans import FREED, Plan, prepared_for, repeats
 from .variants import launch_shape, launch_variant
 
-# work-groups of a one-dimensional range reduction at most: each work-item then combines
+# work-groups of a one-dimensional range reduction: the first count that leaves each
+# work-item at most _ITEMS_PER_WORK_ITEM items, else the last. Each work-item combines
 # many items before the work-group combines, and the last work-group reads few partials.
-# On an H100 (1056 work-groups of 256 resident at once) 2112 read 256M float32 at 2.6
-# TB/s against 2.3 for 1056 and 2.2 for 4224 (benchmarks/RESULTS.md); a CPU device runs
-# work-groups a few at a time, so more only add partials.
-_GRID_GROUPS = {"cpu": 64, "gpu": 2112}
+# Measured on an H100 (1056 work-groups of 256 resident at once; benchmarks/RESULTS.md):
+# at 16M float32 one wave of 1056 took 1.20-1.22x torch's time against 1.27-1.30x for
+# 2112, at 256M 2112 1.04x against 1.05-1.08x. A CPU device runs work-groups a few at a
+# time, so more only add partials.
+_GRID_GROUPS = {"cpu": (64,), "gpu": (1056, 2112)}
+_ITEMS_PER_WORK_ITEM = 512
 
 
 class span:
@@ -345,8 +348,11 @@ def _groups(ck: Any, launch: Any, device: Any) -> tuple[int, int, int]:
     if ck.spec.kind != "range" or ck.spec.dims != 1:
         groups = group_counts(ck, launch, device)
     else:
-        cap = _GRID_GROUPS["cpu" if device.is_cpu() else "gpu"]
-        groups = (max(1, min(-(-launch[0] // ck.spec.local[0]), cap)), 1, 1)
+        counts = _GRID_GROUPS["cpu" if device.is_cpu() else "gpu"]
+        local = ck.spec.local[0]
+        cap = next((c for c in counts if c * local * _ITEMS_PER_WORK_ITEM >= launch[0]),
+                   counts[-1])
+        groups = (max(1, min(-(-launch[0] // local), cap)), 1, 1)
     count = groups[0] * groups[1] * groups[2]
     words = max(s.extent * s.words for s in ck.spec.reductions)
     if count * words > MAX_WORK_ITEMS:
