@@ -218,6 +218,55 @@ def test_the_gemm_example_with_bias_and_relu(q, mem):
     assert (want == 0).any() and (want > 0).any()
 
 
+def test_register_blocked_tiles_over_a_long_k_loop(q, mem):
+    """2x2 accumulators of a sub-group loaded with a bias (stride 0), 256 k-steps of two A
+    and two B tiles from global memory, then ReLU, as benchmarks/matmul.py blocks them.
+    lavapipe stops a work-item's loops once they have run 65535 iterations together: a
+    portable loop per call and element spent them within 31 steps, and loops that either
+    join calls or handle several elements each, but not both, within 125."""
+    t, k = 16, 4096
+    rng = np.random.default_rng(9)
+    a = rng.integers(-2, 3, (2 * t, k)).astype(np.float16)  # sums of products stay exact
+    b = rng.integers(-2, 3, (k, 2 * t)).astype(np.float16)
+    bias = rng.integers(-8, 9, 2 * t).astype(np.float32)
+    pa, pb, pbias = mem.of(a), mem.of(b), mem.of(bias)
+    pc = mem.zeros(4 * t * t, np.float32)
+    f16, f32, rm = sycl.float16, sycl.float32, jm.layout.row_major
+
+    def body(it):
+        sg = it.get_sub_group()
+        c00 = jm.joint_matrix(sg, f32, jm.use.accumulator, t, t)
+        c01 = jm.joint_matrix(sg, f32, jm.use.accumulator, t, t)
+        c10 = jm.joint_matrix(sg, f32, jm.use.accumulator, t, t)
+        c11 = jm.joint_matrix(sg, f32, jm.use.accumulator, t, t)
+        jm.joint_matrix_load(sg, c00, pbias, 0, rm)
+        jm.joint_matrix_load(sg, c01, pbias + t, 0, rm)
+        jm.joint_matrix_load(sg, c10, pbias, 0, rm)
+        jm.joint_matrix_load(sg, c11, pbias + t, 0, rm)
+        a0 = jm.joint_matrix(sg, f16, jm.use.a, t, t, rm)
+        a1 = jm.joint_matrix(sg, f16, jm.use.a, t, t, rm)
+        b0 = jm.joint_matrix(sg, f16, jm.use.b, t, t, rm)
+        b1 = jm.joint_matrix(sg, f16, jm.use.b, t, t, rm)
+        for k0 in range(0, k, t):
+            jm.joint_matrix_load(sg, a0, pa + k0, k)
+            jm.joint_matrix_load(sg, a1, pa + t * k + k0, k)
+            jm.joint_matrix_load(sg, b0, pb + k0 * 2 * t, 2 * t)
+            jm.joint_matrix_load(sg, b1, pb + k0 * 2 * t + t, 2 * t)
+            jm.joint_matrix_mad(sg, c00, a0, b0, c00)
+            jm.joint_matrix_mad(sg, c01, a0, b1, c01)
+            jm.joint_matrix_mad(sg, c10, a1, b0, c10)
+            jm.joint_matrix_mad(sg, c11, a1, b1, c11)
+        for m, at in ((c00, 0), (c01, t), (c10, 2 * t * t), (c11, 2 * t * t + t)):
+            jm.joint_matrix_apply(sg, m, lambda x: max(x, 0.0))
+            jm.joint_matrix_store(sg, m, pc + at, 2 * t, rm)
+
+    s = _sub_group(q)
+    q.parallel_for(sycl.nd_range((s,), (s,)), body).wait()
+    want = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias, 0)
+    np.testing.assert_array_equal(mem.view(pc, 4 * t * t).reshape(2 * t, 2 * t), want)
+    assert (want == 0).any() and (want > 0).any()
+
+
 # -- the cooperative form: SPIR-V compiled for a device with cooperative matrices ------------
 
 def _cooperative(body, local=(32,), target=NVIDIA_LIKE):
