@@ -16,27 +16,16 @@ kernel code in both shapes of a form), and each figure is the fastest round.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 from collections.abc import Callable
 
 from buffers import KERNELS, buffer_step, buffers, usm_arrays, usm_step
+from timing import engine_stubbed
 
 import vksycl as sycl
 
 N = 4096
-
-
-class _Done:
-    """A finished submission: what the stubbed engine hands back."""
-
-    submitted = finished = True
-    error = None
-
-    def wait(self, spin: bool = True) -> None:
-        pass
-
-    def done(self) -> bool:
-        return True
 
 
 def forms(q: sycl.queue) -> dict[str, Callable[[], None]]:
@@ -91,13 +80,11 @@ def main() -> None:
         for _ in range(3):
             run()
             q.wait()
-    if not args.engine:
-        done = _Done()
-        q._scheduler.engine.submit = lambda dispatches, timed=False, report=None: done
     times: dict[str, list[float]] = {key: [] for key in runs}
-    for _ in range(args.rounds):
-        for key, run in runs.items():
-            times[key].append(per_command_group(q, run, args.reps))
+    with contextlib.nullcontext() if args.engine else engine_stubbed(q._scheduler.engine):
+        for _ in range(args.rounds):
+            for key, run in runs.items():
+                times[key].append(per_command_group(q, run, args.reps))
     where = "engine submitting" if args.engine else "engine stubbed"
     print(f"µs per command group ({where}; fastest of {args.rounds} rounds of "
           f"{args.reps} runs of {KERNELS})")

@@ -30,24 +30,12 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from timing import engine_stubbed
 
 import vksycl as sycl
 from vksycl.kernels.launch import build_launch
 
 N = 64
-
-
-class _Done:
-    """A finished submission: what the stubbed engine hands back."""
-
-    submitted = finished = True
-    error = None
-
-    def wait(self, spin: bool = True) -> None:
-        pass
-
-    def done(self) -> bool:
-        return True
 
 
 def per_call(fn: Callable[[], object], n: int, after: Callable[[], object] | None = None
@@ -81,18 +69,9 @@ def main() -> None:
         q.parallel_for(rng, body)
     q.wait()
 
-    real_submit = engine.submit
-    done = _Done()
-
-    def stub(dispatches, timed=False, report=None):
-        return done
-
     def python_path() -> float:
-        engine.submit = stub
-        try:
+        with engine_stubbed(engine):
             return per_call(lambda: q.parallel_for(rng, body), args.n)
-        finally:
-            engine.submit = real_submit
 
     def submit_alone() -> float:
         window, engine.batch_window_s = engine.batch_window_s, 0.0

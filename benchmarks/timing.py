@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 
 def best_seconds(fn: Callable[[], object], repeat: int) -> float:
@@ -28,3 +30,29 @@ def median_us(fn: Callable[[], object], n: int) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1e6
+
+
+class _Done:
+    """A finished submission: what the stubbed engine hands back."""
+
+    submitted = finished = True
+    error = None
+
+    def wait(self, spin: bool = True) -> None:
+        pass
+
+    def done(self) -> bool:
+        return True
+
+
+@contextlib.contextmanager
+def engine_stubbed(engine: Any) -> Iterator[None]:
+    """The engine's submissions stubbed for the block: what remains of a launch is the
+    host's Python, up to the hand-off to Vulkan."""
+    done = _Done()
+    real = engine.submit
+    engine.submit = lambda dispatches, timed=False, report=None: done
+    try:
+        yield
+    finally:
+        engine.submit = real
