@@ -132,14 +132,19 @@ def test_a_repeated_launch_packs_its_arguments_once(q, packed, spelling):
     sycl.free(x, q)
 
 
-def test_two_buffers_swapped_each_launch_find_their_commands(q, packed):
-    """Double buffering: each launch takes the other pointer. Both launches are kept by
-    their arguments, so after one round neither packs again; each pointer is written by
-    its own launches."""
+def zeroed_pair(q: sycl.queue) -> tuple[sycl.ptr, sycl.ptr]:
+    """Two shared arrays of N zero int32s, ready when this returns."""
     a = sycl.malloc_shared(N, sycl.int32, q)
     b = sycl.malloc_shared(N, sycl.int32, q)
     q.memset(a, 0, N * 4)
     q.memset(b, 0, N * 4).wait()
+    return a, b
+
+def test_two_buffers_swapped_each_launch_find_their_commands(q, packed):
+    """Double buffering: each launch takes the other pointer. Both launches are kept by
+    their arguments, so after one round neither packs again; each pointer is written by
+    its own launches."""
+    a, b = zeroed_pair(q)
     ndr = sycl.nd_range((N,), (16,))
     pair = [a, b]
     for _ in range(2):
@@ -217,10 +222,7 @@ def test_a_new_captured_number_each_launch_runs_the_same_kernel(q, monkeypatch):
 
 
 def test_a_kernel_object_sees_each_new_argument(q):
-    a = sycl.malloc_shared(N, sycl.int32, q)
-    b = sycl.malloc_shared(N, sycl.int32, q)
-    q.memset(a, 0, N * 4)
-    q.memset(b, 0, N * 4).wait()
+    a, b = zeroed_pair(q)
     kobj = syclexp.get_kernel_bundle(q.get_context(), bump_free,
                                      sycl.bundle_state.executable).ext_oneapi_get_kernel(
                                          bump_free)
@@ -409,10 +411,7 @@ def test_two_pointers_alternating_in_a_closure_build_nothing_after_one_round(q, 
     """Double buffering in a closure: each launch reads the buffer the last one wrote.
     After the first launch of each pair, launches get the command of the launch before
     last back: no packing, no new dispatch."""
-    a = sycl.malloc_shared(N, sycl.int32, q)
-    b = sycl.malloc_shared(N, sycl.int32, q)
-    q.memset(a, 0, N * 4)
-    q.memset(b, 0, N * 4).wait()
+    a, b = zeroed_pair(q)
     src, dst = a, b
 
     def step(i):
@@ -474,10 +473,7 @@ def test_two_commands_launched_in_turn_submit_their_recordings_again(q, monkeypa
     real = engine.kp.Sequence.record
     monkeypatch.setattr(engine.kp.Sequence, "record",
                         lambda seq, op: recorded.append(op) or real(seq, op))
-    a = sycl.malloc_shared(N, sycl.int32, q)
-    b = sycl.malloc_shared(N, sycl.int32, q)
-    q.memset(a, 0, N * 4)
-    q.memset(b, 0, N * 4).wait()
+    a, b = zeroed_pair(q)
     ndr = sycl.nd_range((N,), (16,))
     pair = [a, b]
     for _ in range(2):
@@ -505,10 +501,7 @@ def test_a_global_of_another_module_a_device_function_reads_is_seen(q, tmp_path,
     import spelling_other as other
     from spelling_other import bump
 
-    a = sycl.malloc_shared(N, sycl.int32, q)
-    b = sycl.malloc_shared(N, sycl.int32, q)
-    q.memset(a, 0, N * 4)
-    q.memset(b, 0, N * 4).wait()
+    a, b = zeroed_pair(q)
 
     def kernel(i):
         bump(i)

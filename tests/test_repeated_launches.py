@@ -324,19 +324,24 @@ def test_a_loop_over_a_few_arrays_launches_their_commands_again(q):
         sycl.free(x, q)
 
 
+def adding_one(buf: sycl.buffer, commands: list):
+    """A command group adding 1 to each of the buffer's 16 floats, keeping its command."""
+    def cgf(h):
+        a = sycl.accessor(buf, h)
+
+        def k(i):
+            a[i] += 1.0
+        h.parallel_for(sycl.range(16), k)
+        commands.append(h.command)
+    return cgf
+
+
 def test_a_loop_over_a_few_buffers_launches_their_commands_again(q):
     buffers = [sycl.buffer(np.zeros(16, np.float32)) for _ in range(3)]
     commands = []
 
     def add_one(buf):
-        def cgf(h):
-            a = sycl.accessor(buf, h)
-
-            def k(i):
-                a[i] += 1.0
-            h.parallel_for(sycl.range(16), k)
-            commands.append(h.command)
-        return cgf
+        return adding_one(buf, commands)
     for _ in range(3):
         for buf in buffers:
             q.submit(add_one(buf))
@@ -363,14 +368,7 @@ def test_a_chain_on_one_buffer_after_a_loop_over_others_repeats_at_once(q, monke
     commands = []
 
     def add_one(buf):
-        def cgf(h):
-            a = sycl.accessor(buf, h)
-
-            def k(i):
-                a[i] += 1.0
-            h.parallel_for(sycl.range(16), k)
-            commands.append(h.command)
-        return cgf
+        return adding_one(buf, commands)
     for _ in range(2):
         for buf in buffers:
             q.submit(add_one(buf))
