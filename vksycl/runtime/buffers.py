@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import sys
 import threading
-from _thread import get_ident
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ from ..ranges import id as sycl_id
 from ..ranges import range as sycl_range
 from ..types import as_dtype
 from .event import event
-from .handler import handler, launching, launching_handler
+from .handler import handler, launching_handler
 from .memops import Span
 from .storage import Storage, lock
 
@@ -482,7 +481,7 @@ class accessor(_Access):
         mine = self._key
         if mine is not key and mine != key:
             return False
-        h = launching.get(get_ident())
+        h = launching_handler()
         if self._host_task or self._context is None or self._storage.released or \
                 h is None or self not in h.requirements:
             self._vksycl_launch_address(None)  # raises

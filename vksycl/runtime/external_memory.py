@@ -28,6 +28,7 @@ import numpy as np
 from ..exceptions import errc, exception
 from .context import context, scheduler_for
 from .devices import EXTERNAL_MEMORY_FD_EXTENSION
+from .external_semaphores import live_handle
 from .native_usm import ImportedAllocation, native_memory, target_of
 from .platform import device
 from .usm import ptr
@@ -397,15 +398,7 @@ def import_external_memory(desc: external_mem_descriptor, *where: Any) -> extern
 
 
 def _live(mem: Any, dev: device) -> external_mem:
-    if not isinstance(mem, external_mem):
-        raise exception(errc.invalid, "expected a syclexp.external_mem "
-                        f"(import_external_memory), not {type(mem).__name__}")
-    if mem.released:
-        raise exception(errc.invalid, f"{mem!r} was released")
-    if mem.device is not dev:
-        raise exception(errc.invalid, f"{mem!r} was imported for {mem.device!r}, not for "
-                        f"{dev!r}")
-    return mem
+    return live_handle(mem, external_mem, "import_external_memory", dev, "imported")
 
 
 def map_external_linear_memory(mem: external_mem, offset: int, size: int, *where: Any,

@@ -105,16 +105,23 @@ def _device_of(where: tuple) -> device:
     raise exception(errc.invalid, "expected a queue, a device, or a device and a context")
 
 
+def live_handle(obj: Any, kind: type, made_by: str, dev: device, made: str) -> Any:
+    """`obj`, checked to be a handle of `kind` (which `made_by` makes) that is not
+    released and was `made` for `dev`, the device it is used on."""
+    if not isinstance(obj, kind):
+        raise exception(errc.invalid, f"expected a syclexp.{kind.__name__} ({made_by}), "
+                        f"not {type(obj).__name__}")
+    if obj.released:
+        raise exception(errc.invalid, f"{obj!r} was released")
+    if obj.device is not dev:
+        raise exception(errc.invalid, f"{obj!r} was {made} for {obj.device!r}, not for "
+                        f"{dev!r}")
+    return obj
+
+
 def _check(sem: Any, dev: device) -> external_semaphore:
-    if not isinstance(sem, external_semaphore):
-        raise exception(errc.invalid, "expected a syclexp.external_semaphore "
-                        f"(syclexp.make_external_semaphore), not {type(sem).__name__}")
-    if sem.released:
-        raise exception(errc.invalid, f"{sem!r} was released")
-    if sem.device is not dev:
-        raise exception(errc.invalid, f"{sem!r} was made for {sem.device!r}, not for "
-                        f"{dev!r}, where it is used")
-    return sem
+    return live_handle(sem, external_semaphore, "syclexp.make_external_semaphore", dev,
+                       "made")
 
 
 @dataclass(eq=False)

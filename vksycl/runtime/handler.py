@@ -54,9 +54,8 @@ class interop_handle:
         return self._queue
 
 
-# thread id -> the command group whose kernel that thread is building (read as
-# `launching.get(get_ident())` where a call to `launching_handler` costs): a dict by
-# thread costs every command group less than a `threading.local` attribute
+# thread id -> the command group whose kernel that thread is building: a dict by thread
+# costs every command group less than a `threading.local` attribute
 launching: dict[int, handler] = {}
 
 
@@ -237,29 +236,21 @@ class handler:
 
     def _launch(self, kernel: Callable, launch: Any, properties: Any) -> Command:
         self.launch_recipe = (kernel, launch, properties)
+        return launched_in(self, self._build, kernel, launch, properties)
+
+    def _build(self, kernel: Callable, launch: Any, properties: Any) -> Command:
         q = self._queue
         dev, ctx = q._device, q._context
-        # what `launched_in` does, without a call of its own on every command group
-        me = get_ident()
-        outer = launching.get(me)
-        launching[me] = self
-        try:
-            # a `sycl.kernel` object builds its command from the arguments set by index (a
-            # Python function has no such attribute, and asking it would cost an exception)
-            command = None if type(kernel) in _PYTHON_KERNELS else \
-                getattr(kernel, "_vksycl_command", None)
-            if command is None:
-                return _kernel_front_end(dev, kernel, launch, properties, ctx,
-                                         self.reductions)
-            if self.reductions:
-                raise exception(errc.invalid, "reductions run in Python kernels, not in "
-                                "sycl.kernel objects")
-            return command(dev, launch, self._kernel_args, properties, ctx)
-        finally:
-            if outer is None:
-                del launching[me]
-            else:
-                launching[me] = outer
+        # a `sycl.kernel` object builds its command from the arguments set by index (a
+        # Python function has no such attribute, and asking it would cost an exception)
+        command = None if type(kernel) in _PYTHON_KERNELS else \
+            getattr(kernel, "_vksycl_command", None)
+        if command is None:
+            return _kernel_front_end(dev, kernel, launch, properties, ctx, self.reductions)
+        if self.reductions:
+            raise exception(errc.invalid, "reductions run in Python kernels, not in "
+                            "sycl.kernel objects")
+        return command(dev, launch, self._kernel_args, properties, ctx)
 
     def host_task(self, fn: Callable[..., Any]) -> None:
         try:
