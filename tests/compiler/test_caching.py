@@ -133,3 +133,30 @@ def test_missing_device_features_are_reported_before_launch(q, mem, monkeypatch)
     q.parallel_for(sycl.range(4), doubles).wait()
     caps = compiled(q.get_device(), doubles, sycl.range(4)).capabilities
     assert "Float64" in caps
+
+
+def test_short_loops_of_constant_count_ask_to_be_unrolled(q, mem):
+    """A range loop of constant bounds and at most 64 iterations carries the Unroll loop
+    control (a register tile indexed by its counter stays in registers); a loop of a
+    runtime count, or a longer one, leaves the choice to the driver. Each still runs."""
+    out = mem.zeros(4, np.int32)
+    n = 5
+
+    def loops(i):
+        s = 0
+        for j in range(16):  # constant: unrolled
+            s += j
+        for j in range(0, 64, 2):  # constant, 32 iterations: unrolled
+            s += j
+        for j in range(n):  # a runtime count
+            s += j
+        for _ in range(100):  # constant but long
+            s += 1
+        out[i] = s
+
+    q.parallel_for(sycl.range(4), loops).wait()
+    assert list(mem.view(out, 4)) == [120 + 992 + 10 + 100] * 4
+    merges = [line.split()[-1] for line in
+              compiled(q.get_device(), loops, sycl.range(4)).spirv_asm().splitlines()
+              if "OpLoopMerge" in line]
+    assert merges == ["Unroll", "Unroll", "None", "None"]

@@ -322,3 +322,30 @@ def test_python_literals_take_the_operand_type(q, mem, t):
     np.testing.assert_allclose(got[:, 1], x / 4, rtol=1e-3)
     np.testing.assert_array_equal(got[:, 2], 3 - x.astype(np.float64))
     np.testing.assert_array_equal(got[:, 3], 1024 + 3 * x.astype(np.float64))
+
+
+def k_by_powers_of_two(a, quotients, remainders):
+    def body(i):
+        x = a[i]
+        for col, d in ((0, 1), (1, 2), (2, 8), (3, 1024)):  # shifts and masks
+            quotients[i * 5 + col] = x // d
+            remainders[i * 5 + col] = x % d
+        quotients[i * 5 + 4] = x // 12  # not a power of two: a division
+        remainders[i * 5 + 4] = x % 12
+    return body
+
+
+@pytest.mark.parametrize("ta", ["int32", "int64", "uint32", "uint64", "int8", "uint16"])
+def test_floor_division_and_modulo_by_powers_of_two(q, mem, ta):
+    """`x // 2**k` and `x % 2**k` compile to a shift and a mask: Python's results, negative
+    x and each type's extremes included."""
+    info = np.iinfo(ta)
+    x = np.random.default_rng(3).integers(info.min, info.max, N, endpoint=True, dtype=ta)
+    x[:4] = [info.min, info.max, 0, -1 if info.min < 0 else 1]
+    rt = cpp_promote(x.dtype, x.dtype)
+    a, quo, rem = mem.of(x), mem.zeros(5 * N, rt), mem.zeros(5 * N, rt)
+    q.parallel_for(sycl.range(N), k_by_powers_of_two(a, quo, rem)).wait()
+    wide = x.astype(rt)
+    for col, d in enumerate((1, 2, 8, 1024, 12)):
+        np.testing.assert_array_equal(mem.view(quo, 5 * N)[col::5], wide // rt.type(d))
+        np.testing.assert_array_equal(mem.view(rem, 5 * N)[col::5], wide % rt.type(d))

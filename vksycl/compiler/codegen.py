@@ -315,7 +315,7 @@ class Codegen:
 
     def loop(self, s: ir.Loop) -> None:
         b = self.b
-        with b.loop() as lp:
+        with b.loop("Unroll" if s.unroll else "None") as lp:
             self.loops.append(lp)
             self.scopes.append({})
             if s.cond is not None and not s.pre and straight(s.cond):

@@ -332,12 +332,14 @@ class Switch(Stmt):
 
 @dataclass(eq=False)
 class Loop(Stmt):
-    """while True: pre; if not cond: break; body; (continue lands here) step"""
+    """while True: pre; if not cond: break; body; (continue lands here) step. `unroll`
+    asks the driver to unroll it (a short loop of a known count)."""
 
     pre: list[Stmt]
     cond: Value | None
     body: list[Stmt]
     step: list[Stmt]
+    unroll: bool = False
 
 
 class Break(Stmt):

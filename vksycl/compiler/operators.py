@@ -65,6 +65,14 @@ class Operators:
         x, y = fl.convert(x, t), fl.convert(y, t)
         if type(op) in _ARITH:
             return ir.Op(_ARITH[type(op)][t.is_float], t, [x, y])
+        shift = _power_of_two(y)
+        if shift is not None and t.is_int and isinstance(op, ast.Mod | ast.FloorDiv):
+            # Python's // and % by 2**k are an arithmetic shift and a mask in two's
+            # complement, negative x too: one instruction for a tile's index arithmetic
+            if isinstance(op, ast.Mod):
+                return ir.Op("OpBitwiseAnd", t, [x, ir.Const(t, (1 << shift) - 1)])
+            name = "OpShiftRightArithmetic" if t.is_signed else "OpShiftRightLogical"
+            return ir.Op(name, t, [x, ir.Const(t, shift)])
         if isinstance(op, ast.Mod):
             return floor_mod(x, y, t)
         if isinstance(op, ast.FloorDiv):
@@ -140,6 +148,14 @@ def signed_compare(names: tuple[str, str, str], x: ir.Value, y: ir.Value) -> ir.
     sign = ir.Const(t, -(1 << 63))
     return ir.Op(names[1], BOOL, [ir.Op("OpBitwiseXor", t, [x, sign]),
                                   ir.Op("OpBitwiseXor", t, [y, sign])])
+
+
+def _power_of_two(y: ir.Value) -> int | None:
+    """k where `y` is the constant 2**k (k >= 0), else None."""
+    if isinstance(y, ir.Const) and type(y.value) is int and y.value > 0 and \
+            y.value & (y.value - 1) == 0:
+        return y.value.bit_length() - 1
+    return None
 
 
 def _rounds_up(x: ir.Value, y: ir.Value, q: ir.Value, t: Scalar) -> ir.Value:

@@ -189,7 +189,7 @@ def _without_returns(stmts: list[ir.Stmt], done: ir.Local, depth: int = 0) -> li
                                               for v, b in s.cases]))
         elif isinstance(s, ir.Loop):
             body = _without_returns(s.body, done, depth + 1)
-            out.append(ir.Loop(s.pre, s.cond, body, s.step))
+            out.append(ir.Loop(s.pre, s.cond, body, s.step, s.unroll))
             if _returns(s.body):
                 out.append(ir.If(ir.Read(done), [ir.Break()], []))
         else:

@@ -28,6 +28,19 @@ from .base import LoweringState
 from .describe import kind_of
 from .scalars import weak_want
 
+# the most iterations of a range loop of constant bounds that the driver is asked to
+# unroll: copies of a register tile's loads and stores (a private array indexed by the
+# counter stays in registers only once unrolled)
+_UNROLL_TRIPS = 64
+
+
+def _short(start: ir.Value, stop: ir.Value, step: ir.Value) -> bool:
+    """Whether a range loop has constant bounds and at most `_UNROLL_TRIPS` iterations."""
+    if not all(isinstance(v, ir.Const) for v in (start, stop, step)):
+        return False
+    return 0 < len(range(start.value, stop.value, step.value)) <= _UNROLL_TRIPS
+
+
 _UNSUPPORTED_STMTS = {
     ast.Try: "try/except", ast.Raise: "raise", ast.With: "with", ast.AsyncWith: "async with",
     ast.AsyncFor: "async for", ast.Global: "global",
@@ -317,7 +330,7 @@ class Statements(LoweringState):
         self.out = saved
         step_stmts: list[ir.Stmt] = [ir.Assign(counter, ir.Op(
             "OpIAdd", ty, [ir.Read(counter), ir.Read(stride)]))]
-        self.emit(ir.Loop([], cond, body, step_stmts))
+        self.emit(ir.Loop([], cond, body, step_stmts, _short(start, stop, step)))
 
     def stmt_Break(self, s: ast.Break) -> None:
         if self.loop_depth == 0:
