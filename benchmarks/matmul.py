@@ -3,17 +3,14 @@
 - float32: a tiled kernel (16x16 work-group tiles in local memory) against the same
   algorithm hand-written in CUDA (cupy `RawKernel`) and cuBLAS (`torch.mm`), at `--n`.
 - float16 (float32 accumulation), at each of `--half`, bias + ReLU fused, on tensor cores
-  through cooperative matrices: the joint_matrix GEMM of examples/matrix_gemm.py (tiled
-  through local memory) for each work-group tile of `--tiles`, and `register_blocked`
-  (4x4 fragments per sub-group from global memory) for each sub-group arrangement of
-  `--blocked`; against `torch.matmul` (cuBLAS), a Triton `tl.dot` kernel computing the
-  same bias + ReLU, and the float32 tiled kernel.
+  through cooperative matrices: the joint_matrix GEMM of examples/matrix_gemm.py (128x128
+  work-group tiles staged through local memory); against `torch.matmul` (cuBLAS), a
+  Triton `tl.dot` kernel computing the same bias + ReLU, and the float32 tiled kernel.
 
 Times are the best launch + wait of `--repeat`; every result is checked against numpy on
 a sample of rows.
 
-    python3 benchmarks/matmul.py [--n 2048] [--half 4096 8192] [--tiles 2x2 2x4 4x2]
-                                 [--blocked 2x2 4x2 1x4]
+    python3 benchmarks/matmul.py [--n 2048] [--half 4096 8192] [--repeat 10]
 """
 
 from __future__ import annotations
@@ -26,14 +23,12 @@ import numpy as np
 from timing import best_seconds
 
 import vksycl as sycl
-from vksycl.ext.oneapi.experimental import matrix as jm
 from vksycl.ext.oneapi.experimental import work_group_memory
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import matrix_gemm
 
 TILE = 16
-T = matrix_gemm.T
 
 CUDA = r"""
 extern "C" __global__ void matmul(const float* a, const float* b, float* c, int n) {
@@ -86,121 +81,7 @@ def vksycl_matmul(q: sycl.queue, ha: np.ndarray, hb: np.ndarray, repeat: int):
     return secs, out
 
 
-def register_blocked(a, b, bias, c, n: int, k: int, sgm: int, sgn: int):
-    """relu(a @ b + bias) with 4x4 fragments (64x64) per sub-group, loaded straight from
-    global memory, where L1 and L2 serve the reuse; sgm x sgn sub-groups per work-group."""
-    groups_n = n // (sgn * 4 * T)
-    f16, f32, rm = sycl.float16, sycl.float32, jm.layout.row_major
-
-    def body(it):
-        sg = it.get_sub_group()
-        group = it.get_group_linear_id()
-        sid = sg.get_group_linear_id()
-        row = (group // groups_n) * sgm * 4 * T + (sid // sgn) * 4 * T
-        col = (group % groups_n) * sgn * 4 * T + (sid % sgn) * 4 * T
-        c00 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c00, bias + col + 0, 0, rm)
-        c01 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c01, bias + col + 16, 0, rm)
-        c02 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c02, bias + col + 32, 0, rm)
-        c03 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c03, bias + col + 48, 0, rm)
-        c10 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c10, bias + col + 0, 0, rm)
-        c11 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c11, bias + col + 16, 0, rm)
-        c12 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c12, bias + col + 32, 0, rm)
-        c13 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c13, bias + col + 48, 0, rm)
-        c20 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c20, bias + col + 0, 0, rm)
-        c21 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c21, bias + col + 16, 0, rm)
-        c22 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c22, bias + col + 32, 0, rm)
-        c23 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c23, bias + col + 48, 0, rm)
-        c30 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c30, bias + col + 0, 0, rm)
-        c31 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c31, bias + col + 16, 0, rm)
-        c32 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c32, bias + col + 32, 0, rm)
-        c33 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        jm.joint_matrix_load(sg, c33, bias + col + 48, 0, rm)
-        a0 = jm.joint_matrix(sg, f16, jm.use.a, T, T, rm)
-        a1 = jm.joint_matrix(sg, f16, jm.use.a, T, T, rm)
-        a2 = jm.joint_matrix(sg, f16, jm.use.a, T, T, rm)
-        a3 = jm.joint_matrix(sg, f16, jm.use.a, T, T, rm)
-        b0 = jm.joint_matrix(sg, f16, jm.use.b, T, T, rm)
-        b1 = jm.joint_matrix(sg, f16, jm.use.b, T, T, rm)
-        b2 = jm.joint_matrix(sg, f16, jm.use.b, T, T, rm)
-        b3 = jm.joint_matrix(sg, f16, jm.use.b, T, T, rm)
-        for k0 in range(0, k, T):
-            jm.joint_matrix_load(sg, a0, a + (row + 0) * k + k0, k)
-            jm.joint_matrix_load(sg, a1, a + (row + 16) * k + k0, k)
-            jm.joint_matrix_load(sg, a2, a + (row + 32) * k + k0, k)
-            jm.joint_matrix_load(sg, a3, a + (row + 48) * k + k0, k)
-            jm.joint_matrix_load(sg, b0, b + k0 * n + col + 0, n)
-            jm.joint_matrix_load(sg, b1, b + k0 * n + col + 16, n)
-            jm.joint_matrix_load(sg, b2, b + k0 * n + col + 32, n)
-            jm.joint_matrix_load(sg, b3, b + k0 * n + col + 48, n)
-            jm.joint_matrix_mad(sg, c00, a0, b0, c00)
-            jm.joint_matrix_mad(sg, c01, a0, b1, c01)
-            jm.joint_matrix_mad(sg, c02, a0, b2, c02)
-            jm.joint_matrix_mad(sg, c03, a0, b3, c03)
-            jm.joint_matrix_mad(sg, c10, a1, b0, c10)
-            jm.joint_matrix_mad(sg, c11, a1, b1, c11)
-            jm.joint_matrix_mad(sg, c12, a1, b2, c12)
-            jm.joint_matrix_mad(sg, c13, a1, b3, c13)
-            jm.joint_matrix_mad(sg, c20, a2, b0, c20)
-            jm.joint_matrix_mad(sg, c21, a2, b1, c21)
-            jm.joint_matrix_mad(sg, c22, a2, b2, c22)
-            jm.joint_matrix_mad(sg, c23, a2, b3, c23)
-            jm.joint_matrix_mad(sg, c30, a3, b0, c30)
-            jm.joint_matrix_mad(sg, c31, a3, b1, c31)
-            jm.joint_matrix_mad(sg, c32, a3, b2, c32)
-            jm.joint_matrix_mad(sg, c33, a3, b3, c33)
-        out = c + row * n + col
-        for m, at in ((c00, 0), (c01, T), (c02, 2 * T), (c03, 3 * T),
-                      (c10, T * n), (c11, T * n + T), (c12, T * n + 2 * T), (c13, T * n + 3 * T),
-                      (c20, 2 * T * n), (c21, 2 * T * n + T), (c22, 2 * T * n + 2 * T),
-                      (c23, 2 * T * n + 3 * T), (c30, 3 * T * n), (c31, 3 * T * n + T),
-                      (c32, 3 * T * n + 2 * T), (c33, 3 * T * n + 3 * T)):
-            jm.joint_matrix_apply(sg, m, lambda x: max(x, 0.0))
-            jm.joint_matrix_store(sg, m, out + at, n, rm)
-
-    return body
-
-
-def use_tile(sgm: int, sgn: int) -> None:
-    """The example's work-group tile: sgm x sgn sub-groups of 32x32 each."""
-    g = matrix_gemm
-    g.SGM, g.SGN = sgm, sgn
-    g.BM, g.BN = sgm * 2 * g.T, sgn * 2 * g.T
-
-
-def candidates(q: sycl.queue, a, b, bias, c, n: int, tiles: list[str], blocked: list[str]):
-    """(label, launch) of each kernel and tile to time."""
-    s = q.get_device().get_info(sycl.info.device.sub_group_sizes)[0]
-    for tile in tiles:
-        sgm, sgn = map(int, tile.split("x"))
-        use_tile(sgm, sgn)
-        yield (f"examples/matrix_gemm.py, {matrix_gemm.BM}x{matrix_gemm.BN} work-group tile",
-               lambda: matrix_gemm.gemm_bias_relu(q, a, b, bias, c, n, n, n))
-    for arrangement in blocked:
-        sgm, sgn = map(int, arrangement.split("x"))
-        ndr = sycl.nd_range(((n // (sgm * 4 * T)) * (n // (sgn * 4 * T)) * sgm * sgn * s,),
-                            (sgm * sgn * s,))
-        kernel = register_blocked(a, b, bias, c, n, n, sgm, sgn)
-        yield (f"register_blocked, {sgm * 4 * T}x{sgn * 4 * T} work-group tile",
-               lambda ndr=ndr, kernel=kernel: q.parallel_for(ndr, kernel))
-
-
-def half_gemm(q: sycl.queue, n: int, tiles: list[str], blocked: list[str], repeat: int,
-              f32_tflops: float) -> None:
+def half_gemm(q: sycl.queue, n: int, repeat: int, f32_tflops: float) -> None:
     rng = np.random.default_rng(7)
     ha = rng.uniform(-1, 1, (n, n)).astype(np.float16)
     hb = rng.uniform(-1, 1, (n, n)).astype(np.float16)
@@ -218,17 +99,15 @@ def half_gemm(q: sycl.queue, n: int, tiles: list[str], blocked: list[str], repea
     coop = q.get_device().has(sycl.aspect.ext_oneapi_cooperative_matrix)
     print(f"{n}x{n}x{n} float16 -> float32, bias + ReLU "
           f"({'cooperative matrices' if coop else 'portable joint_matrix'}):")
-    best = 0.0
-    for label, launch in candidates(q, a, b, bias, c, n, tiles, blocked):
-        secs = best_seconds(lambda launch=launch: launch().wait(), repeat)
-        out = np.empty((n, n), np.float32)
-        q.copy(c, out, n * n).wait()
-        np.testing.assert_allclose(out[rows], want, rtol=2e-2, atol=2e-2)
-        tflops = flop / secs / 1e12
-        best = max(best, tflops)
-        print(f"  vksycl {label}: {tflops:.1f} TFLOP/s (checked)")
-    print(f"  vksycl best: {best:.1f} TFLOP/s; against the float32 tiled kernel "
-          f"{best / f32_tflops:.1f}x")
+    secs = best_seconds(lambda: matrix_gemm.gemm_bias_relu(q, a, b, bias, c, n, n, n).wait(),
+                        repeat)
+    out = np.empty((n, n), np.float32)
+    q.copy(c, out, n * n).wait()
+    np.testing.assert_allclose(out[rows], want, rtol=2e-2, atol=2e-2)
+    best = flop / secs / 1e12
+    print(f"  vksycl examples/matrix_gemm.py ({matrix_gemm.BM}x{matrix_gemm.BN}x"
+          f"{matrix_gemm.BK} tiles): {best:.1f} TFLOP/s (checked); against the float32 "
+          f"tiled kernel {best / f32_tflops:.1f}x")
     for p in (a, b, bias, c):
         sycl.free(p, q)
     try:
@@ -289,8 +168,6 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=2048)
     ap.add_argument("--half", type=int, nargs="*", default=[])
-    ap.add_argument("--tiles", nargs="*", default=["2x2", "2x4", "4x2"])
-    ap.add_argument("--blocked", nargs="*", default=["2x2", "4x2", "1x4"])
     ap.add_argument("--repeat", type=int, default=10)
     args = ap.parse_args()
     if args.half:
@@ -303,7 +180,7 @@ def main() -> None:
         f32 = 2 * n ** 3 / secs / 1e12
         print(f"vksycl float32 tiled at {n}: {f32:.2f} TFLOP/s")
         for size in args.half:
-            half_gemm(q, size, args.tiles, args.blocked, args.repeat, f32)
+            half_gemm(q, size, args.repeat, f32)
         return
     n = args.n
     rng = np.random.default_rng(5)

@@ -294,11 +294,14 @@ def test_cooperative_spirv_validates(mem, combo, la):
 
 def test_cooperative_gemm_and_epilogue_validate(mem):
     p = [mem.zeros(64, t) for t in (np.float16, np.float16, np.float32, np.float32)]
-    ck = _cooperative(matrix_gemm.gemm_kernel(*p, 64, 64, 128), (128,))
+    ck = _cooperative(matrix_gemm.gemm_kernel(*p, 256, 256, 256), (matrix_gemm.WORK_ITEMS,))
     asm = ck.spirv_asm()
-    assert asm.count("OpCooperativeMatrixMulAddKHR") == 4
+    assert asm.count("OpCooperativeMatrixMulAddKHR") == 16  # a sub-group's 4 x 4 block
     assert "OpCooperativeMatrixLengthKHR" in asm  # the ReLU over each work-item's share
     assert "Workgroup" in asm
+    # the copy loops and the fragment loop have constant counts: the driver unrolls them
+    unrolled = [line for line in asm.splitlines() if "OpLoopMerge" in line and "Unroll" in line]
+    assert len(unrolled) == 7
 
 
 def test_cooperative_unsupported_combination_is_kernel_not_supported(mem):
