@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import vksycl as sycl
+from vksycl.ext.oneapi import experimental as syclexp
 
 
 def marker_line(marker: str) -> int:
@@ -261,3 +262,37 @@ def test_column_is_reported(q, mem):
     with open(__file__) as f:
         text = f.readlines()[line - 1]
     assert f":{line}:{text.index('print') + 1}:" in message
+
+
+WORDS_PER_ROW = 4
+
+
+def k_local_sized_by_captures(out, words: int):
+    def body(it):
+        tile = syclexp.work_group_memory(sycl.int32, (words * 2,))  # E:captured-size
+        tile[it.get_local_id(0)] = 1
+        out[it.get_global_id(0)] = tile[it.get_local_id(0)]
+    return body
+
+
+def k_local_sized_by_constants(out, words: int):
+    def body(it):
+        tile = syclexp.work_group_memory(sycl.int32, (WORDS_PER_ROW * 2,))
+        big = syclexp.work_group_memory(sycl.int32, (words,))
+        tile[it.get_local_id(0)] = 1
+        big[it.get_local_id(0)] = 2
+        out[it.get_global_id(0)] = tile[it.get_local_id(0)] + big[it.get_local_id(0)]
+    return body
+
+
+def test_sizes_must_be_constants_and_the_error_says_which_are(q, mem):
+    """A local array sized by an expression of captured numbers (kernel arguments) is a
+    build error at its line that says what is constant; module constants, expressions of
+    them, and a captured number as it is build and run."""
+    out = mem.zeros(4, np.int32)
+    launch = sycl.nd_range((4,), (4,))
+    message = build_error(q, k_local_sized_by_captures(out, 8), launch)
+    assert f"{__file__}:{marker_line('E:captured-size')}:" in message, message
+    assert "compute it outside the kernel" in message, message
+    q.parallel_for(launch, k_local_sized_by_constants(out, 8)).wait()
+    assert list(mem.view(out, 4)) == [3] * 4

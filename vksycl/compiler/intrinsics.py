@@ -88,8 +88,11 @@ class Intrinsics(Operators, MathFunctions, Atomics):
             return tuple(self.const(fl, x, node) for x in v.items)
         found = self.m.specialize(v)
         if found is None:
-            raise fl.err(node, "this argument must be a compile-time constant (a literal, a "
-                         "module-level value, or a value captured by the kernel)")
+            raise fl.err(node, "this argument must be a compile-time constant: a literal, a "
+                         "module-level value or an expression of them, or a number the "
+                         "kernel captures used as it is (captured numbers are kernel "
+                         "arguments, so an expression of them is computed on the device: "
+                         "compute it outside the kernel and capture the result)")
         return found
 
     def cast(self, fl: Any, obj: Any, target: Scalar, args: list[Any], node: ast.AST) -> Any:
