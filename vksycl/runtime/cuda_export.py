@@ -19,7 +19,6 @@ import ctypes
 import math
 import os
 import sys
-import threading
 from typing import Any
 
 import numpy as np
@@ -37,7 +36,7 @@ from .external_memory import (
     unmap_external_linear_memory,
 )
 from .native_usm import target_of
-from .usm import ptr
+from .usm import ptr, release_collected
 
 _PINNED = 1  # CU_MEM_ALLOCATION_TYPE_PINNED
 _POSIX_FD = 1  # CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
@@ -117,11 +116,7 @@ class cuda_allocation(CudaArray):
         device's release and the process's end free it all."""
         if getattr(self, "closed", True) or sys.is_finalizing():
             return
-        if threading.current_thread().name.startswith("vksycl-"):
-            threading.Thread(target=self._close_quietly, daemon=True,
-                             name="cuda-allocation-close").start()
-            return
-        self._close_quietly()
+        release_collected(self._close_quietly, "cuda-allocation-close")
 
     def _close_quietly(self) -> None:
         with contextlib.suppress(exception):  # nobody is left to hear of a failure

@@ -23,7 +23,7 @@ from .context import scheduler_for
 from .dependencies import AccessTracker
 from .event import event
 from .memops import MemCopy, Span
-from .usm import Allocation, alloc
+from .usm import Allocation, alloc, release_collected
 
 # Guards every tracker: a command group's dependencies are found and its event recorded
 # as one step, whichever thread submits it.
@@ -252,13 +252,7 @@ class Storage:
         write back with)."""
         if self.released or sys.is_finalizing():
             return
-        if threading.current_thread().name.startswith("vksycl-"):
-            # collected on a thread of the runtime's own, which may be running a command
-            # the release waits for: release on a thread of its own instead
-            threading.Thread(target=self.release, daemon=True,
-                             name="buffer-release").start()
-            return
-        self.release()
+        release_collected(self.release, "buffer-release")
 
 
 def _finished(token: Any) -> bool:

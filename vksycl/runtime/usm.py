@@ -8,7 +8,9 @@ checks, numpy views and `free`, and its element type, for arithmetic and indexin
 from __future__ import annotations
 
 import enum
+import threading
 import typing
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -333,3 +335,13 @@ class PointerType:
     def storage(self) -> np.dtype:
         """The dtype of such a pointer stored in memory."""
         return pointer_dtype(self.dtype)
+
+
+def release_collected(release: Callable[[], None], name: str) -> None:
+    """Runs the release of an object collected unreleased, on a thread of its own when it
+    was collected on one of the runtime's (named vksycl-...), which may be running the
+    very work the release waits for."""
+    if threading.current_thread().name.startswith("vksycl-"):
+        threading.Thread(target=release, daemon=True, name=name).start()
+    else:
+        release()
