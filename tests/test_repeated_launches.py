@@ -4,6 +4,8 @@ must still see what changed between launches."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -336,15 +338,22 @@ def adding_one(buf: sycl.buffer, commands: list):
     return cgf
 
 
-def test_a_loop_over_a_few_buffers_launches_their_commands_again(q):
+def loop_over_buffers(q, rounds: int) -> tuple[list, list, Callable]:
+    """Three buffers each added one to `rounds` times in turn: (buffers, the commands
+    their command groups made, the command group function of a buffer)."""
     buffers = [sycl.buffer(np.zeros(16, np.float32)) for _ in range(3)]
     commands = []
 
     def add_one(buf):
         return adding_one(buf, commands)
-    for _ in range(3):
+    for _ in range(rounds):
         for buf in buffers:
             q.submit(add_one(buf))
+    return buffers, commands, add_one
+
+
+def test_a_loop_over_a_few_buffers_launches_their_commands_again(q):
+    buffers, commands, add_one = loop_over_buffers(q, 3)
     assert [id(c) for c in commands[0:3]] == [id(c) for c in commands[6:9]]
     assert len({id(c) for c in commands}) == 3
     for buf in buffers:
@@ -364,14 +373,7 @@ def test_a_chain_on_one_buffer_after_a_loop_over_others_repeats_at_once(q, monke
     real = launch_glue.accessor_command
     monkeypatch.setattr(launch_glue, "accessor_command",
                         lambda *a: found.append(1) or real(*a))
-    buffers = [sycl.buffer(np.zeros(16, np.float32)) for _ in range(3)]
-    commands = []
-
-    def add_one(buf):
-        return adding_one(buf, commands)
-    for _ in range(2):
-        for buf in buffers:
-            q.submit(add_one(buf))
+    buffers, commands, add_one = loop_over_buffers(q, 2)
     found.clear()
     for _ in range(4):
         q.submit(add_one(buffers[0]))
