@@ -14,6 +14,7 @@ import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
 from vksycl.kernels import cache_keys, marshal
+from vksycl.kernels.launch import RING_AFTER
 from vksycl.runtime import engine
 
 N = 64
@@ -64,6 +65,17 @@ def built(monkeypatch):
     counting(engine.Engine, "dispatch")
     counting(engine.Engine, "with_push")
     return counts
+
+
+@pytest.fixture
+def recorded(q, monkeypatch):
+    """The ops recorded into sequences, each eager command submitted on its own."""
+    monkeypatch.setattr(q._scheduler.engine, "batch_window_s", 0.0)
+    ops = []
+    real = engine.kp.Sequence.record
+    monkeypatch.setattr(engine.kp.Sequence, "record",
+                        lambda seq, op: ops.append(op) or real(seq, op))
+    return ops
 
 
 @pytest.fixture
@@ -369,10 +381,12 @@ def _float32_sum(values: list[float]) -> np.float32:
     return total
 
 
-def test_a_new_scalar_each_launch_repacks_it_alone(q, built):
-    """A time step captured anew each launch: no launch after the first packs its
-    arguments or looks a pipeline up; each sees its own value, then a new pointer, a
-    freed one, and a number its slot cannot hold are each seen too."""
+def test_a_new_scalar_each_launch_repacks_it_alone(q, built, recorded):
+    """A time step captured anew each launch: once a few launches brought new values, a
+    launch packs nothing, looks no pipeline up and makes no dispatch (its value goes to
+    the plan's argument ring), and one waited for before the next records nothing; each
+    sees its own value, then a new pointer, a freed one, and a number its slot cannot
+    hold are each seen too."""
     x = sycl.malloc_shared(N, sycl.float32, q)
     y = sycl.malloc_shared(N, sycl.float32, q)
     q.memset(x, 0, N * 4)
@@ -384,14 +398,15 @@ def test_a_new_scalar_each_launch_repacks_it_alone(q, built):
         x[i] = x[i] + step * count
 
     q.parallel_for(N, body).wait()
-    first = dict(built)
-    steps = [0.5 + k / 8 for k in range(1, 9)]
-    for value in steps:
+    steps = [0.5 + k / 8 for k in range(1, 13)]
+    for value in steps[:RING_AFTER]:
         step = value  # the kernel reads the cell
-        q.parallel_for(sycl.range(N), body)
-    q.wait()
-    assert built["packed"] == first["packed"] and built["dispatch"] == first["dispatch"]
-    assert built["with_push"] == first["with_push"] + len(steps)  # one dispatch each
+        q.parallel_for(sycl.range(N), body).wait()
+    first, records = dict(built), len(recorded)
+    for value in steps[RING_AFTER:]:
+        step = value
+        q.parallel_for(sycl.range(N), body).wait()
+    assert built == first and len(recorded) == records
     np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum([0.5, *steps])))
     x, count = y, 2  # a new pointer and a new int: repacked too
     q.parallel_for(N, body).wait()
@@ -436,10 +451,11 @@ def test_two_pointers_alternating_in_a_closure_build_nothing_after_one_round(q, 
 
 
 @pytest.mark.parametrize("spelling", ["kernel object + set_args", "nd_launch"])
-def test_a_new_scalar_argument_each_launch_repacks_it_alone(q, built, spelling):
+def test_a_new_scalar_argument_each_launch_repacks_it_alone(q, built, recorded, spelling):
     """A kernel object given a new number with set_args each launch, or a free function
-    launched with one: no launch after the first packs its arguments or looks a pipeline
-    up, and each adds its own value."""
+    launched with one: once a few launches brought new values, a launch packs nothing,
+    looks no pipeline up and makes no dispatch, one waited for records nothing, and each
+    adds its own value."""
     x = sycl.malloc_shared(N, sycl.float32, q)
     q.memset(x, 0, N * 4).wait()
     ndr = sycl.nd_range((N,), (16,))
@@ -452,13 +468,13 @@ def test_a_new_scalar_argument_each_launch_repacks_it_alone(q, built, spelling):
             return syclexp.nd_launch(q, ndr, add_value, x, v)
         return q.submit(lambda h: (h.set_args(x, v), h.parallel_for(ndr, kobj)))
 
-    values = [0.25 * k for k in range(1, 10)]
-    launch(values[0]).wait()
-    first = dict(built)
-    for v in values[1:]:
-        launch(v)
-    q.wait()
-    assert built["packed"] == first["packed"] and built["dispatch"] == first["dispatch"]
+    values = [0.25 * k for k in range(1, 13)]
+    for v in values[:RING_AFTER + 1]:
+        launch(v).wait()
+    first, records = dict(built), len(recorded)
+    for v in values[RING_AFTER + 1:]:
+        launch(v).wait()
+    assert built == first and len(recorded) == records
     np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum(values)))
     sycl.free(x, q)
     with pytest.raises(sycl.exception, match="freed"):

@@ -26,6 +26,7 @@ from ..compiler.kernel import CompiledKernel
 from ..exceptions import errc, exception
 from ..runtime import handler as _handler
 from ..runtime.commands import KernelLaunch
+from .argument_ring import ArgumentRing
 from .device_checks import check_supported, group_counts
 from .fusion import Origin
 from .marshal import ADDRESS, ArgumentBlock, Prepared
@@ -34,6 +35,7 @@ from .plans import (
     Plan,
     accessor_command,
     arguments_record,
+    block_variant,
     kept_launch,
     known_plan,
     new_arguments,
@@ -51,6 +53,9 @@ from .variants import launch_shape
 
 # commands a plan keeps by their push constants
 _RECENT = 16
+# launches with values new to a plan's recent ones before the next run from its argument
+# ring: a loop stepping a value, not a few values in turn
+RING_AFTER = 4
 
 
 def _kernel_function(kernel: Any) -> tuple[Any, Any]:
@@ -151,7 +156,15 @@ def _repacked(plan: Plan, last: tuple, changes: list, pyfn: Any, launch: Any,
         origin = last[2].origin  # of a launch of the plan's values
         if origin.function() is not pyfn:
             origin = Origin.of(pyfn, p.ck, launch)
-        command = last[2].with_push(push, origin)
+        ring = plan.ring
+        if ring is None and not last[2].bound:
+            plan.repacks += 1
+            if plan.repacks >= RING_AFTER:
+                ck = block_variant(pyfn, plan, p)
+                ring = plan.ring = False if ck is None else \
+                    ArgumentRing(device, ck, last[2].groups)
+        command = ring.launch(last[2], push, origin) if ring else \
+            last[2].with_push(push, origin)
         _keep_recent(plan, push, p, context, command)
     remember_last(plan, (p, push, command, context, record, arg_record), pyfn)
     return command

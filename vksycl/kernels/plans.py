@@ -77,7 +77,7 @@ import numpy as np
 from ..compiler import virtual
 from ..compiler.captures import frozen
 from ..compiler.device_global import device_global
-from ..compiler.kernel import load_or_compile
+from ..compiler.kernel import CompiledKernel, load_or_compile
 from ..compiler.virtual import classes_version
 from ..exceptions import errc, exception
 from ..ranges import check_work_items
@@ -251,6 +251,8 @@ class Plan:
         "names",
         "prepared",
         "recent",
+        "repacks",
+        "ring",
         "variants",
     )
 
@@ -288,6 +290,11 @@ class Plan:
         # between closures over two arrays, finds each one's launch (the entry holds the
         # object, so its id is not reused while it is kept)
         self.kept: dict[int, tuple[Any, tuple]] = {}
+        # launches with values new to `recent` so far, and once there were a few, the
+        # argument ring their successors run from (`argument_ring`); False if the
+        # argument-block variant cannot take the packed arguments as they are
+        self.repacks = 0
+        self.ring: Any = None
 
 
 # (id of the kernel's code, id of the device) -> plan: hashing a code object hashes its
@@ -379,6 +386,21 @@ def prepared_for(pyfn: Any, plan: Plan, device: Any) -> tuple[Prepared, tuple | 
             all(map(_stable, globals_)):
         return p, _attribute_record(pyfn, captured, globals_, p)
     return p, None
+
+
+def block_variant(pyfn: Any, plan: Plan, p: Prepared) -> CompiledKernel | None:
+    """The argument-block variant of the prepared kernel `p` (the plan's push-constant
+    one, of a kernel reading no attributes and compiled with no values), when it reads
+    the same fields at the same offsets, so the same packed bytes serve both."""
+    spec_key, spec_fn = plan.variants[1]
+    key = (p.key[0], spec_key, *p.key[2:])
+    block = _PREPARED.get(key)
+    if block is None:
+        block = _PREPARED[key] = Prepared(load_or_compile(pyfn, spec_fn(), key), pyfn, key)
+    ck = block.ck
+    same = ck.args_size == p.ck.args_size and \
+        [a.push_offset for a in ck.args] == [a.push_offset for a in p.ck.args]
+    return ck if same else None
 
 
 def _attribute_record(pyfn: Any, captured: tuple, globals_: tuple, p: Prepared

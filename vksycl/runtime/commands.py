@@ -66,6 +66,9 @@ class Command:
     command_type = "command"
     needs_staging = False
     runs_on_host = False  # some step must run on the host: the scheduler defers it
+    # it lowers to one `GpuStep` of one dispatch, `dispatch(engine)`: the scheduler's
+    # shortest path submits that alone
+    one_dispatch = False
     profiled = True  # whether a profiling queue may time it
 
     def lower(self, ctx: LowerContext) -> list[Step]:
@@ -97,6 +100,7 @@ class KernelLaunch(Command):
     # launch), for graphs that fuse kernels; None for kernels it did not compile
     origin: Any = field(default=None, repr=False, compare=False)
     command_type = "kernel"
+    one_dispatch = True
     # (engine, its dispatch): a command submitted again (a launch repeated with the same
     # arguments) reuses its dispatch
     _dispatched: tuple | None = field(default=None, init=False, repr=False, compare=False)

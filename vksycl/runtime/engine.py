@@ -169,6 +169,9 @@ class Engine:
         # dispatches -> the sequence that recorded them last, for submissions of their
         # own: the entry holds while that sequence's `_recorded` says so
         self._recordings: dict[tuple, kp.Sequence] = {}
+        # (buffer, the last work that may read it) to free once that completed
+        self._retiring: collections.deque[tuple[Buffer, Submission | Part | None]] = (
+            collections.deque())
 
     # -- memory -----------------------------------------------------------------------
     def buffer(self, nbytes: int, host_visible: bool) -> Buffer:
@@ -204,6 +207,22 @@ class Engine:
         if host is not None and _viewed(host.base):
             return
         buffer.tensor.destroy()
+
+    def release_after(self, buffer: Buffer, sub: Submission | Part | None) -> None:
+        """Frees a buffer once `sub`, the last work that may read it, completed: at the
+        next submission that finds it done. Never blocks nor locks, so a finalizer may
+        call it."""
+        if not self.closed:  # closing freed every buffer
+            self._retiring.append((buffer, sub))
+
+    def _release_retired(self) -> None:
+        retiring = self._retiring
+        for _ in range(len(retiring)):
+            buffer, sub = retiring.popleft()
+            if sub is None or sub.done():
+                self.release(buffer)
+            else:
+                retiring.append((buffer, sub))
 
     # -- programs and pipelines ---------------------------------------------------------
     def program(self, spirv: bytes, entry: str = "main", name: str | None = None
@@ -349,6 +368,8 @@ class Engine:
                 part = self._open(dispatches, timed, report, now)
             else:
                 part = self._submit_now(dispatches, timed)
+            for d in dispatches:
+                d.part = part
         finally:
             lock.release()
             if self._failed:  # a batch it flushed failed, or the device was lost
@@ -640,6 +661,8 @@ class Engine:
 
     def _take_sequence(self, timed: bool, n_ops: int) -> kp.Sequence:
         self._make_room()
+        if self._retiring:
+            self._release_retired()
         pool = self._pool[timed]
         if not pool:
             self._reclaim()
@@ -711,6 +734,8 @@ class Engine:
         self.flush()
         while self._in_flight:
             self._pop_in_flight()
+        if self._retiring:
+            self._release_retired()
 
     # -- native handles ---------------------------------------------------------------------
     def native_handles(self) -> tuple[int, int, int, int, int]:

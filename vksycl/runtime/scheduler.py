@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Callable, Sequence
 
 from .allocator import Allocator
-from .commands import Command, GpuStep, KernelLaunch, LowerContext, ReductionLaunch, SemaphoreStep
+from .commands import Command, GpuStep, LowerContext, SemaphoreStep
 from .engine import Buffer, Engine
 from .event import event, host_now_ns
 from .submission import Part, Submission
@@ -52,8 +52,7 @@ class Scheduler:
             ordered = deps[0].ordered_on(engine)
         else:
             ordered = all(d.ordered_on(engine) for d in deps)
-        kind = type(command)
-        if ordered and not profiling and (kind is KernelLaunch or kind is ReductionLaunch):
+        if ordered and not profiling and command.one_dispatch:
             # The common eager launch, in short: what `_run` does for its dispatch,
             # submitted or batched, its errors raised to the caller (those of a batch it
             # joins, to the queue). The event is made once the dispatch is on its way.

@@ -37,14 +37,16 @@ class Dispatch:
     is, and the pipeline (`algo`), push constants and work-group count it was made of.
     Recorded, it starts with a memory barrier on all earlier work, unless `barrier` is
     False (a graph leaves it out where the DAG has no edge). `name` is its kernel's, for
-    error messages."""
+    error messages. `part` is the latest eager submission (or batch part) holding it:
+    memory the dispatch reads may be rewritten once that is done."""
 
-    __slots__ = ("algo", "barrier", "groups", "name", "op", "push")
+    __slots__ = ("algo", "barrier", "groups", "name", "op", "part", "push")
 
     def __init__(self, op: object, algo: object, push: np.ndarray,
                  groups: tuple[int, int, int], barrier: bool, name: str) -> None:
         self.op, self.algo, self.push, self.groups, self.barrier, self.name = (
             op, algo, push, groups, barrier, name)
+        self.part: Submission | Part | None = None
 
 
 class Submitter(Protocol):
@@ -252,6 +254,7 @@ class Part:
 
     def done(self) -> bool:
         return self.batch.done()
+
 
     def flush(self) -> None:
         self.batch.flush()

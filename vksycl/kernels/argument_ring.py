@@ -1,0 +1,179 @@
+"""Launches whose argument values change each time (a new time step, a counter), run from
+pre-recorded work: their arguments go into slots of host-visible memory that a variant of
+the kernel reads, each slot with a dispatch of its own whose one push constant is the
+slot's address. The memory is a Vulkan buffer of the ring's own, not USM: it lives as long
+as its plan, and would keep a block of the caching allocator from ever going back.
+
+A dispatch carrying new push constants must be made and recorded anew (a Kompute op, a
+command buffer the driver builds): most of what such a launch costs. A slot's dispatch
+stays the same, so a launch waited for before the next reuses one slot and submits the
+sequence that recorded it last, recording nothing; launches in flight together take
+slots of their own, the ring growing up to `_MOST_SLOTS` (beyond, a launch dispatches its
+push constants as before). A slot is rewritten only once the last submission holding its
+dispatch (`Dispatch.part`) is finished.
+
+A `RingLaunch` holds its packed arguments and writes them into a slot when it is
+dispatched, so a command kept and launched again (a repeat, a recent value) is right
+even after its slot went to another launch: it takes a slot again. Graphs record it as
+the push-constant launch it stands for (`for_graph`).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..compiler.kernel import CompiledKernel
+from ..runtime.commands import Command, KernelLaunch
+from ..runtime.context import scheduler_for
+from ..runtime.engine import Buffer, Engine
+from ..runtime.submission import Dispatch
+from .marshal import ADDRESS
+
+_SLOTS_PER_BLOCK = 64
+_MOST_SLOTS = 1024
+_ALIGN = 16  # a slot's start: the widest argument field's alignment and more
+
+_claims = itertools.count(1)  # who wrote a slot last: a token per claim, never reused
+
+
+class _Pending:
+    """The `part` of a slot's dispatch between its claim and its submission."""
+
+    finished = False
+
+    @staticmethod
+    def done() -> bool:
+        return False
+
+
+_PENDING = _Pending()
+
+
+def _finished(slot: _Slot) -> bool:
+    """Whether every submission holding the slot's dispatch is known to be finished (it
+    was waited for, or found done), without asking Vulkan: a query costs microseconds on
+    some drivers, and finding the device idle would end the engine's batching."""
+    part = slot.dispatch.part
+    return part is None or part.finished
+
+
+class _Slot:
+    __slots__ = ("dispatch", "end", "memory", "owner", "start")
+
+    def __init__(self, dispatch: Dispatch, memory: memoryview, start: int, size: int
+                 ) -> None:
+        self.dispatch, self.memory, self.start, self.end = dispatch, memory, start, start + size
+        self.owner = 0  # the claim whose bytes it holds
+
+
+class ArgumentRing:
+    """The slots of one launch plan: its kernel's argument-block variant over its
+    work-groups, on one device."""
+
+    def __init__(self, device: Any, ck: CompiledKernel, groups: tuple[int, int, int]
+                 ) -> None:
+        self.device = device
+        self.engine: Engine = scheduler_for(device).engine
+        self.program = self.engine.program(ck.binary, ck.entry, ck.name)
+        self.groups = groups
+        self.size = ck.args_size
+        self.stride = -(-self.size // _ALIGN) * _ALIGN
+        self.slots: collections.deque[_Slot] = collections.deque()
+        self.buffers: list[Buffer] = []
+        self.free: list[_Slot] = []  # made, never claimed
+        self.made = 0
+        self.lock = threading.Lock()
+
+    def launch(self, like: KernelLaunch, push: bytes, origin: Any) -> RingLaunch:
+        """`like`'s launch (same kernel and work-groups) with packed arguments `push`."""
+        return RingLaunch(like.name, like.spirv, like.entry, push, like.groups,
+                          origin=origin, ring=self)
+
+    def claim(self, data: bytes, owner: int) -> _Slot | None:
+        """A slot holding `data` from now on, once the work that read it is known to be
+        finished: the newest (launches waited for one by one reuse one slot, and its
+        recording), else the oldest, else a new one; once `_MOST_SLOTS` were made, the
+        oldest if the device is done with it, else None. The slots stay in the order of
+        their claims, newest last. Threads launching the plan's kernel at once claim
+        one at a time."""
+        with self.lock:
+            slots = self.slots
+            slot = None
+            if slots:
+                if _finished(slots[-1]):
+                    slot = slots.pop()
+                elif _finished(slots[0]):
+                    slot = slots.popleft()
+            if slot is None:
+                slot = self._new_slot()
+                if slot is None:
+                    if not slots[0].dispatch.part.done():
+                        return None
+                    slot = slots.popleft()
+            slot.memory[slot.start:slot.end] = data
+            slot.owner = owner
+            slot.dispatch.part = _PENDING
+            slots.append(slot)
+            return slot
+
+    def _new_slot(self) -> _Slot | None:
+        if not self.free:
+            if self.made >= _MOST_SLOTS:
+                return None
+            buffer = self.engine.buffer(self.stride * _SLOTS_PER_BLOCK, host_visible=True)
+            self.buffers.append(buffer)
+            memory = memoryview(buffer.host)
+            base = None
+            for k in range(_SLOTS_PER_BLOCK):
+                push = ADDRESS.pack(buffer.address + k * self.stride)
+                if base is None:
+                    base = self.engine.dispatch(self.program, self.groups, push)
+                    d = base
+                else:  # same pipeline and work-groups: nothing to look up
+                    d = self.engine.with_push(base, push)
+                self.free.append(_Slot(d, memory, k * self.stride, self.size))
+            self.free.reverse()
+            self.made += _SLOTS_PER_BLOCK
+        return self.free.pop()
+
+    def __del__(self) -> None:
+        engine = self.engine
+        for buffer in self.buffers:
+            engine.release_after(buffer, engine.last_submission())
+
+
+@dataclass(eq=False)
+class RingLaunch(KernelLaunch):
+    """A push-constant kernel launch (`spirv`, `push_constants`) that eager submissions
+    run through its plan's argument ring."""
+
+    ring: ArgumentRing | None = field(default=None, repr=False, compare=False)
+    _slot: _Slot | None = field(default=None, init=False, repr=False, compare=False)
+    _claim: int = field(default=0, init=False, repr=False, compare=False)
+
+    def dispatch(self, engine: Engine) -> Dispatch:
+        slot = self._slot
+        if slot is not None and slot.owner == self._claim:  # it still holds our bytes
+            return slot.dispatch
+        ring = self.ring
+        if ring is None or engine is not ring.engine:
+            return super().dispatch(engine)
+        claim = next(_claims)
+        slot = ring.claim(self.push_constants, claim)
+        if slot is None:  # every slot in flight: the push constants themselves
+            return super().dispatch(engine)
+        self._slot, self._claim = slot, claim
+        return slot.dispatch
+
+    def with_push(self, push_constants: bytes, origin: Any) -> KernelLaunch:
+        return RingLaunch(self.name, self.spirv, self.entry, push_constants, self.groups,
+                          origin=origin, ring=self.ring)
+
+    def for_graph(self) -> Command:
+        """A graph pre-records its dispatch: the push constants, no slot."""
+        return KernelLaunch(self.name, self.spirv, self.entry, self.push_constants,
+                            self.groups, origin=self.origin)
