@@ -98,14 +98,15 @@ def test_out_of_memory_at_an_allocation_amid_eager_launches(q, usm):
 def test_a_failed_allocation_is_retried_once_the_cache_is_released(q, usm):
     keep = usm.of(PATTERN, kind="device")
     sycl.usm_release_cached(q)
-    cached = sycl.malloc_device(BIG, np.uint8, q)
-    sycl.free(cached, q)
+    big = sycl.malloc_device(BIG, np.uint8, q)
+    sycl.free(big, q)
     q.wait()
-    assert sycl.usm_memory_stats(q)["cached"] >= BIG
+    cached = sycl.usm_memory_stats(q)["cached"]  # with blocks earlier tests' memory pins
+    assert cached >= BIG
     with faults.inject("allocate") as fault:  # the next Vulkan allocation fails, once
         p = sycl.malloc_device(2 * BIG, np.uint8, q)
     assert (fault.calls, fault.fired) == (2, 1)  # the retry, after the cache went back
-    assert sycl.usm_memory_stats(q)["cached"] < BIG
+    assert sycl.usm_memory_stats(q)["cached"] <= cached - BIG
     q.memset(p, 5, 2 * BIG).wait()
     tail = np.empty(64, np.uint8)
     q.memcpy(tail, p + (2 * BIG - 64), 64).wait()

@@ -40,25 +40,25 @@ _ALIGN = 16  # a slot's start: the widest argument field's alignment and more
 _claims = itertools.count(1)  # who wrote a slot last: a token per claim, never reused
 
 
-class _Pending:
-    """The `part` of a slot's dispatch between its claim and its submission."""
+class _Known:
+    """The `part` of a slot's dispatch before its first submission (finished), and
+    between a claim and its submission (not)."""
 
-    finished = False
+    def __init__(self, finished: bool) -> None:
+        self.finished = finished
 
-    @staticmethod
-    def done() -> bool:
-        return False
+    def done(self) -> bool:
+        return self.finished
 
 
-_PENDING = _Pending()
+_NEVER_SUBMITTED, _PENDING = _Known(True), _Known(False)
 
 
 def _finished(slot: _Slot) -> bool:
     """Whether every submission holding the slot's dispatch is known to be finished (it
     was waited for, or found done), without asking Vulkan: a query costs microseconds on
     some drivers, and finding the device idle would end the engine's batching."""
-    part = slot.dispatch.part
-    return part is None or part.finished
+    return slot.dispatch.part.finished
 
 
 class _Slot:
@@ -135,6 +135,7 @@ class ArgumentRing:
                     d = base
                 else:  # same pipeline and work-groups: nothing to look up
                     d = self.engine.with_push(base, push)
+                d.part = _NEVER_SUBMITTED  # the engine follows its submissions
                 self.free.append(_Slot(d, memory, k * self.stride, self.size))
             self.free.reverse()
             self.made += _SLOTS_PER_BLOCK

@@ -369,7 +369,8 @@ class Engine:
             else:
                 part = self._submit_now(dispatches, timed)
             for d in dispatches:
-                d.part = part
+                if d.part is not None:  # its owner follows its submissions
+                    d.part = part
         finally:
             lock.release()
             if self._failed:  # a batch it flushed failed, or the device was lost

@@ -37,8 +37,10 @@ class Dispatch:
     is, and the pipeline (`algo`), push constants and work-group count it was made of.
     Recorded, it starts with a memory barrier on all earlier work, unless `barrier` is
     False (a graph leaves it out where the DAG has no edge). `name` is its kernel's, for
-    error messages. `part` is the latest eager submission (or batch part) holding it:
-    memory the dispatch reads may be rewritten once that is done."""
+    error messages. `part` is None, except for a dispatch whose memory its owner rewrites
+    between launches (an argument ring's slot): the latest eager submission (or batch
+    part) holding it, once that owner set it (others keep no submission, and so no
+    queue's error report, alive)."""
 
     __slots__ = ("algo", "barrier", "groups", "name", "op", "part", "push")
 
