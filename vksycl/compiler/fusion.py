@@ -223,7 +223,7 @@ def _one_trip(body: list[ir.Stmt], fused: ir.Function) -> list[ir.Stmt]:
             elif isinstance(s, ir.Switch):
                 out.append(ir.Switch(s.selector, [(c, rewrite(b, depth)) for c, b in s.cases]))
             elif isinstance(s, ir.Loop):
-                inner = ir.Loop(s.pre, s.cond, rewrite(s.body, depth + 1), s.step, s.unroll)
+                inner = dataclasses.replace(s, body=rewrite(s.body, depth + 1))
                 out.append(inner)
                 if _has_return(s.body):
                     out.append(ir.If(ir.Read(flag), [ir.Break()], []))

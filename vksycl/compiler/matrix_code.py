@@ -519,8 +519,7 @@ def _store(fl: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> P
     size = fl.m.queries.sub_group_value("sg_local_range")
 
     def body(e: ir.Value) -> None:
-        r = ir.Op("OpSDiv", I32, [e, ir.Const(I32, cols)])
-        c = ir.Op("OpSMod", I32, [e, ir.Const(I32, cols)])
+        r, c = _row_and_column(e, cols)
         fl.emit(ir.Store(_position(fl, ptr, r, c, stride, lay, node),
                          ir.Load(_element(m, e))))
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,7 @@ import numpy as np
 
 from . import ir
 from .type_registry import element_type
-from .typesys import BOOL, F32, I32, U32, U64, VOID, ArrayType, Scalar, mem_type
+from .typesys import BOOL, F32, I32, U32, U64, ArrayType, Scalar, mem_type
 from .values import FixedSlot, PyV
 from .workitem import barrier, builtin
 
@@ -74,9 +75,7 @@ class ReductionSpec:
             return t
         if t.is_bool:
             return U32
-        if t.bits < 32:
-            return Scalar("f" if t.is_float else "i" if t.is_signed else "u", 32)
-        return t
+        return _wide(t) if t.bits < 32 else t
 
     @property
     def words(self) -> int:
@@ -189,7 +188,7 @@ def _without_returns(stmts: list[ir.Stmt], done: ir.Local, depth: int = 0) -> li
                                               for v, b in s.cases]))
         elif isinstance(s, ir.Loop):
             body = _without_returns(s.body, done, depth + 1)
-            out.append(ir.Loop(s.pre, s.cond, body, s.step, s.unroll))
+            out.append(dataclasses.replace(s, body=body))
             if _returns(s.body):
                 out.append(ir.If(ir.Read(done), [ir.Break()], []))
         else:
@@ -339,8 +338,7 @@ class KernelReductions:
         body.append(ir.If(ir.Op("OpIEqual", BOOL, [lid, ir.Const(I32, 0)]), [ir.Store(
             arrived, ir.Atomic("OpAtomicIAdd", counter, [ir.Const(U32, 1)], U32, _DEVICE,
                                _ACQ_REL_GLOBAL))], []))
-        body.append(ir.Eval(ir.Op("OpControlBarrier", VOID, [
-            ir.ScopeId(_WORKGROUP), ir.ScopeId(_DEVICE), ir.ScopeId(_ACQ_REL_ALL)])))
+        body.append(ir.Eval(barrier(_WORKGROUP, _DEVICE)))
         last = ir.Op("OpIEqual", BOOL, [ir.Op("OpBitcast", I32, [ir.Load(arrived)]), ir.Op(
             "OpISub", I32, [groups, ir.Const(I32, 1)])])
         body.append(ir.If(last, finish, []))
@@ -464,7 +462,6 @@ class KernelReductions:
 
 _WORKGROUP, _DEVICE = 2, 1  # SPIR-V scopes
 _ACQ_REL_GLOBAL = 0x8 | 0x40  # AcquireRelease | UniformMemory
-_ACQ_REL_ALL = _ACQ_REL_GLOBAL | 0x100  # and WorkgroupMemory
 
 
 def _wide(t: Scalar) -> Scalar:

@@ -258,8 +258,11 @@ _METHODS: dict[str, dict[str, str]] = {
 _METHODS["id"] = _METHODS["item"]
 
 
-def barrier(scope: int) -> ir.Op:
-    return ir.Op("OpControlBarrier", VOID, [ir.ScopeId(scope), ir.ScopeId(scope),
+def barrier(scope: int, memory_scope: int | None = None) -> ir.Op:
+    """A control barrier of `scope` over work-group and global memory, seen at
+    `memory_scope` (the barrier's own scope unless given)."""
+    seen = scope if memory_scope is None else memory_scope
+    return ir.Op("OpControlBarrier", VOID, [ir.ScopeId(scope), ir.ScopeId(seen),
                                             ir.ScopeId(_BARRIER_SEM)])
 
 

@@ -76,17 +76,22 @@ class ArgumentRing:
 
     def __init__(self, device: Any, ck: CompiledKernel, groups: tuple[int, int, int]
                  ) -> None:
-        self.device = device
         self.engine: Engine = scheduler_for(device).engine
-        self.program = self.engine.program(ck.binary, ck.entry, ck.name)
-        self.groups = groups
+        # the pipeline's dispatch (never submitted) the slots' dispatches are made from:
+        # the engine caches it, so it follows no submission
+        self.template = self.engine.dispatch(
+            self.engine.program(ck.binary, ck.entry, ck.name), groups, ADDRESS.pack(0))
         self.size = ck.args_size
         self.stride = -(-self.size // _ALIGN) * _ALIGN
         self.slots: collections.deque[_Slot] = collections.deque()
         self.buffers: list[Buffer] = []
         self.free: list[_Slot] = []  # made, never claimed
-        self.made = 0
         self.lock = threading.Lock()
+
+    @property
+    def made(self) -> int:
+        """Slots made so far."""
+        return len(self.buffers) * _SLOTS_PER_BLOCK
 
     def launch(self, like: KernelLaunch, push: bytes, origin: Any) -> RingLaunch:
         """`like`'s launch (same kernel and work-groups) with packed arguments `push`."""
@@ -127,24 +132,16 @@ class ArgumentRing:
             buffer = self.engine.buffer(self.stride * _SLOTS_PER_BLOCK, host_visible=True)
             self.buffers.append(buffer)
             memory = memoryview(buffer.host)
-            base = None
-            for k in range(_SLOTS_PER_BLOCK):
-                push = ADDRESS.pack(buffer.address + k * self.stride)
-                if base is None:
-                    base = self.engine.dispatch(self.program, self.groups, push)
-                    d = base
-                else:  # same pipeline and work-groups: nothing to look up
-                    d = self.engine.with_push(base, push)
+            for k in reversed(range(_SLOTS_PER_BLOCK)):
+                d = self.engine.with_push(self.template,
+                                          ADDRESS.pack(buffer.address + k * self.stride))
                 d.part = _NEVER_SUBMITTED  # the engine follows its submissions
                 self.free.append(_Slot(d, memory, k * self.stride, self.size))
-            self.free.reverse()
-            self.made += _SLOTS_PER_BLOCK
         return self.free.pop()
 
     def __del__(self) -> None:
-        engine = self.engine
         for buffer in self.buffers:
-            engine.release_after(buffer, engine.last_submission())
+            self.engine.release_after(buffer)
 
 
 @dataclass(eq=False)
@@ -169,10 +166,6 @@ class RingLaunch(KernelLaunch):
             return super().dispatch(engine)
         self._slot, self._claim = slot, claim
         return slot.dispatch
-
-    def with_push(self, push_constants: bytes, origin: Any) -> KernelLaunch:
-        return RingLaunch(self.name, self.spirv, self.entry, push_constants, self.groups,
-                          origin=origin, ring=self.ring)
 
     def for_graph(self) -> Command:
         """A graph pre-records its dispatch: the push constants, no slot."""

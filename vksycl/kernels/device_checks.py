@@ -43,8 +43,7 @@ _SUBGROUP_BITS = {
 
 def group_arithmetic(device: Any) -> bool:
     """Whether the device's sub-groups do arithmetic (reduce, scan)."""
-    ops = device.vulkan.properties.get("subgroupSupportedOperations", 0)
-    return bool(ops & _SUBGROUP_BITS["GroupNonUniformArithmetic"])
+    return "arithmetic" in device.vulkan.subgroup_operations
 
 
 def required_aspects(properties: Any, info: Any) -> tuple[str, ...] | None:

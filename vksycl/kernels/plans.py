@@ -205,11 +205,7 @@ def _prepare(pyfn: Any, captured: tuple, globals_: tuple, spec_key: tuple, spec_
     else:
         key = (pyfn.__code__, spec_key, tuple(signature(v) for v in captured),
                tuple(global_signature(v) for v in globals_))
-        p = _PREPARED.get(key)
-        if p is None:
-            spec = spec_fn()
-            ck = load_or_compile(pyfn, spec, key)
-            p = _PREPARED[key] = Prepared(ck, pyfn, key)
+        p = _prepared(pyfn, key, spec_fn)
         if all(map(_keyed, captured)) and all(map(_keyed, globals_)):
             _LAST[(pyfn.__code__, spec_key)] = (tuple(map(_kept, captured)),
                                                 tuple(map(_kept, globals_)), p)
@@ -388,16 +384,21 @@ def prepared_for(pyfn: Any, plan: Plan, device: Any) -> tuple[Prepared, tuple | 
     return p, None
 
 
+def _prepared(pyfn: Any, key: tuple, spec_fn: Any) -> Prepared:
+    """The prepared kernel cached under `key`, compiled (or loaded) the first time."""
+    p = _PREPARED.get(key)
+    if p is None:
+        p = _PREPARED[key] = Prepared(load_or_compile(pyfn, spec_fn(), key), pyfn, key)
+    return p
+
+
 def block_variant(pyfn: Any, plan: Plan, p: Prepared) -> CompiledKernel | None:
     """The argument-block variant of the prepared kernel `p` (the plan's push-constant
-    one, of a kernel reading no attributes and compiled with no values), when it reads
-    the same fields at the same offsets, so the same packed bytes serve both."""
+    one, of a kernel reading no attributes and compiled with no values), under `p`'s key
+    with the variant's spec (no signature computed again), when it reads the same
+    fields at the same offsets, so the same packed bytes serve both."""
     spec_key, spec_fn = plan.variants[1]
-    key = (p.key[0], spec_key, *p.key[2:])
-    block = _PREPARED.get(key)
-    if block is None:
-        block = _PREPARED[key] = Prepared(load_or_compile(pyfn, spec_fn(), key), pyfn, key)
-    ck = block.ck
+    ck = _prepared(pyfn, (p.key[0], spec_key, *p.key[2:]), spec_fn).ck
     same = ck.args_size == p.ck.args_size and \
         [a.push_offset for a in ck.args] == [a.push_offset for a in p.ck.args]
     return ck if same else None

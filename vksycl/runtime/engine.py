@@ -87,6 +87,11 @@ class Program:
 _PUSH_WORD = np.dtype(np.uint32)
 
 
+def _push_words(push_constants: bytes) -> np.ndarray:
+    """Push constants as the uint32 words Kompute takes (no copy)."""
+    return np.frombuffer(push_constants, _PUSH_WORD) if push_constants else _NO_PUSH
+
+
 def _dispatch(algo: kp.Algorithm, push: np.ndarray, groups: tuple[int, int, int],
               name: str, barrier: bool = True) -> Dispatch:
     """A dispatch of a pipeline over `groups` work-groups with `push` constants; without
@@ -208,21 +213,23 @@ class Engine:
             return
         buffer.tensor.destroy()
 
-    def release_after(self, buffer: Buffer, sub: Submission | Part | None) -> None:
-        """Frees a buffer once `sub`, the last work that may read it, completed: at the
-        next submission that finds it done. Never blocks nor locks, so a finalizer may
-        call it."""
+    def release_after(self, buffer: Buffer) -> None:
+        """Frees a buffer once the work submitted so far (which may read it) completed:
+        at the next submission that finds it done. Never blocks nor locks, so a
+        finalizer may call it."""
         if not self.closed:  # closing freed every buffer
-            self._retiring.append((buffer, sub))
+            self._retiring.append((buffer, self.last_submission()))
 
     def _release_retired(self) -> None:
+        """Frees retired buffers, oldest first, while the work they waited for is done
+        (what completes a later submission completes the earlier ones)."""
         retiring = self._retiring
-        for _ in range(len(retiring)):
-            buffer, sub = retiring.popleft()
-            if sub is None or sub.done():
-                self.release(buffer)
-            else:
-                retiring.append((buffer, sub))
+        while retiring:
+            buffer, sub = retiring[0]
+            if sub is not None and not sub.done():
+                return
+            retiring.popleft()
+            self.release(buffer)
 
     # -- programs and pipelines ---------------------------------------------------------
     def program(self, spirv: bytes, entry: str = "main", name: str | None = None
@@ -265,9 +272,8 @@ class Engine:
                 algo = self._build_pipeline(key, program, bound, len(push_constants))
             else:
                 self._pipelines.move_to_end(key)
-            push = (np.frombuffer(push_constants, _PUSH_WORD) if push_constants
-                    else _NO_PUSH)
-            op = self._ops[op_key] = _dispatch(algo, push, groups, program.name)
+            op = self._ops[op_key] = _dispatch(algo, _push_words(push_constants), groups,
+                                               program.name)
             if len(self._ops) > _PIPELINE_CACHE_SIZE:
                 self._ops.pop(next(iter(self._ops)))
             return op
@@ -276,8 +282,7 @@ class Engine:
         """A dispatch of `d`'s pipeline over its work-groups with other push constants (a
         launch repeated with new argument values): nothing is looked up or cached, the
         pipeline being `d`'s own."""
-        push = np.frombuffer(push_constants, _PUSH_WORD) if push_constants else _NO_PUSH
-        return _dispatch(d.algo, push, d.groups, d.name)
+        return _dispatch(d.algo, _push_words(push_constants), d.groups, d.name)
 
     def without_barrier(self, d: Dispatch) -> Dispatch:
         """The same dispatch with no barrier before it, for work independent of what was
@@ -393,16 +398,16 @@ class Engine:
         buffers swapped each launch) is submitted again as it is: recording costs more
         than the submission itself."""
         seq = self._take_sequence(timed, len(dispatches))
+        recorded = self._recorded
+        if timed:  # timestamp queries are reset while recording: timed ones always record
+            _record(seq, dispatches)
+            recorded[id(seq)] = None
         # Dispatches compare by identity: `!=` of two tuples of them is a C loop.
-        if not timed and self._recorded.get(id(seq)) != dispatches:
+        elif recorded.get(id(seq)) != dispatches:
             seq = self._sequence_for(dispatches, seq)
-        if timed or self._recorded.get(id(seq)) != dispatches:
-            seq.clear()
-            for d in dispatches:
-                seq.record(d.op)
-            # timestamp queries are reset while recording: timed sequences always record
-            self._recorded[id(seq)] = None if timed else dispatches
-            if not timed:
+            if recorded.get(id(seq)) != dispatches:
+                _record(seq, dispatches)
+                recorded[id(seq)] = dispatches
                 if len(self._recordings) >= _RECORDINGS:
                     self._recordings.clear()
                 self._recordings[dispatches] = seq
@@ -872,6 +877,13 @@ class Engine:
         names = list(dict.fromkeys(d.name for d in dispatches))
         what = f"kernel {names[0]}" if len(names) == 1 else f"kernels {', '.join(names)}"
         return what + (" (a command graph's)" if owner is not None else "")
+
+
+def _record(seq: kp.Sequence, dispatches: tuple[Dispatch, ...]) -> None:
+    """Records a sequence anew with the dispatches' ops."""
+    seq.clear()
+    for d in dispatches:
+        seq.record(d.op)
 
 
 def _dispatches(n: int) -> str:

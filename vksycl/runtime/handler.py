@@ -81,7 +81,7 @@ def launched_in(h: handler, build: Callable[..., Command], *args: Any) -> Comman
             launching[me] = outer
 
 
-_PYTHON_KERNELS = (FunctionType, MethodType)  # a closure or function, a kernel method
+PYTHON_KERNELS = (FunctionType, MethodType)  # a closure or function, a kernel method
 KernelFrontEnd = Callable[..., Command]
 _kernel_front_end: KernelFrontEnd | None = None
 
@@ -243,7 +243,7 @@ class handler:
         dev, ctx = q._device, q._context
         # a `sycl.kernel` object builds its command from the arguments set by index (a
         # Python function has no such attribute, and asking it would cost an exception)
-        command = None if type(kernel) in _PYTHON_KERNELS else \
+        command = None if type(kernel) in PYTHON_KERNELS else \
             getattr(kernel, "_vksycl_command", None)
         if command is None:
             return _kernel_front_end(dev, kernel, launch, properties, ctx, self.reductions)

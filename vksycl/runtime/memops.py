@@ -16,6 +16,7 @@ from ..exceptions import errc, exception
 from .commands import Command, GpuStep, HostStep, LowerContext, Step
 from .engine import Engine, Program
 from .glsl import compile_glsl
+from .submission import reraise
 from .usm import Allocation, alloc, other_device, ptr
 
 _GROUP = 256
@@ -324,9 +325,5 @@ def initialized_allocation(device: Any, scheduler: Any, init: np.ndarray | None,
     dst = Span(a, None, 0, nbytes)
     command = Fill(dst, b"\0") if init is None else \
         MemCopy(Span(None, init.view(np.uint8), 0, nbytes), dst)
-    scheduler.execute(command, [], False, _reraise).wait()
+    scheduler.execute(command, [], False, reraise).wait()
     return a
-
-
-def _reraise(err: BaseException) -> None:
-    raise err

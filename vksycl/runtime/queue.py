@@ -6,7 +6,6 @@ import enum
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from types import FunctionType, MethodType
 from typing import Any, NoReturn
 
 from .. import info
@@ -18,12 +17,11 @@ from . import buffers
 from .commands import Barrier, Command
 from .context import context, default_context, scheduler_for
 from .event import consume, event
-from .handler import closure_launch, handler
+from .handler import PYTHON_KERNELS, closure_launch, handler
 from .platform import device, select_device
 
 _log = logging.getLogger("vksycl.queue")
 _RANGES = (sycl_range, nd_range)
-_KERNEL_TYPES = (FunctionType, MethodType)  # a closure or function, a kernel method
 _SIZE_TYPES = (int, tuple)  # `parallel_for(n, body)`, `parallel_for((n, m), body)`
 _PRUNE_AT = 64  # outstanding events kept before completed ones are first dropped
 
@@ -197,7 +195,7 @@ class queue:
         kernel)` and `parallel_for(range, [event(s),] reduction..., kernel)`; the events
         may also come after the kernel or as `depends_on`."""
         if not rest and depends_on is None and properties is None and \
-                self.recording_graph is None and type(kernel) in _KERNEL_TYPES:
+                self.recording_graph is None and type(kernel) in PYTHON_KERNELS:
             kind = type(launch)
             if kind in _SIZE_TYPES:
                 launch, kind = sycl_range(launch), sycl_range
@@ -205,7 +203,7 @@ class queue:
                 return self.execute(closure_launch(self._device, self._context, kernel,
                                                    launch), [])
         elif rest and depends_on is None and properties is None and \
-                self.recording_graph is None and type(rest[-1]) in _KERNEL_TYPES and \
+                self.recording_graph is None and type(rest[-1]) in PYTHON_KERNELS and \
                 type(launch) in _RANGES:
             # `parallel_for(range, reduction..., kernel)` over USM: no command group needed
             reductions = (kernel, *rest[:-1])

@@ -17,7 +17,7 @@ from .allocator import Allocator
 from .commands import Command, GpuStep, LowerContext, SemaphoreStep
 from .engine import Buffer, Engine
 from .event import event, host_now_ns
-from .submission import Part, Submission
+from .submission import Part, Submission, reraise
 
 _log = logging.getLogger("vksycl.scheduler")
 
@@ -72,7 +72,7 @@ class Scheduler:
             threading.Thread(target=self._run_deferred, args=(command, deps, ev, on_error),
                              daemon=True, name="vksycl-deferred").start()
         else:
-            self._run(command, deps, ev, _reraise)
+            self._run(command, deps, ev, reraise)
         return ev
 
     def _run_deferred(self, command, deps, ev, on_error) -> None:
@@ -170,8 +170,3 @@ class Scheduler:
         start = max(submitted_at, min(starts, default=submitted_at))
         end = max(start + 1, max(ends, default=start + 1))
         return [submitted_at, start, end]
-
-
-def _reraise(err: BaseException) -> None:
-    """Errors of work run in the submitting thread reach the caller at once."""
-    raise err

@@ -32,6 +32,12 @@ RECORDING_COPIES = 3
 ErrorReport = Callable[[BaseException], None]
 
 
+def reraise(err: BaseException) -> None:
+    """The error report of work run in the submitting thread: its errors reach the
+    caller at once."""
+    raise err
+
+
 class Dispatch:
     """One dispatch the engine made: `op`, its Kompute op, recorded into sequences as it
     is, and the pipeline (`algo`), push constants and work-group count it was made of.
