@@ -17,7 +17,11 @@ with coopMatLoad. Work-groups run in GROUP_M-row bands of tiles for L2 reuse.
     python3 benchmarks/matmul_glsl.py --n 4096 8192 --repeat 5 --variants all
     python3 benchmarks/matmul_glsl.py --compile-only
     options: --out f32|f16|both   --const-dims (M, N, K baked in as constants)
-             --group-m 8   --list
+             --group-m 8   --list   --variants ablation | addressing | NAME,...
+
+`--variants addressing` reads A and B through storage buffers, through device addresses
+as indexed readonly buffer references, and through 64-bit address arithmetic per load
+(what vksycl's Python kernels emit), with 8- and 16-byte copies.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ SHADER = Template(r"""#version 450
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_control_flow_attributes : require
-
+$ADDRESS_EXT
 // variant $NAME: work-group tile ${BM}x${BN}, BK=$BK, ${WM}x${WN} subgroups of
 // ${WTM}x${WTN} (${FM}x${FN} fragments of 16x16), $STAGES shared stage(s), $OUT out$NOTE
 layout(local_size_x = $NT, local_size_y = 1, local_size_z = 1) in;
@@ -57,9 +61,8 @@ const uint LA = $LA, LB = $LB;   // $VT each invocation moves per k tile, of A a
 const uint STAGES = $STAGES;
 const uint GROUP_M = $GROUP_M;
 
-layout(std430, binding = 0) readonly buffer BufA { $VT A${V}[]; };   // M x K halves
-layout(std430, binding = 1) readonly buffer BufB { $VT B${V}[]; };   // K x N halves
-layout(std430, binding = 2) buffer BufC { $CTYPE C[]; };            // M x N
+$BUFFERS
+layout(std430, binding = $C_BINDING) buffer BufC { $CTYPE C[]; };   // M x N
 $DIMS
 
 shared $VT Ash[STAGES * BM * SA];
@@ -144,8 +147,8 @@ $STORE
 # so that no load is in flight while the tensor cores work. ${V}, $HV: the copy unit.
 PROLOGUE_PF = Template("""
     // prologue: k tile 0 into stage 0
-    [[unroll]] for (uint j = 0; j < LA; ++j) ra[j] = A${V}[aG + j * AR * K${V}];
-    [[unroll]] for (uint j = 0; j < LB; ++j) rb[j] = B${V}[bG + j * BR * N${V}];
+    [[unroll]] for (uint j = 0; j < LA; ++j) ra[j] = LOAD_A(aG + j * AR * K${V});
+    [[unroll]] for (uint j = 0; j < LB; ++j) rb[j] = LOAD_B(bG + j * BR * N${V});
     [[unroll]] for (uint j = 0; j < LA; ++j) Ash[aS + j * AR * SA] = ra[j];
     [[unroll]] for (uint j = 0; j < LB; ++j) Bsh[bS + j * BR * SB] = rb[j];
     barrier();
@@ -156,8 +159,8 @@ KHEAD_PF = Template("""\
         // the next k tile: global -> registers, in flight while the tensor cores work
         if (more) {
             const uint k0 = (kt + 1) * BK;
-            [[unroll]] for (uint j = 0; j < LA; ++j) ra[j] = A${V}[aG + j * AR * K${V} + k0 / $HV];
-            [[unroll]] for (uint j = 0; j < LB; ++j) rb[j] = B${V}[bG + (k0 + j * BR) * N${V}];
+            [[unroll]] for (uint j = 0; j < LA; ++j) ra[j] = LOAD_A(aG + j * AR * K${V} + k0 / $HV);
+            [[unroll]] for (uint j = 0; j < LB; ++j) rb[j] = LOAD_B(bG + (k0 + j * BR) * N${V});
         }""")
 KTAIL_PF = Template("""\
         if (STAGES == 1)
@@ -174,8 +177,8 @@ KHEAD_NOPF = Template("""\
         const uint cur = 0u;
         // this k tile: global -> registers -> shared; nothing in flight during the multiply
         const uint k0 = kt * BK;
-        [[unroll]] for (uint j = 0; j < LA; ++j) ra[j] = A${V}[aG + j * AR * K${V} + k0 / $HV];
-        [[unroll]] for (uint j = 0; j < LB; ++j) rb[j] = B${V}[bG + (k0 + j * BR) * N${V}];
+        [[unroll]] for (uint j = 0; j < LA; ++j) ra[j] = LOAD_A(aG + j * AR * K${V} + k0 / $HV);
+        [[unroll]] for (uint j = 0; j < LB; ++j) rb[j] = LOAD_B(bG + (k0 + j * BR) * N${V});
         [[unroll]] for (uint j = 0; j < LA; ++j) Ash[aS + j * AR * SA] = ra[j];
         [[unroll]] for (uint j = 0; j < LB; ++j) Bsh[bS + j * BR * SB] = rb[j];
         barrier();""")
@@ -190,8 +193,36 @@ STORE_F16 = """\
                 coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(
                     acc[i * FN + j]);
             coopMatStore(h, C, row * N + col, N, gl_CooperativeMatrixLayoutRowMajor);"""
-DIMS_PUSH = "layout(push_constant) uniform Dims { uint M; uint N; uint K; };"
+DIMS_PUSH = "layout(push_constant) uniform Dims { $POINTERS uint M; uint N; uint K; };"
 DIMS_CONST = "const uint M = {M}, N = {N}, K = {K};"
+POINTERS_PUSH = "layout(push_constant) uniform Pointers { $POINTERS };"
+
+# How A and B are read: storage buffers bound to the kernel (`ssbo`), or device addresses
+# passed as push constants (what vksycl's Python kernels receive): an indexed readonly
+# buffer reference (`ref`), or an element pointer made from 64-bit address arithmetic at
+# each load, as the Python kernels emit (`addr`).
+ADDRESSING = {
+    "ssbo": ("", """\
+layout(std430, binding = 0) readonly buffer BufA { $VT A${V}[]; };   // M x K halves
+layout(std430, binding = 1) readonly buffer BufB { $VT B${V}[]; };   // K x N halves
+#define LOAD_A(i) A${V}[i]
+#define LOAD_B(i) B${V}[i]"""),
+    "ref": ("""\
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+""", """\
+layout(buffer_reference, std430, buffer_reference_align = $BYTES) readonly buffer Rows {
+    $VT v[]; };
+#define LOAD_A(i) Rows(pa).v[i]
+#define LOAD_B(i) Rows(pb).v[i]"""),
+    "addr": ("""\
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+""", """\
+layout(buffer_reference, std430, buffer_reference_align = $BYTES) buffer Unit { $VT v; };
+#define LOAD_A(i) Unit(pa + uint64_t(int(i)) * ${BYTES}ul).v
+#define LOAD_B(i) Unit(pb + uint64_t(int(i)) * ${BYTES}ul).v"""),
+}
 
 
 @dataclass(frozen=True)
@@ -205,13 +236,15 @@ class Variant:
     pad: int = 8  # halves added to each shared row (16 bytes)
     vec: int = 4  # copy unit: uvec4 (16 bytes) or uvec2 (8 bytes) loads and stores
     prefetch: bool = True  # next k tile's global loads in flight during the multiply
+    addressing: str = "ssbo"  # how A and B are read (ADDRESSING)
 
     @property
     def name(self) -> str:
         return (f"t{self.bm}x{self.bn}_k{self.bk}_w{self.wm}x{self.wn}_s{self.stages}"
                 + ("" if self.vec == 4 else f"_v{self.vec}")
                 + ("" if self.prefetch else "_nopf")
-                + ("" if self.pad == 8 else f"_pad{self.pad}"))
+                + ("" if self.pad == 8 else f"_pad{self.pad}")
+                + ("" if self.addressing == "ssbo" else f"_{self.addressing}"))
 
     @property
     def hv(self) -> int:
@@ -247,6 +280,7 @@ class Variant:
         assert self.bm % (self.wm * 16) == 0 and self.bn % (self.wn * 16) == 0, self
         hv = self.hv
         assert self.vec in (2, 4) and (self.prefetch or self.stages == 1), self
+        assert self.addressing in ADDRESSING, self
         assert self.bk % 16 == 0 and self.pad % hv == 0 and self.stages in (1, 2), self
         assert nt % (self.bk // hv) == 0 and nt % (self.bn // hv) == 0, self
         assert (self.bm * self.bk // hv) % nt == 0 and (self.bk * self.bn // hv) % nt == 0, self
@@ -256,10 +290,22 @@ class Variant:
         self.check()
         nt = self.threads
         unit = dict(V=self.vec, HV=self.hv)
+        ext, buffers = ADDRESSING[self.addressing]
+        pointers = "" if self.addressing == "ssbo" else "uint64_t pa; uint64_t pb;"
+        if dims is None:
+            dims_text = Template(DIMS_PUSH).substitute(POINTERS=pointers)
+        else:
+            dims_text = DIMS_CONST.format(M=dims[0], N=dims[1], K=dims[2]) + (
+                "\n" + Template(POINTERS_PUSH).substitute(POINTERS=pointers) if pointers
+                else "")
         notes = ([] if self.vec == 4 else [f"uvec{self.vec} copies"]) + \
             ([] if self.prefetch else ["no prefetch"]) + \
-            ([] if self.pad == 8 else [f"rows padded by {self.pad} halves"])
+            ([] if self.pad == 8 else [f"rows padded by {self.pad} halves"]) + \
+            ([] if self.addressing == "ssbo" else [f"A and B by {self.addressing}"])
         return SHADER.substitute(
+            ADDRESS_EXT=ext, C_BINDING=2 if self.addressing == "ssbo" else 0,
+            BUFFERS=Template(buffers).substitute(VT=f"uvec{self.vec}", V=self.vec,
+                                                 BYTES=2 * self.hv),
             NAME=self.name, BM=self.bm, BN=self.bn, BK=self.bk, WM=self.wm, WN=self.wn,
             WTM=self.fm * 16, WTN=self.fn * 16, FM=self.fm, FN=self.fn, NT=nt,
             SA=self.sa, SB=self.sb, LA=self.bm * self.bk // self.hv // nt,
@@ -269,8 +315,7 @@ class Variant:
             KHEAD=(KHEAD_PF if self.prefetch else KHEAD_NOPF).substitute(unit),
             KTAIL=(KTAIL_PF if self.prefetch else KTAIL_NOPF).substitute(unit), **unit,
             CTYPE="float" if out == "f32" else "float16_t",
-            DIMS=DIMS_PUSH if dims is None else DIMS_CONST.format(M=dims[0], N=dims[1],
-                                                                  K=dims[2]),
+            DIMS=dims_text,
             STORE=STORE_F32 if out == "f32" else STORE_F16)
 
 
@@ -304,7 +349,11 @@ ABLATION = [
     Variant(128, 128, 32, 2, 2, 1),
     Variant(128, 128, 64, 2, 4, 1),
 ]
-VARIANTS += [v for v in ABLATION if v not in VARIANTS]
+# how the global loads are addressed, for the best variant with 8-byte copies (as the
+# Python kernel) and with 16-byte ones
+ADDRESSING_VARIANTS = [Variant(128, 128, 64, 2, 2, 1, vec=vec, addressing=how)
+                       for vec in (2, 4) for how in ADDRESSING]
+VARIANTS += [v for v in ABLATION + ADDRESSING_VARIANTS if v not in VARIANTS]
 BY_NAME = {v.name: v for v in VARIANTS}
 
 
@@ -313,6 +362,8 @@ def pick(spec: str) -> list[Variant]:
         return list(VARIANTS)
     if spec == "ablation":
         return list(ABLATION)
+    if spec == "addressing":
+        return list(ADDRESSING_VARIANTS)
     out = []
     for name in spec.split(","):
         name = name.strip()
@@ -491,9 +542,10 @@ def run(args: argparse.Namespace, variants: list[Variant], outs: list[str]) -> i
                 groups = (m // v.bm) * (n // v.bn)
                 ndr = sycl.nd_range((groups * v.threads,), (v.threads,))
                 push = () if dims is not None else (m, n, k)
+                operands = (a, b, c) if v.addressing == "ssbo" else (c, a.address, b.address)
 
-                def cgf(h, kern=kern, ndr=ndr, push=push, a=a, b=b, c=c):
-                    h.set_args(a, b, c, *push)
+                def cgf(h, kern=kern, ndr=ndr, push=push, operands=operands):
+                    h.set_args(*operands, *push)
                     h.parallel_for(ndr, kern)
 
                 try:
@@ -540,7 +592,7 @@ def main() -> int:
                     help="square sizes M = N = K (multiples of the tiles)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--variants", default="all",
-                    help="all, ablation, or names separated by commas")
+                    help="all, ablation, addressing, or names separated by commas")
     ap.add_argument("--out", choices=("f32", "f16", "both"), default="f32")
     ap.add_argument("--group-m", type=int, default=8, help="tile rows per launch band (1: off)")
     ap.add_argument("--const-dims", action="store_true",
