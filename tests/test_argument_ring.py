@@ -50,8 +50,8 @@ def _zeros(q: sycl.queue) -> sycl.ptr:
 
 
 def test_launches_in_flight_together_each_keep_their_value(q):
-    """Hundreds of launches without a wait: more than a block of slots is in flight, and
-    no slot is written again before the device read it (the sum is exact)."""
+    """Hundreds of launches without a wait, many in flight at once: no slot is written
+    again before the device read it (the sum is exact)."""
     x = _zeros(q)
     body, set_step = _stepper(x)
     values = [1.0 + (k % 97) / 128 for k in range(300)]
@@ -74,7 +74,7 @@ def test_a_kept_command_takes_a_slot_again_once_its_slot_went_to_another(q):
         set_step(v)
         q.parallel_for(N, body).wait()  # each waited: the ring reuses one slot
     ring = _plan_of(body, q).ring
-    made = ring.made
+    newest, free = ring.slots[-1], len(ring.free)
     again = values[RING_AFTER + 1]  # a ring launch's value, kept among the recent ones
     set_step(again)
     q.parallel_for(N, body).wait()
@@ -82,7 +82,7 @@ def test_a_kept_command_takes_a_slot_again_once_its_slot_went_to_another(q):
     q.parallel_for(N, body).wait()  # the very same launch again
     expected = _float32_sum([*values, again, again])
     np.testing.assert_array_equal(np.asarray(x), np.full(N, expected))
-    assert ring.made == made  # one slot in use at a time: no new one
+    assert ring.slots[-1] is newest and len(ring.free) == free  # one slot, reused
     sycl.free(x, q)
 
 
@@ -152,3 +152,63 @@ def test_threads_launching_one_kernel_with_new_values_keep_each_value(q):
     for x, steps in zip(arrays, values, strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum(steps)))
         sycl.free(x, q)
+
+
+def test_a_launch_finding_every_slot_in_flight_uses_the_plans_pipeline(q, monkeypatch):
+    """Once every slot is in flight and no more may be made, a launch dispatches its push
+    constants through the plan's pipeline (no dispatch looked up and cached by its
+    bytes), and its value still reaches the device."""
+    from vksycl.kernels import argument_ring
+
+    x = _zeros(q)
+    body, set_step = _stepper(x)
+    warm = [0.5 * k for k in range(1, RING_AFTER + 2)]
+    for v in warm:
+        set_step(v)
+        q.parallel_for(N, body).wait()
+    ring = _plan_of(body, q).ring
+    monkeypatch.setattr(argument_ring, "_MOST_SLOTS", ring.made)
+    slots = [*ring.slots, *ring.free]
+    ring.slots.extend(ring.free)
+    ring.free.clear()
+    for slot in slots:  # as if each were in a submission not known to be finished
+        slot.dispatch.part = argument_ring._PENDING
+    engine = ring.engine
+    looked_up, like_pipeline = [], []
+    dispatch, with_push = engine.dispatch, engine.with_push
+    monkeypatch.setattr(engine, "dispatch", lambda *a: looked_up.append(a) or dispatch(*a))
+    monkeypatch.setattr(engine, "with_push", lambda d, push: like_pipeline.append(
+        d is ring.like[1]) or with_push(d, push))
+    set_step(3.0)
+    q.parallel_for(sycl.range(N), body).wait()
+    for slot in slots:
+        slot.dispatch.part = argument_ring._NEVER_SUBMITTED
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum([*warm, 3.0])))
+    assert not looked_up and like_pipeline == [True]
+    sycl.free(x, q)
+
+
+def test_a_kernel_compiled_anew_for_other_types_gets_a_ring_of_its_own(q):
+    """Closures of one code capturing values of other types run another compiled kernel
+    under the same plan: their new values go through that kernel, not the ring made for
+    the first one."""
+    x = _zeros(q)
+    body, set_step = _stepper(x)
+    steps = [0.5 * k for k in range(1, RING_AFTER + 3)]
+    for v in steps:
+        set_step(v)
+        q.parallel_for(N, body).wait()
+    first_ring = _plan_of(body, q).ring
+    assert first_ring
+    counts = sycl.malloc_shared(N, sycl.int32, q)
+    q.memset(counts, 0, N * 4).wait()
+    body_int, set_int = _stepper(counts)
+    ints = list(range(3, RING_AFTER + 6))
+    for v in ints:
+        set_int(v)
+        q.parallel_for(N, body_int).wait()
+    np.testing.assert_array_equal(np.asarray(counts), np.full(N, sum(ints), np.int32))
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum(steps)))
+    assert _plan_of(body, q).ring is not first_ring
+    sycl.free(counts, q)
+    sycl.free(x, q)

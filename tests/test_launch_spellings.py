@@ -382,11 +382,11 @@ def _float32_sum(values: list[float]) -> np.float32:
 
 
 def test_a_new_scalar_each_launch_repacks_it_alone(q, built, recorded):
-    """A time step captured anew each launch: once a few launches brought new values, a
-    launch packs nothing, looks no pipeline up and makes no dispatch (its value goes to
-    the plan's argument ring), and one waited for before the next records nothing; each
-    sees its own value, then a new pointer, a freed one, and a number its slot cannot
-    hold are each seen too."""
+    """A time step captured anew each launch: the launches after the first repack it
+    alone, and once a few launches brought new values, a launch packs nothing, looks no
+    pipeline up and makes no dispatch (its value goes to the plan's argument ring), and
+    one waited for before the next records nothing; each sees its own value, then a new
+    pointer, a freed one, and a number its slot cannot hold are each seen too."""
     x = sycl.malloc_shared(N, sycl.float32, q)
     y = sycl.malloc_shared(N, sycl.float32, q)
     q.memset(x, 0, N * 4)
@@ -399,9 +399,13 @@ def test_a_new_scalar_each_launch_repacks_it_alone(q, built, recorded):
 
     q.parallel_for(N, body).wait()
     steps = [0.5 + k / 8 for k in range(1, 13)]
+    start = dict(built)
     for value in steps[:RING_AFTER]:
         step = value  # the kernel reads the cell
         q.parallel_for(sycl.range(N), body).wait()
+    # the launches before the ring repack the value alone: nothing packed, no pipeline
+    # looked up but the one the ring's slots are made from
+    assert built["packed"] == start["packed"] and built["dispatch"] - start["dispatch"] <= 1
     first, records = dict(built), len(recorded)
     for value in steps[RING_AFTER:]:
         step = value
@@ -469,8 +473,13 @@ def test_a_new_scalar_argument_each_launch_repacks_it_alone(q, built, recorded, 
         return q.submit(lambda h: (h.set_args(x, v), h.parallel_for(ndr, kobj)))
 
     values = [0.25 * k for k in range(1, 13)]
-    for v in values[:RING_AFTER + 1]:
+    launch(values[0]).wait()
+    start = dict(built)
+    for v in values[1:RING_AFTER + 1]:
         launch(v).wait()
+    # the launches before the ring repack the value alone: nothing packed, no pipeline
+    # looked up but the one the ring's slots are made from
+    assert built["packed"] == start["packed"] and built["dispatch"] - start["dispatch"] <= 1
     first, records = dict(built), len(recorded)
     for v in values[RING_AFTER + 1:]:
         launch(v).wait()

@@ -218,9 +218,9 @@ def test_the_gemm_example_with_bias_and_relu(q, mem):
     assert (want == 0).any() and (want > 0).any()
 
 
-def test_register_blocked_tiles_over_a_long_k_loop(q, mem):
+def test_fragments_from_global_memory_over_a_long_k_loop(q, mem):
     """2x2 accumulators of a sub-group loaded with a bias (stride 0), 256 k-steps of two A
-    and two B tiles from global memory, then ReLU, as benchmarks/matmul.py blocks them.
+    and two B tiles from global memory, then ReLU.
     lavapipe stops a work-item's loops once they have run 65535 iterations together: a
     portable loop per call and element spent them within 31 steps, and loops that either
     join calls or handle several elements each, but not both, within 125."""

@@ -86,6 +86,8 @@ class ArgumentRing:
         self.slots: collections.deque[_Slot] = collections.deque()
         self.buffers: list[Buffer] = []
         self.free: list[_Slot] = []  # made, never claimed
+        # (engine, a push-constant dispatch of the plan's kernel), once a launch had one
+        self.like: tuple | None = None
         self.lock = threading.Lock()
 
     @property
@@ -94,9 +96,16 @@ class ArgumentRing:
         return len(self.buffers) * _SLOTS_PER_BLOCK
 
     def launch(self, like: KernelLaunch, push: bytes, origin: Any) -> RingLaunch:
-        """`like`'s launch (same kernel and work-groups) with packed arguments `push`."""
-        return RingLaunch(like.name, like.spirv, like.entry, push, like.groups,
-                          origin=origin, ring=self)
+        """`like`'s launch (same kernel and work-groups) with packed arguments `push`,
+        which falls back to its push constants through a dispatch of the plan's pipeline
+        (as `KernelLaunch.with_push` launches do) rather than one cached by its bytes."""
+        known = like._dispatched or like._like
+        if known is not None:
+            self.like = known
+        command = RingLaunch(like.name, like.spirv, like.entry, push, like.groups,
+                             origin=origin, ring=self)
+        command._like = self.like
+        return command
 
     def claim(self, data: bytes, owner: int) -> _Slot | None:
         """A slot holding `data` from now on, once the work that read it is known to be
@@ -124,6 +133,15 @@ class ArgumentRing:
             slot.dispatch.part = _PENDING
             slots.append(slot)
             return slot
+
+    def keep(self, slot: _Slot, owner: int) -> bool:
+        """Whether `slot` still holds the bytes of claim `owner`; if it does, no claim
+        takes it until the launch about to submit its dispatch was submitted."""
+        with self.lock:
+            if slot.owner != owner:
+                return False
+            slot.dispatch.part = _PENDING
+            return True
 
     def _new_slot(self) -> _Slot | None:
         if not self.free:
@@ -154,10 +172,9 @@ class RingLaunch(KernelLaunch):
     _claim: int = field(default=0, init=False, repr=False, compare=False)
 
     def dispatch(self, engine: Engine) -> Dispatch:
-        slot = self._slot
-        if slot is not None and slot.owner == self._claim:  # it still holds our bytes
+        slot, ring = self._slot, self.ring
+        if slot is not None and ring.keep(slot, self._claim):  # it still holds our bytes
             return slot.dispatch
-        ring = self.ring
         if ring is None or engine is not ring.engine:
             return super().dispatch(engine)
         claim = next(_claims)

@@ -33,6 +33,7 @@ from ..properties import promote_local, promote_private
 from ..runtime import fusion as hook
 from ..runtime.commands import Command, KernelLaunch, ReductionLaunch
 from ..runtime.context import scheduler_for
+from ..runtime.handler import PYTHON_KERNELS
 from .device_checks import group_counts
 from .marshal import ADDRESS, ArgumentBlock
 
@@ -89,7 +90,7 @@ def _kernel_of(command: Command, launched: Any) -> Any:
     """The Python kernel a node's command runs: the one its node was launched with (a
     command reused from an earlier launch of the same code and arguments may name that
     launch's function, perhaps gone since), else the one the command was built from."""
-    if type(launched) in (pytypes.FunctionType, pytypes.MethodType):
+    if type(launched) in PYTHON_KERNELS:
         return launched
     o = getattr(command, "origin", None)
     return None if o is None else o.pyfn

@@ -26,6 +26,7 @@ from ..compiler.kernel import CompiledKernel
 from ..exceptions import errc, exception
 from ..runtime import handler as _handler
 from ..runtime.commands import KernelLaunch
+from ..runtime.handler import PYTHON_KERNELS
 from .argument_ring import ArgumentRing
 from .device_checks import check_supported, group_counts
 from .fusion import Origin
@@ -157,6 +158,9 @@ def _repacked(plan: Plan, last: tuple, changes: list, pyfn: Any, launch: Any,
         if origin.function() is not pyfn:
             origin = Origin.of(pyfn, p.ck, launch)
         ring = plan.ring
+        if plan.ring_of is not p:  # a ring runs the variant of one prepared kernel
+            ring = plan.ring = None
+            plan.repacks, plan.ring_of = 0, p
         if ring is None and not last[2].bound:
             plan.repacks += 1
             if plan.repacks >= RING_AFTER:
@@ -186,7 +190,7 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
         return build_reduction_launch(device, kernel, launch, reductions, properties, context)
     if properties is not None:
         properties = launch_properties(properties, launch, device)
-    elif type(kernel) is pytypes.FunctionType or type(kernel) is pytypes.MethodType:
+    elif type(kernel) in PYTHON_KERNELS:
         plan = known_plan(kernel, None, launch, device)
         if plan is not None:
             last = plan.last

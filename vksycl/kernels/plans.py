@@ -87,15 +87,14 @@ from .cache_keys import global_names, global_signature, signature
 from .marshal import Prepared, Slot
 from .variants import launch_shape, launch_variant
 
-_IMMUTABLE = (int, float, bool, usm_ptr, type(None))
-_IMMUTABLE_TYPES = frozenset(_IMMUTABLE)
+_IMMUTABLE_TYPES = frozenset((int, float, bool, usm_ptr, type(None)))
 _OTHER_IMMUTABLE = (np.generic, Enum)
 
 
 def immutable(v: Any) -> bool:
     """Numbers, pointers, None and enum members: an argument that packs the same whenever
     the same object comes again."""
-    return type(v) in _IMMUTABLE or isinstance(v, _OTHER_IMMUTABLE)
+    return type(v) in _IMMUTABLE_TYPES or isinstance(v, _OTHER_IMMUTABLE)
 
 
 def all_immutable(values: tuple) -> bool:
@@ -249,6 +248,7 @@ class Plan:
         "recent",
         "repacks",
         "ring",
+        "ring_of",
         "variants",
     )
 
@@ -288,9 +288,11 @@ class Plan:
         self.kept: dict[int, tuple[Any, tuple]] = {}
         # launches with values new to `recent` so far, and once there were a few, the
         # argument ring their successors run from (`argument_ring`); False if the
-        # argument-block variant cannot take the packed arguments as they are
+        # argument-block variant cannot take the packed arguments as they are; both for
+        # the prepared kernel `ring_of`
         self.repacks = 0
         self.ring: Any = None
+        self.ring_of: Prepared | None = None
 
 
 # (id of the kernel's code, id of the device) -> plan: hashing a code object hashes its
@@ -396,10 +398,12 @@ def block_variant(pyfn: Any, plan: Plan, p: Prepared) -> CompiledKernel | None:
     """The argument-block variant of the prepared kernel `p` (the plan's push-constant
     one, of a kernel reading no attributes and compiled with no values), under `p`'s key
     with the variant's spec (no signature computed again), when it reads the same
-    fields at the same offsets, so the same packed bytes serve both."""
+    fields at the same offsets over the same work-groups, so the same packed bytes and
+    group counts serve both."""
     spec_key, spec_fn = plan.variants[1]
     ck = _prepared(pyfn, (p.key[0], spec_key, *p.key[2:]), spec_fn).ck
-    same = ck.args_size == p.ck.args_size and \
+    same = ck.args_size == p.ck.args_size and ck.coarsen == p.ck.coarsen and \
+        ck.spec.local == p.ck.spec.local and \
         [a.push_offset for a in ck.args] == [a.push_offset for a in p.ck.args]
     return ck if same else None
 
@@ -582,7 +586,7 @@ _KEPT = 8
 def arguments_record(args: tuple) -> tuple | None:
     """(the arguments, the pointers among them) when every argument is `immutable`, else
     None."""
-    if not args or not all(map(immutable, args)):
+    if not args or not all_immutable(args):
         return None
     return (args, tuple(v for v in args if type(v) is usm_ptr))
 

@@ -222,7 +222,8 @@ class Engine:
 
     def _release_retired(self) -> None:
         """Frees retired buffers, oldest first, while the work they waited for is done
-        (what completes a later submission completes the earlier ones)."""
+        (what completes a later submission completes the earlier ones). The caller holds
+        `lock`."""
         retiring = self._retiring
         while retiring:
             buffer, sub = retiring[0]
@@ -741,7 +742,8 @@ class Engine:
         while self._in_flight:
             self._pop_in_flight()
         if self._retiring:
-            self._release_retired()
+            with self.lock:  # a submission on another thread releases them too
+                self._release_retired()
 
     # -- native handles ---------------------------------------------------------------------
     def native_handles(self) -> tuple[int, int, int, int, int]:
