@@ -390,6 +390,31 @@ def test_kernel_using_an_accessor_its_command_group_does_not_require(q):
         assert (v == 0).all()
 
 
+def test_a_repeated_launch_checks_its_accessor_against_its_own_command_group(q):
+    """A launch repeating the last one (same code, an accessor with the same launch key)
+    gets the last command back without packing: the accessor must still be one its own
+    command group requires, not one kept from another command group over the buffer."""
+    buf = sycl.buffer(np.zeros(8, np.int32))
+    kept = []
+
+    def add(acc):
+        def k(i):
+            acc[i] = acc[i] + 1
+        return k
+
+    def cgf(h):
+        kept.append(sycl.accessor(buf, h))
+        h.parallel_for(sycl.range(8), add(kept[-1]))
+    q.submit(cgf)
+    q.submit(cgf).wait()  # the repeat: the command of the first launch
+    with pytest.raises(sycl.exception, match="does not require") as e:
+        q.submit(lambda h: (sycl.accessor(buf, h),
+                            h.parallel_for(sycl.range(8), add(kept[0]))))
+    assert errc_of(e) == sycl.errc.kernel_argument
+    with sycl.host_accessor(buf, sycl.read_only) as v:
+        np.testing.assert_array_equal(v, np.full(8, 2))
+
+
 def test_kernel_launched_outside_a_command_group_cannot_use_an_accessor(q):
     """An accessor kept from its command group and captured by a kernel launched with
     the queue's shortcut would reach its buffer untracked: no upload of what the host

@@ -66,12 +66,14 @@ class kernel:
         return spirv_gen.disassemble(self.spirv(device))
 
     def _vksycl_command(self, device: Any, launch: Any, args: dict[int, Any],
-                        properties: Any, context: Any) -> Any:
+                        properties: Any, context: Any, required: list | None) -> Any:
         """The command of one enqueue (called by the handler); pointer arguments must
-        belong to `context`, the queue's."""
+        belong to `context`, the queue's, and accessors be among the command group's
+        `required`."""
         if id(device.vulkan) not in self._device_ids:
             raise invalid(f"kernel {self._impl.name} was not built for {device.vulkan.name}")
-        return self._impl.command(device, launch, args, properties, context, self._bundle)
+        return self._impl.command(device, launch, args, properties, context, required,
+                                  self._bundle)
 
     def get_info(self, param: Any, device: Any = None) -> Any:
         impl = self._impl

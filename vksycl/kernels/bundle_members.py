@@ -100,14 +100,14 @@ class FreeKernel:
         return r.workgroup_bytes, r.private_bytes
 
     def command(self, device: Any, launch: Any, args: dict[int, Any], properties: Any,
-                context: Any, image: Any = None) -> Any:
+                context: Any, required: list | None, image: Any = None) -> Any:
         k = self.kernel
         if launch is not self._accepted:
             self._check_launch(launch)
             self._accepted = launch
         p = plan(k)
         return launch_command(device, k, launch, p.matched(args), properties, p, context,
-                              image)
+                              required, image)
 
     def _check_launch(self, launch: Any) -> None:
         """Refuses a launch object of the wrong kind or dimensions for the kernel."""

@@ -31,7 +31,7 @@ from ..compiler.typesys import (
 from ..exceptions import errc, exception, invalid
 from ..info import device as dinfo
 from ..ranges import check_work_items, nd_range
-from ..runtime.handler import check_set_args, handler, launched_in
+from ..runtime.handler import check_set_args, handler
 from ..runtime.queue import queue
 from ..runtime.usm import ptr as ptr_type
 from ..types import dtype_key
@@ -368,9 +368,11 @@ def plan(kernel: FreeFunctionKernel) -> Plan:
 
 
 def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: tuple,
-                   properties: Any, p: Plan, context: Any = None, image: Any = None) -> Any:
-    """The command of one launch of a free function kernel, arguments already converted;
-    `image` is the kernel bundle it is launched from, if any."""
+                   properties: Any, p: Plan, context: Any = None,
+                   required: list | None = None, image: Any = None) -> Any:
+    """The command of one launch of a free function kernel, arguments already converted,
+    in a command group requiring the accessors `required` (None outside one); `image` is
+    the kernel bundle it is launched from, if any."""
     if id(device.vulkan) not in p.checked_devices:
         p.check_device(device)
     if launch is not None and launch is not p.checked_launch and \
@@ -379,7 +381,8 @@ def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: t
         if p.local is not None:
             p.check_local(launch)
         p.checked_launch = launch
-    return build_launch_args(device, kernel, launch, args, properties, context, image)
+    return build_launch_args(device, kernel, launch, args, properties, context, required,
+                             image)
 
 
 class Relaunch:
@@ -393,9 +396,9 @@ class Relaunch:
         self.kernel, self.args, self.plan = kernel, args, p
 
     def _vksycl_command(self, device: Any, launch: Any, values: dict[int, Any],
-                        properties: Any, context: Any) -> Any:
+                        properties: Any, context: Any, required: list | None) -> Any:
         return launch_command(device, self.kernel, launch, self.args, properties, self.plan,
-                              context)
+                              context, required)
 
 
 # -- enqueue functions ------------------------------------------------------------------------
@@ -404,8 +407,8 @@ def _enqueue(h: handler, kernel: FreeFunctionKernel, launch: Any, args: tuple,
              properties: Any, p: Plan) -> None:
     """The launch as the command of a command group, with the recipe a graph needs."""
     q = h._queue
-    h._set(launched_in(h, launch_command, q.get_device(), kernel, launch, args, properties,
-                       p, q.get_context()))
+    h._set(launch_command(q.get_device(), kernel, launch, args, properties, p,
+                          q.get_context(), h.requirements))
     h.launch_recipe = (Relaunch(kernel, args, p), launch, properties)
 
 

@@ -74,10 +74,10 @@ def _kernel_function(kernel: Any) -> tuple[Any, Any]:
 
 
 def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
-            args: tuple | list | None, context: Any = None, image: Any = None,
-            plan: Plan | None = None) -> KernelLaunch:
+            args: tuple | list | None, context: Any, required: list | None,
+            image: Any = None, plan: Plan | None = None) -> KernelLaunch:
     """The command of a launch, built in full (`plan`: the known plan, when the caller
-    found it)."""
+    found it; `required`: the accessors the launching command group requires)."""
     pyfn, info = _kernel_function(kernel)
     if info is not None:
         param_types = info.param_types()
@@ -97,7 +97,7 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
     vk = device.vulkan
     if id(vk) not in p.checked:
         check_supported(p, device)
-    push = p.arguments(pyfn, args or (), launch, context, device, image)
+    push = p.arguments(pyfn, args or (), launch, context, required, device, image)
     arg_record = arguments_record(args) if type(args) is tuple else None
     hit = plan.recent.get(push)  # the last launch's command among them
     if hit is not None and hit[0] is p and hit[1] is context:
@@ -175,7 +175,8 @@ def _repacked(plan: Plan, last: tuple, changes: list, pyfn: Any, launch: Any,
 
 
 def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
-                 context: Any = None, reductions: tuple = ()) -> KernelLaunch:
+                 context: Any = None, reductions: tuple = (), required: list | None = None
+                 ) -> KernelLaunch:
     """The command for a closure kernel (captured values become arguments): what a
     handler's `parallel_for` / `single_task` and the queue's shortcut enqueue. With a
     context, every pointer argument must belong to it; kernel properties are checked
@@ -183,28 +184,31 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
     function of the last launch again, over a launch of the same values and capturing the
     very same objects, gets the last command back after identity checks alone: a loop of
     launches pays for no argument packing. With `reductions`, the launch of a reduction
-    kernel (`kernels/reduction.py`)."""
+    kernel (`kernels/reduction.py`). `required`: the accessors of the launching command
+    group, the only ones the kernel may use (None outside a command group)."""
     if reductions:
         if properties is not None:
             properties = launch_properties(properties, launch, device)
-        return build_reduction_launch(device, kernel, launch, reductions, properties, context)
+        return build_reduction_launch(device, kernel, launch, reductions, properties, context,
+                                      required)
     if properties is not None:
         properties = launch_properties(properties, launch, device)
     elif type(kernel) in PYTHON_KERNELS:
         plan = known_plan(kernel, None, launch, device)
         if plan is not None:
             last = plan.last
-            if last[4] is not None and last[3] is context and repeats(kernel, plan, last):
+            if last[4] is not None and last[3] is context and \
+                    repeats(kernel, plan, last, required):
                 return last[2]
-            command = _closure_command(kernel, plan, launch, context, device)
+            command = _closure_command(kernel, plan, launch, context, device, required)
             if command is not None:
                 return command
-        return _launch(device, kernel, launch, None, None, context=context, plan=plan)
-    return _launch(device, kernel, launch, properties, None, context=context)
+        return _launch(device, kernel, launch, None, None, context, required, plan=plan)
+    return _launch(device, kernel, launch, properties, None, context, required)
 
 
-def _closure_command(kernel: Any, plan: Plan, launch: Any, context: Any, device: Any
-                     ) -> KernelLaunch | None:
+def _closure_command(kernel: Any, plan: Plan, launch: Any, context: Any, device: Any,
+                     required: list | None) -> KernelLaunch | None:
     """The command of a closure launched under `plan`, not a repeat of its last launch,
     found without packing its arguments: a recent closure's whose captures are the
     same, the last one's repacked with new numbers or pointers, or the command kept for
@@ -212,7 +216,7 @@ def _closure_command(kernel: Any, plan: Plan, launch: Any, context: Any, device:
     last = plan.last
     kept = kept_launch(plan, kernel)  # one of a few closures launched in turn
     if kept is not None and kept is not last and kept[3] is context and \
-            repeats(kernel, plan, kept):
+            repeats(kernel, plan, kept, required):
         remember_last(plan, kept, kernel)
         return kept[2]
     if last[3] is context:
@@ -222,12 +226,12 @@ def _closure_command(kernel: Any, plan: Plan, launch: Any, context: Any, device:
                                 None)
             if command is not None:
                 return command
-    return accessor_command(kernel, plan, context)
+    return accessor_command(kernel, plan, context, required)
 
 
 def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
                       properties: Any = None, context: Any = None,
-                      image: Any = None) -> KernelLaunch:
+                      required: list | None = None, image: Any = None) -> KernelLaunch:
     """The command for a kernel whose arguments are passed explicitly; `image` is the
     kernel bundle it comes from (its device_image_scope instances). Passing the very
     arguments object of the last launch again (the free function layer keeps its
@@ -246,13 +250,13 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
                 last = kept_launch(plan, args) or last  # one of a few launched in turn
                 arg_record = last[5]
             if arg_record is not None and arg_record[0] is args and last[4] is not None \
-                    and last[3] is context and repeats(info.function, plan, last) and \
-                    not any(map(FREED, arg_record[1])):
+                    and last[3] is context and not any(map(FREED, arg_record[1])) and \
+                    repeats(info.function, plan, last, required):
                 return last[2]
             command = _arguments_command(info.function, plan, launch, args, context, device)
             if command is not None:
                 return command
-    return _launch(device, kernel, launch, properties, args, context=context, image=image,
+    return _launch(device, kernel, launch, properties, args, context, required, image=image,
                    plan=plan)
 
 

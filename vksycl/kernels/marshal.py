@@ -120,10 +120,12 @@ class Prepared:
         self.cell_slots, self.global_slots, self.param_slots = _direct_slots(ck, pyfn)
 
     def arguments(self, pyfn: Any, args: tuple, launch: Any, context: Any = None,
-                  device: Any = None, image: Any = None) -> bytes:
-        """The packed arguments of a launch (pointers checked); device_globals are at
-        their addresses on `device` for the kernels of `image` (a kernel bundle, or None
-        for the default image)."""
+                  required: list | None = None, device: Any = None, image: Any = None
+                  ) -> bytes:
+        """The packed arguments of a launch (pointers checked, accessors among those the
+        launching command group requires); device_globals are at their addresses on
+        `device` for the kernels of `image` (a kernel bundle, or None for the default
+        image)."""
         values: list[Any] = [0] * self.n
         for pos, entry in self.globals:
             values[pos] = device_globals.address(device, entry, image)
@@ -141,7 +143,7 @@ class Prepared:
                 raise exception(errc.kernel_argument, f"kernel argument {_name(path)} must "
                                 f"be an accessor, got {type(acc).__name__}")
             if at >= 0:
-                values[at] = acc._vksycl_launch_address(context)
+                values[at] = acc._vksycl_launch_address(context, required)
             for pos, what, d in pieces:
                 values[pos] = acc._vksycl_launch_piece(what, d)
         if self.launch_slots:

@@ -136,17 +136,16 @@ class _AccessorKey:
         return type(acc) is self.cls and acc.dtype is self.dtype and \
             acc.dims == self.dims and _accessor_what(acc) == self.what
 
-    def launches_alike(self, acc: Any) -> bool:
+    def launches_alike(self, acc: Any, required: list | None) -> bool:
         """Whether `acc` runs the kernel and packs the launch values of the accessor this
-        key was kept of (the same element type, live memory, region and mode: a
-        reinterpretation has its buffer's memory and region but another kernel); the
-        accessor's own launch checks run too."""
+        key was kept of (the same live memory, element type, region and mode, which its
+        launch key and mode say); the accessor's own launch checks run too, against the
+        accessors the launching command group requires (`required`)."""
+        if type(acc) is not self.cls:
+            return False
         if self.launch is None:  # a local accessor: nothing of it is pushed
             return self.matches(acc)
-        if type(acc) is not self.cls or acc.access_mode is not self.what or \
-                acc.dtype is not self.dtype:
-            return False
-        return acc._vksycl_launches_as(self.launch)
+        return acc._vksycl_launches_as(self.launch, self.what, required)
 
 
 def _accessor_what(acc: Any) -> Any:
@@ -455,13 +454,15 @@ def _same_besides_accessors(a: tuple, b: tuple) -> bool:
                for x, y in zip((*a[0], *a[1]), (*b[0], *b[1]), strict=True))
 
 
-def repeats(pyfn: Any, plan: Plan, last: tuple) -> bool:
+def repeats(pyfn: Any, plan: Plan, last: tuple, required: list | None) -> bool:
     """Whether a launch under `plan` runs the command of its `last` launch again, as far as
     the kernel's captures and globals and the pointers they hold go (the caller checks
-    the context and the arguments)."""
+    the context and the arguments); accessors among the captures must be among those the
+    launching command group requires (`required`)."""
     record = last[4]
     if record[3] is None:  # accessors kept as their keys
-        return _same_keyed_captures(pyfn, record, plan.names) and not last[0].globals
+        return _same_keyed_captures(pyfn, record, plan.names, required) and \
+            not last[0].globals
     return _same_captures(pyfn, record, plan.names) and not last[0].globals and \
         (len(record) == 4 or _same_attributes(pyfn, record)) and \
         not any(map(FREED, record[3]))
@@ -539,7 +540,7 @@ def new_arguments(kernel: Any, plan: Plan, last: tuple, args: tuple) -> tuple | 
     (slot, value) pairs to repack; else None."""
     known = last[5]
     if known is None or len(known[0]) != len(args) or not _repacked_record(last) or \
-            not repeats(kernel, plan, last):
+            not repeats(kernel, plan, last, None):  # a record without accessors
         return None
     changes: list[tuple[Slot, Any]] = []
     if not _changes(known[0], args, last[0].param_slots, changes):
@@ -591,21 +592,29 @@ def arguments_record(args: tuple) -> tuple | None:
     return (args, tuple(v for v in args if type(v) is usm_ptr))
 
 
-def _same_keyed_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> bool:
+def _same_keyed_captures(kernel: Any, record: tuple, names: tuple[str, ...],
+                         required: list | None) -> bool:
     """`_same_captures` where accessors are kept as their keys: a new accessor each
-    command group over the same memory and region launches alike."""
+    command group over the same memory and region launches alike. (Every command group
+    over a buffer passes here: a plain zip, the record and the cells being of one code.)"""
     cells = kernel.__closure__
     if cells is not None:
-        for kept, cell in zip(record[0], cells, strict=True):  # a loop: one or two cells
+        for kept, cell in zip(record[0], cells):  # noqa: B905 (one or two cells)
             now = cell.cell_contents
             if kept is not now and not (type(kept) is _AccessorKey and
-                                        kept.launches_alike(now)):
+                                        kept.launches_alike(now, required)):
                 return False
-    return not names or all(map(_launches_alike, record[1],
-                                map(kernel.__globals__.get, names)))
+    if not names:
+        return True
+    for kept, now in zip(record[1], map(kernel.__globals__.get, names)):  # noqa: B905
+        if kept is not now and not (type(kept) is _AccessorKey and
+                                    kept.launches_alike(now, required)):
+            return False
+    return True
 
 
-def accessor_command(pyfn: Any, plan: Plan, context: Any) -> KernelLaunch | None:
+def accessor_command(pyfn: Any, plan: Plan, context: Any, required: list | None
+                     ) -> KernelLaunch | None:
     """The command of an earlier launch under `plan` whose captures were the objects
     this launch captures, accessors aside, and accessors with the launch keys of this
     launch's (whose launch checks then run), made the plan's last launch so that repeats
@@ -628,7 +637,7 @@ def accessor_command(pyfn: Any, plan: Plan, context: Any) -> KernelLaunch | None
     if hit is None or hit[0] is not context or hit[1] is not record[2]:
         return None
     for acc in accessors:
-        acc._vksycl_check_launch()
+        acc._vksycl_check_launch(required)
     command = hit[2]
     plan.last = (hit[1], command.push_constants, command, context, hit[3], None)
     return command
@@ -660,10 +669,6 @@ def remember_accessor_command(plan: Plan, record: tuple | None, context: Any,
         if len(known) >= 16:
             known.clear()
         known[keys] = (context, record[2], command, record)
-
-
-def _launches_alike(kept: Any, now: Any) -> bool:
-    return kept is now or (type(kept) is _AccessorKey and kept.launches_alike(now))
 
 
 def _same_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> bool:

@@ -371,8 +371,9 @@ def _launch_key(launch: Any) -> tuple:
 
 def build_reduction_launch(device: Any, kernel: Any, launch: Any,
                            reductions: tuple[reduction, ...], properties: Any,
-                           context: Any) -> ReductionLaunch:
-    """The command of a closure kernel with reductions (properties already checked)."""
+                           context: Any, required: list | None) -> ReductionLaunch:
+    """The command of a closure kernel with reductions (properties already checked), in a
+    command group requiring the accessors `required` (None outside one)."""
     for r in reductions:
         if not isinstance(r, reduction):
             raise exception(errc.invalid, "parallel_for(range, reduction..., kernel): "
@@ -394,7 +395,7 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
                 last[1] is device and \
                 last[2] is context and all(map(operator.is_, last[3], specs)) and \
                 all(map(operator.eq, last[4], targets)) and \
-                repeats(kernel, last[5], last[6]) and not any(map(FREED, targets)):
+                repeats(kernel, last[5], last[6], required) and not any(map(FREED, targets)):
             return last[6][2]
     key = (id(kernel.__code__), id(device), specs, _launch_key(launch))
     entry = _PLANS.get(key) if properties is None else None
@@ -421,13 +422,15 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
     last = entry.last
     if last is not None and last[0] is p and last[4] is context:
         # the arguments of the last launch, partials included: its command runs again
-        packed = p.arguments(kernel, _hidden(reductions, last[3]), launch, context, device)
+        packed = p.arguments(kernel, _hidden(reductions, last[3]), launch, context, required,
+                             device)
         if packed == last[1]:
             _remember(kernel, launch, device, context, specs, targets, entry.plan,
                       (p, packed, last[2], context, record, None))
             return last[2]
     scratch = _scratch(device, context, specs, count)
-    packed = p.arguments(kernel, _hidden(reductions, scratch), launch, context, device)
+    packed = p.arguments(kernel, _hidden(reductions, scratch), launch, context, required,
+                         device)
     command = _command(p, device, context, groups, packed, scratch)
     entry.last = (p, packed, command, scratch, context)
     if properties is None:

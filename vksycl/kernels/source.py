@@ -272,9 +272,10 @@ class SourceKernel:
         return self.local_xyz
 
     def command(self, device: Any, launch: Any, args: dict[int, Any], properties: Any,
-                context: Any, image: Any = None) -> Any:
-        """The command of one launch (`image`, the bundle, matters to Python kernels'
-        device_globals only: GLSL and SPIR-V source declares none)."""
+                context: Any, required: list | None, image: Any = None) -> Any:
+        """The command of one launch (`required`, the command group's accessors, and
+        `image`, the bundle, matter to Python kernels only: GLSL and SPIR-V source takes
+        USM pointers and declares no device_globals)."""
         self._local(launch)
         check_set_args(args, [a.name for a in self.reflection.args], f"kernel {self.name}")
         if id(device.vulkan) not in self._compat:

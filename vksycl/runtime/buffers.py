@@ -23,7 +23,7 @@ from ..ranges import id as sycl_id
 from ..ranges import range as sycl_range
 from ..types import as_dtype
 from .event import event
-from .handler import handler, launching_handler
+from .handler import handler
 from .memops import Span
 from .storage import Storage, lock
 
@@ -152,10 +152,10 @@ class buffer(_Extent):
         """(element type, dims, range, offset, memory range, first byte, end byte, launch
         key, memory) of an access to the whole buffer, a plain attribute once asked for:
         accessors of it share the one launch key object."""
-        rng, first = self._range, self._byte_offset
+        rng, first, dtype = self._range, self._byte_offset, self._dtype
         offset = (0,) * len(rng)
-        return (self._dtype, len(rng), rng, offset, rng, first, first + self.byte_size(),
-                (self._storage.ref, first, rng, offset, rng), self._storage)
+        return (dtype, len(rng), rng, offset, rng, first, first + self.byte_size(),
+                (self._storage.ref, first, rng, offset, rng, dtype), self._storage)
 
     @property
     def dtype(self) -> np.dtype:
@@ -305,7 +305,7 @@ class _Access(_Extent):
         # an empty range (SYCL allows one: accessor.empty()) covers no bytes
         self._end = self._first if 0 in rng else \
             buf._byte_offset + (_linear(last, full) + 1) * item
-        self._key = (buf._storage.ref, self._first, rng, off, full)
+        self._key = (buf._storage.ref, self._first, rng, off, full, buf._dtype)
 
     def _init_whole(self, buf: buffer, mode: access_mode, no_init: bool) -> None:
         """An access to the whole buffer: the common case, from values the buffer keeps."""
@@ -440,7 +440,9 @@ class accessor(_Access):
         self._storage.bind(queue, "accessor")
         self._context = queue._context
 
-    def _vksycl_launch_address(self, context: Any) -> int:
+    def _vksycl_launch_address(self, context: Any, required: list | None) -> int:
+        """The device address a launch packs, in a command group requiring the accessors
+        `required` (None outside one)."""
         s = self._storage
         if self._context is None:
             raise exception(errc.kernel_argument, "a placeholder accessor is used in a kernel "
@@ -450,13 +452,12 @@ class accessor(_Access):
                             "sycl.host_task, which is for the command group's host task")
         if s.released:
             s.check_live("accessor")
-        h = launching_handler()
-        if h is None:  # a launch outside a command group: nothing would track the buffer
+        if required is None:  # a launch outside a command group: nothing tracks the buffer
             raise exception(errc.kernel_argument, "a kernel launched outside a command "
                             "group (queue.parallel_for / single_task) uses an accessor: "
                             "launch it in a command group that requires the accessor "
                             "(q.submit(cgf), sycl.accessor(buf, h) in cgf)")
-        if self not in h.requirements:  # accessors compare by identity
+        if self not in required:  # accessors compare by identity
             raise exception(errc.kernel_argument, "the kernel uses an accessor its command "
                             "group does not require: make it with sycl.accessor(buf, h) in "
                             "the command group (h.require(acc) for a placeholder)")
@@ -466,25 +467,27 @@ class accessor(_Access):
 
     def _vksycl_launch_key(self) -> tuple:
         """What this accessor's launch values depend on: accessors with equal keys pack
-        the same (the memory object is held weakly: a dead one equals no live one)."""
+        the same (the memory object is held weakly: a dead one equals no live one; the
+        element type is part of it, a reinterpretation having its buffer's region)."""
         return self._key
 
-    def _vksycl_check_launch(self) -> None:
+    def _vksycl_check_launch(self, required: list | None) -> None:
         """The checks of `_vksycl_launch_address` a launch repeating an earlier one (whose
         accessor had this one's launch key) still needs."""
-        self._vksycl_launches_as(self._key)
+        self._vksycl_launches_as(self._key, self.access_mode, required)
 
-    def _vksycl_launches_as(self, key: tuple) -> bool:
-        """Whether this accessor packs the launch values of one whose launch key was `key`;
-        if it does, the checks a launch repeating that one still needs run too (raising):
-        both in one call, which every repeated command group with an accessor makes."""
+    def _vksycl_launches_as(self, key: tuple, mode: access_mode, required: list | None
+                            ) -> bool:
+        """Whether this accessor packs the launch values of one whose launch key and mode
+        were `key` and `mode`, in a command group requiring `required`; if it does, the
+        checks a launch repeating that one still needs run too (raising): both in one
+        call, which every repeated command group with an accessor makes."""
         mine = self._key
-        if mine is not key and mine != key:
+        if self.access_mode is not mode or (mine is not key and mine != key):
             return False
-        h = launching_handler()
         if self._host_task or self._context is None or self._storage.released or \
-                h is None or self not in h.requirements:
-            self._vksycl_launch_address(None)  # raises
+                required is None or self not in required:
+            self._vksycl_launch_address(None, required)  # raises
         return True
 
     def _vksycl_launch_piece(self, what: str, d: int) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
-from _thread import get_ident
 from collections.abc import Callable, Iterable
 from types import FunctionType, MappingProxyType, MethodType
 from typing import Any, NoReturn, Protocol
@@ -54,33 +53,6 @@ class interop_handle:
         return self._queue
 
 
-# thread id -> the command group whose kernel that thread is building: a dict by thread
-# costs every command group less than a `threading.local` attribute
-launching: dict[int, handler] = {}
-
-
-def launching_handler() -> handler | None:
-    """The command group whose kernel this thread is building, if any: an accessor a
-    kernel uses must be one the command group requires, or its buffer would go
-    untracked."""
-    return launching.get(get_ident())
-
-
-def launched_in(h: handler, build: Callable[..., Command], *args: Any) -> Command:
-    """The command `build(*args)` makes, as command group `h`'s kernel: the accessors it
-    packs must be ones `h` requires."""
-    me = get_ident()
-    outer = launching.get(me)
-    launching[me] = h
-    try:
-        return build(*args)
-    finally:
-        if outer is None:
-            del launching[me]
-        else:
-            launching[me] = outer
-
-
 PYTHON_KERNELS = (FunctionType, MethodType)  # a closure or function, a kernel method
 KernelFrontEnd = Callable[..., Command]
 _kernel_front_end: KernelFrontEnd | None = None
@@ -89,7 +61,9 @@ _kernel_front_end: KernelFrontEnd | None = None
 def use_kernel_front_end(build: KernelFrontEnd) -> None:
     """Registers how a Python kernel becomes a command, its kernel properties checked on
     the way: the launch glue and the kernel properties live above the runtime, which knows
-    commands, not Python kernels."""
+    commands, not Python kernels. A command group hands it the accessors it requires
+    (`handler.requirements`): those are the only ones its kernel may use, or their buffers
+    would go untracked; a launch outside a command group hands None."""
     global _kernel_front_end
     _kernel_front_end = build
 
@@ -100,7 +74,7 @@ def closure_launch(dev: device, ctx: context, kernel: Callable, launch: Any,
     handler enqueues, and what the queue's common launch (a plain closure, no properties)
     builds without one. `reductions` are the `sycl.reduction`s of `parallel_for(range,
     reduction..., kernel)`, which the front end checks."""
-    return _kernel_front_end(dev, kernel, launch, properties, ctx, reductions)
+    return _kernel_front_end(dev, kernel, launch, properties, ctx, reductions, None)
 
 
 # the arguments of a handler that set none (`set_arg` gives it a dict of its own)
@@ -236,9 +210,6 @@ class handler:
 
     def _launch(self, kernel: Callable, launch: Any, properties: Any) -> Command:
         self.launch_recipe = (kernel, launch, properties)
-        return launched_in(self, self._build, kernel, launch, properties)
-
-    def _build(self, kernel: Callable, launch: Any, properties: Any) -> Command:
         q = self._queue
         dev, ctx = q._device, q._context
         # a `sycl.kernel` object builds its command from the arguments set by index (a
@@ -246,11 +217,12 @@ class handler:
         command = None if type(kernel) in PYTHON_KERNELS else \
             getattr(kernel, "_vksycl_command", None)
         if command is None:
-            return _kernel_front_end(dev, kernel, launch, properties, ctx, self.reductions)
+            return _kernel_front_end(dev, kernel, launch, properties, ctx, self.reductions,
+                                     self.requirements)
         if self.reductions:
             raise exception(errc.invalid, "reductions run in Python kernels, not in "
                             "sycl.kernel objects")
-        return command(dev, launch, self._kernel_args, properties, ctx)
+        return command(dev, launch, self._kernel_args, properties, ctx, self.requirements)
 
     def host_task(self, fn: Callable[..., Any]) -> None:
         try:
