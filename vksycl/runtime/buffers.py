@@ -485,8 +485,9 @@ class accessor(_Access):
         mine = self._key
         if self.access_mode is not mode or (mine is not key and mine != key):
             return False
-        if self._host_task or self._context is None or self._storage.released or \
-                required is None or self not in required:
+        # (an accessor a command group requires is bound to its context: no placeholder)
+        if self._host_task or self._storage.released or required is None or \
+                self not in required:
             self._vksycl_launch_address(None, required)  # raises
         return True
 
@@ -696,7 +697,7 @@ def enqueue(queue: Any, command: Any, h: handler) -> event:
                 # (`_acquire` and Storage.access, without a call)
                 a_first, a_end, _, token = accesses[0]
                 first, end = acc._first, acc._end
-                if first <= a_first < a_end <= end:
+                if first <= a_first and a_end <= end:
                     ev = queue.execute(command, [token])
                     accesses[0] = (first, end, True, ev)
                     s.device_newer = True
