@@ -37,6 +37,9 @@ from .plans import (
     accessor_command,
     arguments_record,
     block_variant,
+    changed_numbers,
+    continued_arguments,
+    continued_captures,
     kept_launch,
     known_plan,
     new_arguments,
@@ -197,6 +200,15 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
         plan = known_plan(kernel, None, launch, device)
         if plan is not None:
             last = plan.last
+            streak = plan.streak  # asked first: while one runs, no launch repeats
+            if streak is not None and streak[0] is last and last[3] is context and \
+                    last[5] is None:
+                new = continued_captures(kernel, plan, last, streak[1])
+                if new is not None:
+                    command = _continued(plan, last, new[1], kernel, launch, context,
+                                         device, new[0], None, streak[1])
+                    if command is not None:
+                        return command
             if last[4] is not None and last[3] is context and \
                     repeats(kernel, plan, last, required):
                 return last[2]
@@ -211,8 +223,9 @@ def _closure_command(kernel: Any, plan: Plan, launch: Any, context: Any, device:
                      required: list | None) -> KernelLaunch | None:
     """The command of a closure launched under `plan`, not a repeat of its last launch,
     found without packing its arguments: a recent closure's whose captures are the
-    same, the last one's repacked with new numbers or pointers, or the command kept for
-    the accessors it captures; None if there is none."""
+    same, the last one's repacked with new numbers or pointers (which may begin a streak,
+    `_continued`), or the command kept for the accessors it captures; None if there is
+    none."""
     last = plan.last
     kept = kept_launch(plan, kernel)  # one of a few closures launched in turn
     if kept is not None and kept is not last and kept[3] is context and \
@@ -225,8 +238,42 @@ def _closure_command(kernel: Any, plan: Plan, launch: Any, context: Any, device:
             command = _repacked(plan, last, new[1], kernel, launch, context, device, new[0],
                                 None)
             if command is not None:
+                _begin_streak(plan, last[0], last[0].cell_slots, new[1])
                 return command
     return accessor_command(kernel, plan, context, required)
+
+
+def _begin_streak(plan: Plan, p: Prepared, slots: dict, changes: list) -> None:
+    """Makes the plan's last launch, repacked from `changes`, the start of a streak
+    (`Plan.streak`) when those are new numbers and the plan's ring is settled (made, or
+    found impossible) for its prepared kernel `p`."""
+    if plan.ring is not None and plan.ring_of is p and plan.last[0] is p:
+        changing = changed_numbers(slots, changes)
+        if changing:
+            plan.streak = (plan.last, changing)
+
+
+def _continued(plan: Plan, last: tuple, changes: list, pyfn: Any, launch: Any,
+               context: Any, device: Any, record: tuple, arg_record: tuple | None,
+               changing: tuple) -> KernelLaunch | None:
+    """`_repacked` for the next launch of a streak (`Plan.streak`): the new numbers
+    packed into the last launch's bytes and launched from the plan's settled argument
+    ring (or as push constants where the ring could not be made). No recent command is
+    looked up, nor is the launch kept by its bytes, function or arguments: each brings a
+    value new to them."""
+    p = last[0]
+    push = p.repacked(last[1], changes, context, device)
+    if push is None:
+        return None
+    origin = last[2].origin
+    if origin.function() is not pyfn:
+        origin = Origin.of(pyfn, p.ck, launch)
+    ring = plan.ring
+    command = ring.launch(last[2], push, origin) if ring else \
+        last[2].with_push(push, origin)
+    plan.last = now = (p, push, command, context, record, arg_record)
+    plan.streak = (now, changing)
+    return command
 
 
 def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
@@ -245,6 +292,15 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
         plan = None if info is None else known_plan(info.function, info, launch, device)
         if plan is not None:
             last = plan.last
+            streak = plan.streak
+            if streak is not None and streak[0] is last and last[3] is context and \
+                    last[5] is not None and type(args) is tuple:
+                new = continued_arguments(info.function, plan, last, args, streak[1])
+                if new is not None:
+                    command = _continued(plan, last, new[1], info.function, launch, context,
+                                         device, last[4], new[0], streak[1])
+                    if command is not None:
+                        return command
             arg_record = last[5]
             if arg_record is None or arg_record[0] is not args:
                 last = kept_launch(plan, args) or last  # one of a few launched in turn
@@ -271,7 +327,10 @@ def _arguments_command(pyfn: Any, plan: Plan, launch: Any, args: tuple | list,
     new = new_arguments(pyfn, plan, last, args)
     if new is None:
         return None
-    return _repacked(plan, last, new[1], pyfn, launch, context, device, last[4], new[0])
+    command = _repacked(plan, last, new[1], pyfn, launch, context, device, last[4], new[0])
+    if command is not None:
+        _begin_streak(plan, last[0], last[0].param_slots, new[1])
+    return command
 
 
 def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None) -> CompiledKernel:
