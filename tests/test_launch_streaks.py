@@ -220,9 +220,80 @@ def test_a_new_argument_each_launch_runs_the_streak(q, general):
                                        sycl.bundle_state.executable
                                        ).ext_oneapi_get_kernel(add_value)
     q.memset(b, 0, N * 4).wait()
-    for v in values + more:
+    for k, v in enumerate(values + more):
+        if k == len(values):
+            q.wait()
+            repacked, packed = general["repacked"], general["packed"]
         q.submit(lambda h, v=v: (h.set_args(b, v), h.parallel_for(nd, kernel)))
     q.wait()
+    assert (general["repacked"], general["packed"]) == (repacked, packed)
     np.testing.assert_array_equal(np.asarray(b), np.full(N, _float32_sum(values + more)))
     for p in (a, b):
         sycl.free(p, q)
+
+
+def test_an_unchanged_value_during_a_streak_repeats_the_last_command(q):
+    """The same value launched again during a streak is a repeat: the last command comes
+    back, no ring slot taken for it."""
+    x = _zeros(q)
+    step = 0.0
+
+    def body(i):
+        x[i] = x[i] + step
+
+    values = _steps(RING_AFTER + 3)
+    for v in values:
+        step = v
+        q.parallel_for(N, body)
+    q.wait()
+    plan = plans.known_plan(body, None, sycl.range(N), q.get_device())
+    assert plan.streak is not None
+    last = plan.last[2]
+    assert launch.build_launch(q.get_device(), body, sycl.range(N), None,
+                               q.get_context()) is last
+    q.parallel_for(N, body).wait()
+    np.testing.assert_array_equal(np.asarray(x),
+                                  np.full(N, _float32_sum([*values, values[-1]])))
+    sycl.free(x, q)
+
+
+def test_numpy_steps_and_command_groups_run_the_streak(q, general):
+    """numpy float32 steps, launched in `q.submit` command groups: the streak holds and
+    every value arrives."""
+    x = _zeros(q)
+    step = np.float32(0)
+
+    def body(i):
+        x[i] = x[i] + step
+
+    values = [np.float32(v) for v in _steps(RING_AFTER + 30)]
+    for k, v in enumerate(values):
+        if k == RING_AFTER + 3:
+            q.wait()
+            repacked = general["repacked"]
+        step = v
+        q.submit(lambda h: h.parallel_for(sycl.range(N), body))
+    q.wait()
+    assert general["repacked"] == repacked
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum(values)))
+    sycl.free(x, q)
+
+
+def test_a_float_past_float32_range_is_refused_during_a_streak(q):
+    """A step too large for its float32 slot raises as a full launch does, with the
+    kernel argument's error code, not Python's OverflowError."""
+    x = _zeros(q)
+    step = 0.0
+
+    def body(i):
+        x[i] = x[i] + step
+
+    for v in _steps(RING_AFTER + 3):
+        step = v
+        q.parallel_for(N, body)
+    q.wait()
+    step = 1e39
+    with pytest.raises(sycl.exception) as e:
+        q.parallel_for(N, body)
+    assert e.value.code() == sycl.errc.kernel_argument
+    sycl.free(x, q)

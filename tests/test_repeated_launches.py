@@ -404,3 +404,39 @@ def test_a_reinterpreted_buffer_runs_the_kernel_of_its_element_type(q):
             q.submit(cgf)
     want = ((np.arange(16, dtype=np.float32) + 1).view(np.int32) + 1).view(np.float32) + 1
     np.testing.assert_array_equal(a.view(np.int32), want.view(np.int32))
+
+
+@sycl.struct
+class _Plus1:
+    v: sycl.float32
+
+    def bump(self):
+        return self.v + 1.0
+
+
+@sycl.struct
+class _Plus100:
+    v: sycl.float32
+
+    def bump(self):
+        return self.v + 100.0
+
+
+def test_a_buffer_reinterpreted_as_a_struct_twin_runs_the_twins_kernel(q):
+    """Two struct classes with the same fields are equal numpy dtypes but other kernels
+    (their methods differ): a reinterpretation as the twin over the same memory and
+    region must not repeat the first class's command."""
+    data = np.zeros(8, _Plus1.dtype)
+
+    def bump(acc):
+        def k(i):
+            e = acc[i]
+            e.v = e.bump()
+            acc[i] = e
+        return k
+
+    with sycl.buffer(data) as buf:
+        for view in (buf, buf.reinterpret(_Plus100.dtype), buf):
+            q.submit(lambda h, view=view: h.parallel_for(
+                sycl.range(8), bump(sycl.accessor(view, h))))
+    np.testing.assert_array_equal(data["v"], np.full(8, 102, np.float32))

@@ -157,24 +157,41 @@ def _repacked(plan: Plan, last: tuple, changes: list, pyfn: Any, launch: Any,
     if hit is not None and hit[0] is p and hit[1] is context:
         command = hit[2]
     else:
-        origin = last[2].origin  # of a launch of the plan's values
-        if origin.function() is not pyfn:
-            origin = Origin.of(pyfn, p.ck, launch)
-        ring = plan.ring
-        if plan.ring_of is not p:  # a ring runs the variant of one prepared kernel
-            ring = plan.ring = None
-            plan.repacks, plan.ring_of = 0, p
-        if ring is None and not last[2].bound:
-            plan.repacks += 1
-            if plan.repacks >= RING_AFTER:
-                ck = block_variant(pyfn, plan, p)
-                ring = plan.ring = False if ck is None else \
-                    ArgumentRing(device, ck, last[2].groups)
-        command = ring.launch(last[2], push, origin) if ring else \
-            last[2].with_push(push, origin)
+        command = _with_push(last, push, pyfn, launch, _ring_for(plan, p, last, pyfn,
+                                                                  device))
         _keep_recent(plan, push, p, context, command)
     remember_last(plan, (p, push, command, context, record, arg_record), pyfn)
     return command
+
+
+def _ring_for(plan: Plan, p: Prepared, last: tuple, pyfn: Any, device: Any) -> Any:
+    """The argument ring of prepared kernel `p`'s launches with new values, once there
+    were `RING_AFTER` of them (False when its argument-block variant cannot take them);
+    None before."""
+    settled = plan.ring
+    if settled is not None and settled[0] is p:
+        return settled[1]
+    if plan.ring_of is not p:  # counted for another prepared kernel
+        plan.repacks, plan.ring_of = 0, p
+    if last[2].bound:
+        return None
+    plan.repacks += 1
+    if plan.repacks < RING_AFTER:
+        return None
+    ck = block_variant(pyfn, plan, p)
+    ring = False if ck is None else ArgumentRing(device, ck, last[2].groups)
+    plan.ring = (p, ring)
+    return ring
+
+
+def _with_push(last: tuple, push: bytes, pyfn: Any, launch: Any, ring: Any
+               ) -> KernelLaunch:
+    """`last`'s command with the packed arguments `push`: from `ring` when there is one,
+    else as push constants."""
+    origin = last[2].origin  # of a launch of the plan's values
+    if origin.function() is not pyfn:
+        origin = Origin.of(pyfn, last[0].ck, launch)
+    return ring.launch(last[2], push, origin) if ring else last[2].with_push(push, origin)
 
 
 def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
@@ -200,15 +217,17 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
         plan = known_plan(kernel, None, launch, device)
         if plan is not None:
             last = plan.last
-            streak = plan.streak  # asked first: while one runs, no launch repeats
-            if streak is not None and streak[0] is last and last[3] is context and \
-                    last[5] is None:
-                new = continued_captures(kernel, plan, last, streak[1])
-                if new is not None:
-                    command = _continued(plan, last, new[1], kernel, launch, context,
-                                         device, new[0], None, streak[1])
-                    if command is not None:
-                        return command
+            streak = plan.streak  # asked first: while one runs, a launch seldom repeats
+            if streak is not None:
+                if streak[0] is last and last[3] is context and last[5] is None:
+                    new = continued_captures(kernel, plan, last, streak[1])
+                    if new is not None:
+                        command = _continued(plan, streak, new[1], kernel, launch,
+                                             context, device, new[0], None)
+                        if command is not None:
+                            return command
+                else:
+                    plan.streak = None  # over: let go of its launch
             if last[4] is not None and last[3] is context and \
                     repeats(kernel, plan, last, required):
                 return last[2]
@@ -238,41 +257,39 @@ def _closure_command(kernel: Any, plan: Plan, launch: Any, context: Any, device:
             command = _repacked(plan, last, new[1], kernel, launch, context, device, new[0],
                                 None)
             if command is not None:
-                _begin_streak(plan, last[0], last[0].cell_slots, new[1])
+                _begin_streak(plan, command, last[0].cell_slots, new[1])
                 return command
     return accessor_command(kernel, plan, context, required)
 
 
-def _begin_streak(plan: Plan, p: Prepared, slots: dict, changes: list) -> None:
-    """Makes the plan's last launch, repacked from `changes`, the start of a streak
-    (`Plan.streak`) when those are new numbers and the plan's ring is settled (made, or
-    found impossible) for its prepared kernel `p`."""
-    if plan.ring is not None and plan.ring_of is p and plan.last[0] is p:
+def _begin_streak(plan: Plan, command: KernelLaunch, slots: dict, changes: list) -> None:
+    """Makes the launch of `command`, just repacked from `changes`, the start of a
+    streak (`Plan.streak`) when it is still the plan's last launch, those changes are new
+    numbers in `slots`, and its prepared kernel's ring is settled (made, or found
+    impossible)."""
+    last, settled = plan.last, plan.ring
+    if last[2] is command and settled is not None and settled[0] is last[0]:
         changing = changed_numbers(slots, changes)
         if changing:
-            plan.streak = (plan.last, changing)
+            plan.streak = (last, changing, settled[1])
 
 
-def _continued(plan: Plan, last: tuple, changes: list, pyfn: Any, launch: Any,
-               context: Any, device: Any, record: tuple, arg_record: tuple | None,
-               changing: tuple) -> KernelLaunch | None:
+def _continued(plan: Plan, streak: tuple, changes: list, pyfn: Any, launch: Any,
+               context: Any, device: Any, record: tuple, arg_record: tuple | None
+               ) -> KernelLaunch | None:
     """`_repacked` for the next launch of a streak (`Plan.streak`): the new numbers
-    packed into the last launch's bytes and launched from the plan's settled argument
-    ring (or as push constants where the ring could not be made). No recent command is
-    looked up, nor is the launch kept by its bytes, function or arguments: each brings a
-    value new to them."""
+    packed into the last launch's bytes and launched from the streak's argument ring (or
+    as push constants where the ring could not be made). No recent command is looked up,
+    nor is the launch kept by its bytes, function or arguments: each brings a value new
+    to them."""
+    last = streak[0]
     p = last[0]
     push = p.repacked(last[1], changes, context, device)
     if push is None:
         return None
-    origin = last[2].origin
-    if origin.function() is not pyfn:
-        origin = Origin.of(pyfn, p.ck, launch)
-    ring = plan.ring
-    command = ring.launch(last[2], push, origin) if ring else \
-        last[2].with_push(push, origin)
+    command = _with_push(last, push, pyfn, launch, streak[2])
     plan.last = now = (p, push, command, context, record, arg_record)
-    plan.streak = (now, changing)
+    plan.streak = (now, streak[1], streak[2])
     return command
 
 
@@ -293,14 +310,17 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
         if plan is not None:
             last = plan.last
             streak = plan.streak
-            if streak is not None and streak[0] is last and last[3] is context and \
-                    last[5] is not None and type(args) is tuple:
-                new = continued_arguments(info.function, plan, last, args, streak[1])
-                if new is not None:
-                    command = _continued(plan, last, new[1], info.function, launch, context,
-                                         device, last[4], new[0], streak[1])
-                    if command is not None:
-                        return command
+            if streak is not None:
+                if streak[0] is last and last[3] is context and last[5] is not None and \
+                        type(args) is tuple:
+                    new = continued_arguments(info.function, plan, last, args, streak[1])
+                    if new is not None:
+                        command = _continued(plan, streak, new[1], info.function, launch,
+                                             context, device, last[4], new[0])
+                        if command is not None:
+                            return command
+                else:
+                    plan.streak = None  # over: let go of its launch
             arg_record = last[5]
             if arg_record is None or arg_record[0] is not args:
                 last = kept_launch(plan, args) or last  # one of a few launched in turn
@@ -329,7 +349,7 @@ def _arguments_command(pyfn: Any, plan: Plan, launch: Any, args: tuple | list,
         return None
     command = _repacked(plan, last, new[1], pyfn, launch, context, device, last[4], new[0])
     if command is not None:
-        _begin_streak(plan, last[0], last[0].param_slots, new[1])
+        _begin_streak(plan, command, last[0].param_slots, new[1])
     return command
 
 

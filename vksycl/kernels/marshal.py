@@ -155,7 +155,7 @@ class Prepared:
                 values[pos] = value
         try:
             push = self.packer.pack(*values)
-        except struct.error as ex:
+        except (struct.error, OverflowError) as ex:  # a float past float32's range too
             raise exception(errc.kernel_argument, self.misfit(values) or
                             f"a kernel argument does not fit its type: {ex}") from None
         return push
@@ -173,7 +173,7 @@ class Prepared:
                 v = int(bool(v))
             try:
                 packer.pack_into(out, at, v)
-            except struct.error:
+            except (struct.error, OverflowError):
                 return None
         return bytes(out)
 

@@ -63,9 +63,12 @@ element type, dimensions and mode (or local shape) (`_keyed_alike`), give the sa
 without computing it. Element types compare by identity, since numpy's dtype equality
 ignores what a pointer dtype points to. Accessors take this shortcut (`_keyed`: their
 signature is fixed when they are made), the records keeping their keys rather than them
-(an accessor keeps its buffer alive, and a buffer writes back when it goes), but never
-the last command's: an accessor is not `immutable`, its address being fetched at each
-launch (its buffer may be released), so a launch capturing one always packs its arguments.
+(an accessor keeps its buffer alive, and a buffer writes back when it goes). A launch
+capturing a new accessor gets the last command back when the accessor's launch key (its
+memory, region and element type as kernels see it) and mode are the kept one's, and the
+accessor passes the launch checks of the command group launching it (`required`: live
+memory, an accessor that command group requires); a loop over a few buffers finds each
+one's command by those keys (`accessor_command`).
 """
 
 from __future__ import annotations
@@ -289,18 +292,19 @@ class Plan:
         # between closures over two arrays, finds each one's launch (the entry holds the
         # object, so its id is not reused while it is kept)
         self.kept: dict[int, tuple[Any, tuple]] = {}
-        # launches with values new to `recent` so far, and once there were a few, the
-        # argument ring their successors run from (`argument_ring`); False if the
-        # argument-block variant cannot take the packed arguments as they are; both for
-        # the prepared kernel `ring_of`
+        # launches of the prepared kernel `ring_of` with values new to `recent` so far;
+        # once there were a few, (that prepared kernel, the argument ring its launches
+        # run from (`argument_ring`), or False if the argument-block variant cannot take
+        # the packed arguments as they are): one object, so that threads launching other
+        # prepared kernels never see one's ring with another's kernel
         self.repacks = 0
-        self.ring: Any = None
         self.ring_of: Prepared | None = None
-        # (`last`, ((index, slot), ...)) while launches keep bringing new numbers in the
-        # same closure cells or explicit arguments (a time step) and the ring is settled:
-        # the next such launch is checked at those alone (`continued_captures`,
+        self.ring: tuple[Prepared, Any] | None = None
+        # (`last`, ((index, slot), ...), its ring) while launches keep bringing new numbers
+        # in the same closure cells or explicit arguments (a time step) and the ring is
+        # settled: the next such launch is checked at those alone (`continued_captures`,
         # `continued_arguments`); it holds only while `last` is the plan's last launch
-        self.streak: tuple[tuple, tuple[tuple[int, Slot], ...]] | None = None
+        self.streak: tuple[tuple, tuple[tuple[int, Slot], ...], Any] | None = None
 
 
 # (id of the kernel's code, id of the device) -> plan: hashing a code object hashes its
@@ -511,6 +515,8 @@ def _changed_at(kept: tuple, now: tuple, changing: tuple[tuple[int, Slot], ...]
     changes = []
     for i, slot in changing:
         v, k = now[i], kept[i]
+        if v is k:
+            continue
         t = type(v)
         if t is not type(k) or (t not in _NUMBERS and not _repackable(k, v)):
             return None
@@ -523,12 +529,13 @@ def continued_captures(kernel: Any, plan: Plan, last: tuple,
                        changing: tuple[tuple[int, Slot], ...]) -> tuple | None:
     """`new_captures` for a closure launch continuing a streak of `last`'s (the cells
     `changing` brought new numbers to `last`): its record, made the plan's, and the
-    changes, when only those cells hold other numbers. The record's other properties
-    (`_repacked_record`) held when the streak began and belong to its prepared kernel."""
+    changes, when only those cells hold other numbers (None too for no change: a repeat,
+    which `repeats` finds). The record's other properties (`_repacked_record`) held when
+    the streak began and belong to its prepared kernel."""
     record = last[4]
     captured = tuple(map(_CONTENTS, kernel.__closure__))
     changes = _changed_at(record[0], captured, changing)
-    if changes is None:
+    if not changes:
         return None
     names, globals_, pointers = plan.names, record[1], record[3]
     if names and not all(map(operator.is_, globals_, map(kernel.__globals__.get, names))):
@@ -544,12 +551,12 @@ def continued_arguments(kernel: Any, plan: Plan, last: tuple, args: tuple,
     """`new_arguments` for a launch of explicit arguments continuing a streak of
     `last`'s (the arguments `changing` brought new numbers to `last`): its arguments
     record and the changes, when only those arguments are other numbers and the kernel's
-    captures are `last`'s."""
+    captures are `last`'s (None too for no change: a repeat)."""
     known = last[5]
     if len(args) != len(known[0]):
         return None
     changes = _changed_at(known[0], args, changing)
-    if changes is None or not _same_captures(kernel, last[4], plan.names) or \
+    if not changes or not _same_captures(kernel, last[4], plan.names) or \
             any(map(FREED, last[4][3])) or any(map(FREED, known[1])):
         return None
     return (args, known[1]), changes

@@ -21,7 +21,7 @@ from ..access import access_mode
 from ..exceptions import errc, exception
 from ..ranges import id as sycl_id
 from ..ranges import range as sycl_range
-from ..types import as_dtype
+from ..types import as_dtype, dtype_key
 from .event import event
 from .handler import handler
 from .memops import Span
@@ -155,7 +155,7 @@ class buffer(_Extent):
         rng, first, dtype = self._range, self._byte_offset, self._dtype
         offset = (0,) * len(rng)
         return (dtype, len(rng), rng, offset, rng, first, first + self.byte_size(),
-                (self._storage.ref, first, rng, offset, rng, dtype), self._storage)
+                (self._storage.ref, first, rng, offset, rng, dtype_key(dtype)), self._storage)
 
     @property
     def dtype(self) -> np.dtype:
@@ -305,7 +305,7 @@ class _Access(_Extent):
         # an empty range (SYCL allows one: accessor.empty()) covers no bytes
         self._end = self._first if 0 in rng else \
             buf._byte_offset + (_linear(last, full) + 1) * item
-        self._key = (buf._storage.ref, self._first, rng, off, full, buf._dtype)
+        self._key = (buf._storage.ref, self._first, rng, off, full, dtype_key(buf._dtype))
 
     def _init_whole(self, buf: buffer, mode: access_mode, no_init: bool) -> None:
         """An access to the whole buffer: the common case, from values the buffer keeps."""
@@ -467,8 +467,9 @@ class accessor(_Access):
 
     def _vksycl_launch_key(self) -> tuple:
         """What this accessor's launch values depend on: accessors with equal keys pack
-        the same (the memory object is held weakly: a dead one equals no live one; the
-        element type is part of it, a reinterpretation having its buffer's region)."""
+        the same and run the same kernel (the memory object is held weakly: a dead one
+        equals no live one; the element type is part of it as kernels tell types apart,
+        `dtype_key`, a reinterpretation having its buffer's region)."""
         return self._key
 
     def _vksycl_check_launch(self, required: list | None) -> None:
@@ -697,7 +698,7 @@ def enqueue(queue: Any, command: Any, h: handler) -> event:
                 # (`_acquire` and Storage.access, without a call)
                 a_first, a_end, _, token = accesses[0]
                 first, end = acc._first, acc._end
-                if first <= a_first and a_end <= end:
+                if first <= a_first < a_end <= end:
                     ev = queue.execute(command, [token])
                     accesses[0] = (first, end, True, ev)
                     s.device_newer = True
