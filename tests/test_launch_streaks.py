@@ -67,23 +67,37 @@ def _steps(count: int, start: int = 0) -> list[float]:
     return [1.0 + (start + k) / 64 for k in range(count)]
 
 
-def test_a_new_captured_number_each_launch_runs_the_streak(q, general):
-    """After the ring settles, a new time step each launch takes neither general way,
-    waited for one by one or hundreds in flight, and the sum is exact."""
+def _streaking(q: sycl.queue, wait_each: bool = False):
+    """A closure adding a captured step to an array, launched with new steps until its
+    streak runs: (the array, the kernel, how to set the step, the steps launched)."""
     x = _zeros(q)
     step = 0.0
 
     def body(i):
         x[i] = x[i] + step
 
+    def set_step(value: float) -> None:
+        nonlocal step
+        step = value
+
     values = _steps(RING_AFTER + 3)
     for v in values:
-        step = v
-        q.parallel_for(N, body).wait()
+        set_step(v)
+        e = q.parallel_for(N, body)
+        if wait_each:
+            e.wait()
+    q.wait()
+    return x, body, set_step, values
+
+
+def test_a_new_captured_number_each_launch_runs_the_streak(q, general):
+    """After the ring settles, a new time step each launch takes neither general way,
+    waited for one by one or hundreds in flight, and the sum is exact."""
+    x, body, set_step, values = _streaking(q, wait_each=True)
     repacked, packed = general["repacked"], general["packed"]
     more = _steps(300, len(values))
     for v in more:
-        step = v
+        set_step(v)
         q.parallel_for(sycl.range(N), body)
     q.wait()
     assert (general["repacked"], general["packed"]) == (repacked, packed)
@@ -155,20 +169,17 @@ def test_a_streak_sees_another_array_a_rebound_global_and_another_type(q, monkey
 
 
 def test_a_streak_refuses_a_freed_pointer_and_a_value_that_does_not_fit(q):
-    """The array freed during a run of new steps: the next launch raises before anything
-    runs. An int step too large for its int32 slot raises as a full launch does."""
-    x = _zeros(q)
-    step = 0.0
-
-    def body(i):
-        x[i] = x[i] + step
-
-    for v in _steps(RING_AFTER + 3):
-        step = v
+    """During a run of new steps: a float past float32's range, and an int step too large
+    for its int32 slot, raise as a full launch does (the kernel argument's error code,
+    not Python's OverflowError); the array freed, the next launch raises before anything
+    runs."""
+    x, body, set_step, _ = _streaking(q)
+    set_step(1e39)
+    with pytest.raises(sycl.exception) as e:
         q.parallel_for(N, body)
-    q.wait()
+    assert e.value.code() == sycl.errc.kernel_argument
     sycl.free(x, q)
-    step = 9.0
+    set_step(9.0)
     with pytest.raises(sycl.exception, match="freed"):
         q.parallel_for(N, body)
 
@@ -235,17 +246,7 @@ def test_a_new_argument_each_launch_runs_the_streak(q, general):
 def test_an_unchanged_value_during_a_streak_repeats_the_last_command(q):
     """The same value launched again during a streak is a repeat: the last command comes
     back, no ring slot taken for it."""
-    x = _zeros(q)
-    step = 0.0
-
-    def body(i):
-        x[i] = x[i] + step
-
-    values = _steps(RING_AFTER + 3)
-    for v in values:
-        step = v
-        q.parallel_for(N, body)
-    q.wait()
+    x, body, _, values = _streaking(q)
     plan = plans.known_plan(body, None, sycl.range(N), q.get_device())
     assert plan.streak is not None
     last = plan.last[2]
@@ -278,22 +279,3 @@ def test_numpy_steps_and_command_groups_run_the_streak(q, general):
     np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum(values)))
     sycl.free(x, q)
 
-
-def test_a_float_past_float32_range_is_refused_during_a_streak(q):
-    """A step too large for its float32 slot raises as a full launch does, with the
-    kernel argument's error code, not Python's OverflowError."""
-    x = _zeros(q)
-    step = 0.0
-
-    def body(i):
-        x[i] = x[i] + step
-
-    for v in _steps(RING_AFTER + 3):
-        step = v
-        q.parallel_for(N, body)
-    q.wait()
-    step = 1e39
-    with pytest.raises(sycl.exception) as e:
-        q.parallel_for(N, body)
-    assert e.value.code() == sycl.errc.kernel_argument
-    sycl.free(x, q)
