@@ -33,11 +33,11 @@ _CAPABILITY_FEATURES = {
 }
 # SPIR-V capabilities of integer types and the aspects that name them
 _CAPABILITY_ASPECTS = {"Int64": "int64", "Int16": "int16", "Int8": "int8"}
-# sub-group capabilities and their VkSubgroupFeatureFlagBits
-_SUBGROUP_BITS = {
-    "GroupNonUniform": 1, "GroupNonUniformVote": 2, "GroupNonUniformArithmetic": 4,
-    "GroupNonUniformBallot": 8, "GroupNonUniformShuffle": 16,
-    "GroupNonUniformShuffleRelative": 32,
+# sub-group capabilities and the operations (`VulkanDevice.subgroup_operations`) they need
+_SUBGROUP_OPERATIONS = {
+    "GroupNonUniform": "basic", "GroupNonUniformVote": "vote",
+    "GroupNonUniformArithmetic": "arithmetic", "GroupNonUniformBallot": "ballot",
+    "GroupNonUniformShuffle": "shuffle", "GroupNonUniformShuffleRelative": "shuffle_relative",
 }
 
 
@@ -113,14 +113,13 @@ def check_supported(p: Prepared, device: Any) -> None:
         if not device.has(getattr(aspect, a)):
             raise exception(errc.kernel_not_supported, f"kernel {ck.name} uses {a}, which "
                             f"{vk.name} does not support")
-    ops = vk.properties.get("subgroupSupportedOperations", 0)
     for cap in ck.capabilities:
         feature = _CAPABILITY_FEATURES.get(cap)
         if feature is not None and not vk.features.get(feature, False):
             raise exception(errc.kernel_not_supported, f"kernel {ck.name} needs the Vulkan "
                             f"feature {feature} (SPIR-V {cap}), which {vk.name} lacks")
-        bit = _SUBGROUP_BITS.get(cap)
-        if bit is not None and not ops & bit:
+        needs = _SUBGROUP_OPERATIONS.get(cap)
+        if needs is not None and needs not in vk.subgroup_operations:
             raise exception(errc.kernel_not_supported, f"kernel {ck.name} uses sub-group "
                             f"operations ({cap}) that {vk.name} does not support")
     if ck.push_size > vk.max_push_constants_size:

@@ -216,18 +216,11 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
     elif type(kernel) in PYTHON_KERNELS:
         plan = known_plan(kernel, None, launch, device)
         if plan is not None:
+            if plan.streak is not None:  # asked first: while one runs, none repeats
+                command = _continued(plan, kernel, launch, context, device, None)
+                if command is not None:
+                    return command
             last = plan.last
-            streak = plan.streak  # asked first: while one runs, a launch seldom repeats
-            if streak is not None:
-                if streak[0] is last and last[3] is context and last[5] is None:
-                    new = continued_captures(kernel, plan, last, streak[1])
-                    if new is not None:
-                        command = _continued(plan, streak, new[1], kernel, launch,
-                                             context, device, new[0], None)
-                        if command is not None:
-                            return command
-                else:
-                    plan.streak = None  # over: let go of its launch
             if last[4] is not None and last[3] is context and \
                     repeats(kernel, plan, last, required):
                 return last[2]
@@ -274,17 +267,32 @@ def _begin_streak(plan: Plan, command: KernelLaunch, slots: dict, changes: list)
             plan.streak = (last, changing, settled[1])
 
 
-def _continued(plan: Plan, streak: tuple, changes: list, pyfn: Any, launch: Any,
-               context: Any, device: Any, record: tuple, arg_record: tuple | None
-               ) -> KernelLaunch | None:
-    """`_repacked` for the next launch of a streak (`Plan.streak`): the new numbers
-    packed into the last launch's bytes and launched from the streak's argument ring (or
-    as push constants where the ring could not be made). No recent command is looked up,
+def _continued(plan: Plan, pyfn: Any, launch: Any, context: Any, device: Any,
+               args: tuple | list | None) -> KernelLaunch | None:
+    """The command of a launch continuing the plan's streak (`Plan.streak`) of closure
+    launches, or with `args` of launches of explicit arguments: the new numbers packed
+    into the last launch's bytes and launched from the streak's argument ring (or as push
+    constants where the ring could not be made); None if it does not continue it (a
+    streak no longer the plan's last launch is let go). No recent command is looked up,
     nor is the launch kept by its bytes, function or arguments: each brings a value new
     to them."""
-    last = streak[0]
+    streak, last = plan.streak, plan.last
+    if streak is None or streak[0] is not last or (last[5] is None) is not (args is None):
+        plan.streak = None  # over: let go of its launch
+        return None
+    if last[3] is not context:
+        return None
+    if args is None:
+        new = continued_captures(pyfn, plan, last, streak[1])
+    elif type(args) is tuple:
+        new = continued_arguments(pyfn, plan, last, args, streak[1])
+    else:
+        return None
+    if new is None:
+        return None
+    record, arg_record = (new[0], None) if args is None else (last[4], new[0])
     p = last[0]
-    push = p.repacked(last[1], changes, context, device)
+    push = p.repacked(last[1], new[1], context, device)
     if push is None:
         return None
     command = _with_push(last, push, pyfn, launch, streak[2])
@@ -308,19 +316,11 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
             getattr(kernel, "__vksycl_kernel__", None)
         plan = None if info is None else known_plan(info.function, info, launch, device)
         if plan is not None:
+            if plan.streak is not None:
+                command = _continued(plan, info.function, launch, context, device, args)
+                if command is not None:
+                    return command
             last = plan.last
-            streak = plan.streak
-            if streak is not None:
-                if streak[0] is last and last[3] is context and last[5] is not None and \
-                        type(args) is tuple:
-                    new = continued_arguments(info.function, plan, last, args, streak[1])
-                    if new is not None:
-                        command = _continued(plan, streak, new[1], info.function, launch,
-                                             context, device, last[4], new[0])
-                        if command is not None:
-                            return command
-                else:
-                    plan.streak = None  # over: let go of its launch
             arg_record = last[5]
             if arg_record is None or arg_record[0] is not args:
                 last = kept_launch(plan, args) or last  # one of a few launched in turn

@@ -675,21 +675,14 @@ def _same_keyed_captures(kernel: Any, record: tuple, names: tuple[str, ...],
                          required: list | None) -> bool:
     """`_same_captures` where accessors are kept as their keys: a new accessor each
     command group over the same memory and region launches alike. Every command group
-    over a buffer passes here, so the cells' loop asks a captured buffer accessor itself
-    (`launches_alike` without the call) and zips without `strict` (the record and the
-    cells are of one code)."""
+    over a buffer passes here, so the loops zip without `strict` (the record and the
+    cells are of one code, the names the code's)."""
     cells = kernel.__closure__
     if cells is not None:
         for kept, cell in zip(record[0], cells):  # noqa: B905 (one or two cells)
             now = cell.cell_contents
-            if kept is now:
-                continue
-            if type(kept) is not _AccessorKey or type(now) is not kept.cls:
-                return False
-            if kept.launch is None:  # a local accessor
-                if not kept.matches(now):
-                    return False
-            elif not now._vksycl_launches_as(kept.launch, kept.what, required):
+            if kept is not now and not (type(kept) is _AccessorKey and
+                                        kept.launches_alike(now, required)):
                 return False
     if not names:
         return True

@@ -263,7 +263,6 @@ class Part:
     def done(self) -> bool:
         return self.batch.done()
 
-
     def flush(self) -> None:
         self.batch.flush()
 
