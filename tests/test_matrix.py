@@ -4,6 +4,7 @@ example; the cooperative-matrix SPIR-V of the same kernels, validated; and each 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from vksycl.compiler.matrix_code import MatrixTarget
 from vksycl.compiler.module import KernelSpec
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi.experimental import matrix as jm
+from vksycl.runtime.context import optional_extensions
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "examples"))
 import matrix_gemm
@@ -502,3 +504,21 @@ def test_loads_through_packed_words(q, mem):
         jm.joint_matrix_store(sg, mc, out_words, 8, jm.layout.row_major)
 
     assert "it must point to float32" in str(_build_error(q, packed_store))
+
+
+def test_the_cooperative_matrix_extensions_are_enabled_only_where_the_device_multiplies():
+    """Device creation asks for VK_KHR_cooperative_matrix where the device lists
+    combinations, NVIDIA's work-group-scope VK_NV_cooperative_matrix2 beside it where
+    offered (it builds on the first), and neither elsewhere."""
+    vk = sycl.device().vulkan
+    both = frozenset({"VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix2",
+                      "VK_KHR_external_memory_fd"})
+    with_matrices = dataclasses.replace(vk, extensions=both,
+                                        cooperative_matrices=NVIDIA_LIKE.combinations)
+    assert optional_extensions(with_matrices) == (
+        "VK_KHR_cooperative_matrix", "VK_NV_cooperative_matrix2", "VK_KHR_external_memory_fd")
+    without = dataclasses.replace(vk, extensions=both, cooperative_matrices=())
+    assert optional_extensions(without) == ("VK_KHR_external_memory_fd",)
+    only_khr = dataclasses.replace(with_matrices, extensions=both - {"VK_NV_cooperative_matrix2"})
+    assert optional_extensions(only_khr) == ("VK_KHR_cooperative_matrix",
+                                             "VK_KHR_external_memory_fd")

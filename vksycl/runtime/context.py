@@ -9,7 +9,11 @@ from typing import Any
 
 from .. import config, info
 from ..exceptions import errc, exception
-from .devices import COOPERATIVE_MATRIX_EXTENSION, EXTERNAL_MEMORY_FD_EXTENSION
+from .devices import (
+    COOPERATIVE_MATRIX2_EXTENSION,
+    COOPERATIVE_MATRIX_EXTENSION,
+    EXTERNAL_MEMORY_FD_EXTENSION,
+)
 from .engine import Engine
 from .platform import device
 from .scheduler import Scheduler
@@ -22,6 +26,15 @@ _SPIN_WAIT_S = 0.002
 _SPIN_WAIT_CPU_S = 0.0002
 _schedulers: dict[Any, Scheduler] = {}
 _schedulers_lock = threading.Lock()
+
+
+def optional_extensions(vk: Any) -> tuple[str, ...]:
+    """The device extensions enabled where the device offers them: cooperative matrices
+    (with NVIDIA's work-group-scope ones, which build on them) and memory export."""
+    wanted = (EXTERNAL_MEMORY_FD_EXTENSION,)
+    if vk.cooperative_matrices:
+        wanted = (COOPERATIVE_MATRIX_EXTENSION, COOPERATIVE_MATRIX2_EXTENSION, *wanted)
+    return tuple(e for e in wanted if e in vk.extensions)
 
 
 def scheduler_for(device: Any) -> Scheduler:
@@ -38,11 +51,8 @@ def scheduler_for(device: Any) -> Scheduler:
                                 "feature bufferDeviceAddress, which vksycl's USM pointers "
                                 "(device addresses) need")
             spin = _SPIN_WAIT_CPU_S if vk.device_type == "cpu" else _SPIN_WAIT_S
-            optional = (COOPERATIVE_MATRIX_EXTENSION,) if vk.cooperative_matrices else ()
-            if EXTERNAL_MEMORY_FD_EXTENSION in vk.extensions:
-                optional += (EXTERNAL_MEMORY_FD_EXTENSION,)
             engine = Engine(vk.index, vk.compute_queue_family, vk.timestamp_period, spin,
-                            config.batch_window_s(), optional, vk.native)
+                            config.batch_window_s(), optional_extensions(vk), vk.native)
             sched = Scheduler(engine, {False: _heap_size(vk, False), True: _heap_size(vk, True)})
             _schedulers[device] = sched
         return sched

@@ -26,6 +26,8 @@ from ..exceptions import errc, exception
 # Vulkan 1.1 devices without duplicating what 1.2/1.3 devices report in the aggregates.
 _V11, _V12, _V13 = (1, 1), (1, 2), (1, 3)
 COOPERATIVE_MATRIX_EXTENSION = "VK_KHR_cooperative_matrix"
+# work-group-scope cooperative matrices of flexible sizes (NVIDIA), enabled where offered
+COOPERATIVE_MATRIX2_EXTENSION = "VK_NV_cooperative_matrix2"
 # opaque-fd export and import of memory (syclexp external memory), enabled where offered
 EXTERNAL_MEMORY_FD_EXTENSION = "VK_KHR_external_memory_fd"
 _PROPERTY_STRUCTS: tuple[tuple[str, str, tuple[int, int] | str, tuple[int, int] | None], ...] = (
