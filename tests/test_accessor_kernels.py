@@ -288,6 +288,35 @@ def test_local_accessor_tile_reverses_each_work_group(q):
     np.testing.assert_array_equal(contents(buf), data.reshape(4, 16)[:, ::-1].reshape(-1))
 
 
+def test_work_group_memory_past_the_devices_is_refused_before_anything_runs(q):
+    """Local accessors needing more work-group memory than the device has
+    (info.device.local_mem_size) raise errc.memory_allocation at submission, as
+    sycl_ext_oneapi_work_group_static says, and nothing is written; one that fits runs."""
+    size = q.get_device().get_info(sycl.info.device.local_mem_size)
+    out = np.zeros(64, np.float64)
+    with sycl.buffer(out) as buf:
+        def launch(elements):
+            def cg(h):
+                acc = sycl.accessor(buf, h, sycl.write_only)
+                tile = sycl.local_accessor(np.float64, sycl.range(elements), h)
+
+                def k(it):
+                    lid = it.get_local_id(0)
+                    tile[elements - 1 - lid] = 1.0 + lid
+                    it.barrier()
+                    acc[it.get_global_id(0)] = tile[elements - 1 - lid]
+                h.parallel_for(sycl.nd_range(sycl.range(64), sycl.range(16)), k)
+            return q.submit(cg)
+        with pytest.raises(sycl.exception, match=f"needs {size + 8} bytes of work-group "
+                           f"memory; .* has {size}") as e:
+            launch(size // 8 + 1)
+        assert e.value.code() == sycl.errc.memory_allocation
+        with sycl.host_accessor(buf, sycl.read_only) as v:
+            assert (v == 0).all()
+        launch(size // 8).wait()
+    np.testing.assert_array_equal(out, 1.0 + np.arange(64) % 16)
+
+
 def test_two_dimensional_local_accessor_transposes_tiles(q):
     a = np.arange(8 * 8, dtype=np.float32).reshape(8, 8)
     src = sycl.buffer(a.copy())

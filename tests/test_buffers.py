@@ -167,6 +167,72 @@ def test_set_final_data_redirects_or_stops_write_back(q):
     np.testing.assert_array_equal(c, 0)
 
 
+def _add_100(q, buf, shape):
+    def cg(h):
+        acc = sycl.accessor(buf, h, sycl.read_write)
+
+        def k(i):
+            acc[i] = acc[i] + 100
+        h.parallel_for(sycl.range(*shape), k)
+    q.submit(cg)
+
+
+def test_final_data_overlapping_the_host_array_is_written_where_it_is(q):
+    """Final data that shares memory with the buffer's host array without being it
+    (shifted, or the same bytes in another order) gets the buffer's elements, and the host
+    array keeps what the user left outside it."""
+    big = np.arange(12, dtype=np.int32)
+    buf = sycl.buffer(big[0:6])
+    buf.set_final_data(big[3:9])
+    _add_100(q, buf, (6,))
+    buf.release()
+    np.testing.assert_array_equal(big, [0, 1, 2, 100, 101, 102, 103, 104, 105, 9, 10, 11])
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    buf = sycl.buffer(a)
+    final = a.reshape(3, 2).T  # a's bytes as a (2, 3) array, not C-contiguous
+    buf.set_final_data(final)
+    _add_100(q, buf, (2, 3))
+    buf.release()
+    np.testing.assert_array_equal(final, np.arange(6).reshape(2, 3) + 100)
+
+
+def test_threads_making_a_buffers_first_accessors_at_once_share_one_allocation(q):
+    """The first accessors of a buffer bind its memory to the device: made in four
+    threads at once, every kernel still writes the one allocation written back."""
+    import sys
+    import threading
+    parts, n = 4, 64
+    per = n // parts
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        for _ in range(40):
+            a = np.zeros(n, np.int32)
+            buf = sycl.buffer(a)
+            start = threading.Barrier(parts)
+
+            def writer(part, buf=buf, start=start):
+                start.wait()
+
+                def cg(h):
+                    acc = sycl.accessor(buf, h, sycl.read_write, access_range=sycl.range(per),
+                                        access_offset=sycl.id(part * per))
+
+                    def k(i):
+                        acc[i] = acc[i] + 1 + part
+                    h.parallel_for(sycl.range(per), k)
+                q.submit(cg)
+            threads = [threading.Thread(target=writer, args=(p,)) for p in range(parts)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            buf.release()
+            np.testing.assert_array_equal(a, np.repeat(np.arange(1, parts + 1), per))
+    finally:
+        sys.setswitchinterval(interval)
+
+
 def test_no_write_back_when_nothing_could_write(q):
     a = np.arange(8, dtype=np.int32)
     final = np.full(8, -1, np.int32)
@@ -390,6 +456,36 @@ def test_kernel_using_an_accessor_its_command_group_does_not_require(q):
         assert (v == 0).all()
 
 
+def test_copies_fills_and_update_host_take_only_accessors_their_command_group_requires(q):
+    """An accessor kept from an earlier command group is tracked by none after it: a
+    copy, fill or update_host through it (eagerly or added to a graph) is refused before
+    anything runs, and the buffer keeps its data."""
+    buf = sycl.buffer(np.arange(8, dtype=np.int32))
+    other = sycl.buffer(np.zeros(8, np.int32))
+    kept = []
+    q.submit(lambda h: kept.append(sycl.accessor(buf, h, sycl.read_write))).wait()
+    out = np.zeros(8, np.int32)
+    uses = [
+        ("fill", lambda h: h.fill(kept[0], np.int32(7))),
+        ("copy source", lambda h: h.copy(kept[0], out)),
+        ("copy destination", lambda h: h.copy(out, kept[0])),
+        ("copy destination", lambda h: h.copy(sycl.accessor(other, h, sycl.read_only),
+                                              kept[0])),
+        ("update_host", lambda h: h.update_host(kept[0])),
+    ]
+    for what, cgf in uses:
+        with pytest.raises(sycl.exception, match=f"{what}: an accessor this command group "
+                           "does not require") as e:
+            q.submit(cgf)
+        assert errc_of(e) == sycl.errc.invalid
+    graph = sycl.ext.oneapi.experimental.command_graph(q)
+    with pytest.raises(sycl.exception, match="does not require"):
+        graph.add(uses[0][1])
+    with sycl.host_accessor(buf, sycl.read_only) as v:
+        np.testing.assert_array_equal(v, np.arange(8))
+    assert (out == 0).all()
+
+
 def test_a_repeated_launch_checks_its_accessor_against_its_own_command_group(q):
     """A launch repeating the last one (same code, an accessor with the same launch key)
     gets the last command back without packing: the accessor must still be one its own
@@ -500,6 +596,42 @@ def test_reinterpret_of_a_misaligned_sub_buffer_is_refused():
     assert e.value.code() == sycl.errc.invalid
     aligned = sycl.buffer(buf, sycl.id(4), sycl.range(8))
     assert tuple(aligned.reinterpret(np.int32).get_range()) == (2,)
+
+
+def test_reinterpret_as_a_struct_needs_the_alignment_of_its_widest_field():
+    """A struct's alignment in kernels is its widest field's, though numpy says 1 of an
+    unaligned structured dtype: a float64 struct at byte 4 is refused, as float64 is."""
+    @sycl.struct
+    class Sample:
+        count: sycl.int32
+        value: sycl.float64
+
+    buf = sycl.buffer(np.zeros(40, np.uint8))
+    at4 = sycl.buffer(buf, sycl.id(4), sycl.range(32))
+    with pytest.raises(sycl.exception, match="not aligned to 8 bytes") as e:
+        at4.reinterpret(Sample)
+    assert e.value.code() == sycl.errc.invalid
+    at8 = sycl.buffer(buf, sycl.id(8), sycl.range(32))
+    assert tuple(at8.reinterpret(Sample).get_range()) == (2,)
+
+
+def test_numpy_array_of_a_host_accessor_is_a_copy_and_asarray_the_live_view(q):
+    a = np.arange(4, dtype=np.int32)
+    buf = sycl.buffer(a)
+    with sycl.host_accessor(buf, sycl.read_write) as ha:
+        snapshot, live = np.array(ha), np.asarray(ha)
+        ha[0] = 99
+        np.testing.assert_array_equal(snapshot, [0, 1, 2, 3])
+        np.testing.assert_array_equal(live, [99, 1, 2, 3])
+        assert not np.shares_memory(snapshot, a)
+        np.testing.assert_array_equal(np.array(ha, dtype=np.float64), [99.0, 1, 2, 3])
+        with pytest.raises(ValueError):  # numpy's protocol: no copy, no other dtype
+            np.asarray(ha, dtype=np.float64, copy=False)
+    with sycl.host_accessor(buf, sycl.read_only) as ro:
+        copy = np.array(ro)
+        assert copy.flags.writeable and not np.asarray(ro).flags.writeable
+    buf.release()
+    np.testing.assert_array_equal(a, [99, 1, 2, 3])
 
 
 def test_empty_buffers(q):

@@ -65,6 +65,15 @@ def struct_class(dtype: np.dtype) -> type | None:
     return None if meta is None else meta.get(_STRUCT)
 
 
+def device_alignment(dtype: np.dtype) -> int:
+    """The alignment kernels need of an element: a struct's is its widest field's (the
+    C layout of `@sycl.struct`), which numpy's `alignment` of a structured dtype made
+    without `align=True` (1) does not say."""
+    if dtype.names is None:
+        return dtype.base.alignment
+    return max((device_alignment(dtype.fields[n][0]) for n in dtype.names), default=1)
+
+
 def dtype_key(dtype: np.dtype) -> Any:
     """A hashable key that tells dtypes apart the way kernels see them: numpy's equality
     ignores metadata, so a pointer dtype would otherwise equal uint64 (and every other

@@ -22,7 +22,7 @@ from pathlib import Path
 log = logging.getLogger("vksycl.compiler")
 
 _MAGIC = b"VKSYCLKC"
-_VERSION = 1
+_VERSION = 2
 _DIGEST = 32
 _HEADER = struct.Struct(f"<8sIQ{_DIGEST}s")  # magic, version, payload bytes, digest
 

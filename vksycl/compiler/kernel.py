@@ -33,6 +33,7 @@ from .device_global import declared, device_global
 from .host_bodies import device_view
 from .module import ArgSlot, KernelModule, KernelSpec
 from .source import code_span, function_source, source_text
+from .typesys import layout, mem_type
 
 COMPILER_VERSION = "vksycl-compiler-4"  # 2: pointers are device addresses; 3: device_global;
 # 4: virtual calls
@@ -71,6 +72,7 @@ class CompiledKernel:
     coarsen: int = 1  # ids each work-item runs (range kernels)
     device_globals: list[Any] = field(default_factory=list)
     virtual_tables: list[Any] = field(default_factory=list)
+    local_bytes: int = 0  # work-group memory (local accessors, work_group_memory)
 
     def spirv(self) -> bytes:
         return self.binary
@@ -135,7 +137,9 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
                           frozenset(lowered.aspects), tuple(cg.b.capabilities),
                           tuple(lowered.specialized),
                           tuple(captured_value(pyfn, p) for p in lowered.specialized),
-                          lowered.coarsen, globals_)
+                          lowered.coarsen, globals_,
+                          local_bytes=sum(layout(mem_type(r.elem))[0] * r.length
+                                          for r in usage.shared))
 
 
 # -- caches ----------------------------------------------------------------------------------
@@ -284,7 +288,8 @@ def _load(path: Path) -> CompiledKernel | None:
 _FIELD_TYPES = {"name": str, "entry": str, "binary": bytes, "spec": KernelSpec, "args": list,
                 "push_size": int, "args_size": int, "local_size": tuple, "aspects": frozenset,
                 "capabilities": tuple, "specialized": tuple, "spec_values": tuple,
-                "coarsen": int, "device_globals": list, "virtual_tables": list}
+                "coarsen": int, "device_globals": list, "virtual_tables": list,
+                "local_bytes": int}
 
 
 def _unusable(ck: Any) -> str | None:

@@ -103,8 +103,9 @@ def _limits(device: Any) -> tuple[int, int, int]:
 
 
 def check_supported(p: Prepared, device: Any) -> None:
-    """Raises if `device` lacks an aspect, feature or limit the kernel needs; else marks
-    the device checked for it, so later launches skip the checks."""
+    """Raises if `device` lacks an aspect, feature or limit the kernel needs (its
+    work-group memory too: errc.memory_allocation, as sycl_ext_oneapi_work_group_static
+    has it); else marks the device checked for it, so later launches skip the checks."""
     ck = p.ck
     vk = device.vulkan
     used = [a for a in ck.aspects if a in aspect.__members__] + \
@@ -125,6 +126,10 @@ def check_supported(p: Prepared, device: Any) -> None:
     if ck.push_size > vk.max_push_constants_size:
         raise exception(errc.kernel_argument, f"kernel {ck.name} needs {ck.push_size} bytes "
                         f"of arguments; this device takes {vk.max_push_constants_size}")
+    if ck.local_bytes > vk.max_compute_shared_memory_size:  # as work_group_static says
+        raise exception(errc.memory_allocation, f"kernel {ck.name} needs {ck.local_bytes} "
+                        f"bytes of work-group memory; {vk.name} has "
+                        f"{vk.max_compute_shared_memory_size} (info.device.local_mem_size)")
     n = 1
     for s in ck.local_size:
         n *= s
@@ -137,7 +142,8 @@ def check_supported(p: Prepared, device: Any) -> None:
 
 def unsupported(device: Any, ck: CompiledKernel) -> exception | None:
     """The exception a launch of `ck` on `device` would raise for a missing feature or
-    limit (aspects, SPIR-V capabilities, push-constant size, work-group size), or None."""
+    limit (aspects, SPIR-V capabilities, push-constant size, work-group memory and size),
+    or None."""
     try:
         check_supported(pytypes.SimpleNamespace(ck=ck, checked=set()), device)
     except exception as ex:

@@ -221,6 +221,7 @@ class SourceKernel:
             ck = SimpleNamespace(name=self.name, aspects=frozenset(),
                                  capabilities=self.reflection.capabilities,
                                  push_size=self.reflection.push_size,
+                                 local_bytes=self.reflection.workgroup_bytes,
                                  local_size=self.local_xyz, spec=SimpleNamespace(
                                      local=tuple(reversed(self.local_xyz))))
             self._compat[key] = unsupported(device, ck)

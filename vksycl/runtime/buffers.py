@@ -21,7 +21,7 @@ from ..access import access_mode
 from ..exceptions import errc, exception
 from ..ranges import id as sycl_id
 from ..ranges import range as sycl_range
-from ..types import as_dtype, dtype_key
+from ..types import as_dtype, device_alignment, dtype_key
 from .event import event
 from .handler import handler
 from .memops import Span
@@ -174,10 +174,11 @@ class buffer(_Extent):
         """The same memory seen as another element type (and range); the byte size does
         not change."""
         dt = as_dtype(dtype)
-        if self._byte_offset % dt.alignment:
+        align = device_alignment(dt)
+        if self._byte_offset % align:
             raise exception(errc.invalid, f"reinterpret as {dt}: the buffer starts at byte "
                             f"{self._byte_offset} of its memory, which is not aligned to "
-                            f"{dt.alignment} bytes (kernels could not read such elements)")
+                            f"{align} bytes (kernels could not read such elements)")
         if shape is None:
             last = self._range[-1] * self._dtype.itemsize
             if last % dt.itemsize:
@@ -499,12 +500,18 @@ class accessor(_Access):
             return self._offset[d]
         return self._memory_range[d]
 
-    def spans(self, what: str) -> list[Span]:
+    def spans(self, what: str, required: list) -> list[Span]:
         """The accessor's memory as byte ranges in element order (one per row where the
-        range is not one run of memory), for the handler's copies and fills."""
+        range is not one run of memory), for the handler's copies and fills in a command
+        group requiring `required`: only those accessors are tracked, so no other may be
+        copied or filled through (one kept from an earlier command group)."""
         if self._context is None:
             raise exception(errc.invalid, f"{what}: a placeholder accessor needs "
                             "h.require(acc) first")
+        if self not in required:  # accessors compare by identity
+            raise exception(errc.invalid, f"{what}: an accessor this command group does "
+                            "not require: make it with sycl.accessor(buf, h) in the command "
+                            "group (h.require(acc) for a placeholder)")
         if self._host_task:  # its command group updates the host copy, not the device copy
             raise exception(errc.invalid, f"{what}: an accessor made with sycl.host_task "
                             "is for the command group's host task; copies and fills take "
@@ -543,8 +550,7 @@ class accessor(_Access):
         view[index] = value
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        view = self._host_view()
-        return view if dtype is None else view.astype(dtype)
+        return _as_array(self._host_view(), dtype, copy)
 
     def __len__(self) -> int:
         return self._range[0]
@@ -630,8 +636,7 @@ class host_accessor(_Access):
         return self._view
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        v = self._live()
-        return v if dtype is None else v.astype(dtype)
+        return _as_array(self._live(), dtype, copy)
 
     def __getitem__(self, index: Any) -> Any:
         return self._live()[index]
@@ -676,6 +681,17 @@ class local_accessor(_Extent):
 
     def __repr__(self) -> str:
         return f"sycl.local_accessor({self.dtype}, range{self.shape})"
+
+
+def _as_array(view: np.ndarray, dtype: Any, copy: bool | None) -> np.ndarray:
+    """numpy's `__array__` protocol over an accessor's live view: `np.array(acc)` (copy
+    True) a copy of its own, `np.asarray(acc)` the view itself (which `copy=False`
+    demands: another element type cannot be one)."""
+    if dtype is not None and np.dtype(dtype) != view.dtype:
+        if copy is False:
+            raise ValueError(f"a {view.dtype} accessor viewed as {np.dtype(dtype)} is a copy")
+        return view.astype(dtype)
+    return view.copy() if copy else view
 
 
 # -- a command group's accessors ---------------------------------------------------------

@@ -309,15 +309,16 @@ class handler:
         if _is_accessor(dest) and not dest.access_mode.writes:
             raise exception(errc.invalid, "copy into a read_only accessor")
         if _is_accessor(src):
-            sources = src.spans("copy source")
+            sources = src.spans("copy source", self.requirements)
             n = sum(sp.nbytes for sp in sources)
-            targets = dest.spans("copy destination") if _is_accessor(dest) else [
-                memops.resolve(dest, n, self._queue, "copy destination", writable=True)]
+            targets = dest.spans("copy destination", self.requirements) \
+                if _is_accessor(dest) else [memops.resolve(dest, n, self._queue,
+                                                           "copy destination", writable=True)]
             room = sum(sp.nbytes for sp in targets)
             if room < n:
                 raise exception(errc.invalid, f"copy of {n} bytes into an accessor of {room}")
         else:
-            targets = dest.spans("copy destination")
+            targets = dest.spans("copy destination", self.requirements)
             n = sum(sp.nbytes for sp in targets)
             sources = [memops.resolve(src, n, self._queue, "copy source", writable=False)]
         pairs = memops.paired(sources, targets, n)
@@ -335,7 +336,8 @@ class handler:
             if len(raw) != np.dtype(ptr.dtype).itemsize:
                 raise exception(errc.invalid, f"fill(acc, value): the value has {len(raw)} "
                                 f"bytes, an element of the accessor {np.dtype(ptr.dtype)}")
-            self._set(memops.in_pieces([memops.Fill(run, raw) for run in ptr.spans("fill")]))
+            runs = ptr.spans("fill", self.requirements)
+            self._set(memops.in_pieces([memops.Fill(run, raw) for run in runs]))
             return
         if count is None:
             raise exception(errc.invalid, "fill(ptr, pattern, count) takes a count")
@@ -350,7 +352,7 @@ class handler:
         if not _is_accessor(acc):
             raise exception(errc.invalid, f"update_host takes a sycl.accessor, got "
                             f"{type(acc).__name__}")
-        runs = acc.spans("update_host")
+        runs = acc.spans("update_host", self.requirements)
         storage = acc.buffer._storage
         whole = Span(runs[0].allocation, None, runs[0].offset,
                      runs[-1].offset + runs[-1].nbytes - runs[0].offset)

@@ -37,6 +37,13 @@ class Graph(Protocol):
     def records_now(self) -> bool: ...
 
 
+def _same_memory(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays are the same bytes in the same order (one C-contiguous block
+    from the same address), not merely overlapping."""
+    return a.flags.c_contiguous and b.flags.c_contiguous and a.nbytes == b.nbytes and \
+        a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+
+
 class Storage:
     """The memory of a buffer and of the buffers that view it."""
 
@@ -64,6 +71,10 @@ class Storage:
         ctx, dev = queue._context, queue._device
         if ctx is self.context and dev is self.device and not self.released:
             return
+        with lock:  # threads making the buffer's first accessors at once allocate once
+            self._bind_locked(ctx, dev, what)
+
+    def _bind_locked(self, ctx: Any, dev: Any, what: str) -> None:
         self.check_live(what)
         if self.allocation is None:
             allocator = scheduler_for(dev).allocators[False]
@@ -226,12 +237,17 @@ class Storage:
         final = self.final
         if self.written and self.write_back and final is not None:
             host = self.host
-            if host is not None and np.may_share_memory(final, host):
+            if host is not None and _same_memory(final, host):
                 self.host_copy()  # the user's own array: downloaded in place
-            elif self.device_newer and final.flags.c_contiguous:
-                self.download(final.reshape(-1).view(np.uint8))
-            else:
+            elif not self.device_newer:
                 np.copyto(final, self.host_copy().view(final.dtype).reshape(final.shape))
+            elif final.flags.c_contiguous and not (
+                    host is not None and np.may_share_memory(final, host)):
+                self.download(final.reshape(-1).view(np.uint8))
+            else:  # through bytes of its own: the host copy stays as the user left it
+                data = np.empty(self.nbytes, np.uint8)
+                self.download(data)
+                np.copyto(final, data.view(final.dtype).reshape(final.shape))
         if self.allocation is not None:
             self.allocation.free()
             self.allocation = None
