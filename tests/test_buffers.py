@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import vksycl as sycl
+from vksycl.ext.oneapi import experimental as syclexp
 
 
 def errc_of(excinfo) -> sycl.errc:
@@ -478,7 +479,7 @@ def test_copies_fills_and_update_host_take_only_accessors_their_command_group_re
                            "does not require") as e:
             q.submit(cgf)
         assert errc_of(e) == sycl.errc.invalid
-    graph = sycl.ext.oneapi.experimental.command_graph(q)
+    graph = syclexp.command_graph(q)
     with pytest.raises(sycl.exception, match="does not require"):
         graph.add(uses[0][1])
     with sycl.host_accessor(buf, sycl.read_only) as v:
