@@ -335,6 +335,34 @@ def test_host_task_accessor_errors(q):
     buf.release()
 
 
+def test_a_host_task_accessor_is_read_in_its_host_task_alone(q):
+    """Outside its host task (in the command group function, before the work it follows
+    is done, or kept and read after, untracked) a host_task accessor refuses access."""
+    a = np.zeros(8, np.int32)
+    kept = []
+    with sycl.buffer(a) as buf:
+        def early(h):
+            x = sycl.accessor(buf, h, sycl.read_write, sycl.host_task)
+            x[0] = 5
+        with pytest.raises(sycl.exception, match="in its command group's host task") as e:
+            q.submit(early)
+        assert e.value.code() == sycl.errc.invalid
+
+        def on_host(h):
+            x = sycl.accessor(buf, h, sycl.read_write, sycl.host_task)
+            kept.append(x)
+
+            def work():
+                x[1] = 7
+            h.host_task(work)
+        q.submit(on_host).wait()
+        for touch in (lambda: kept[0][2], lambda: kept[0].__setitem__(2, 9),
+                      lambda: np.asarray(kept[0])):
+            with pytest.raises(sycl.exception, match="in its command group's host task"):
+                touch()
+    np.testing.assert_array_equal(a, [0, 7, 0, 0, 0, 0, 0, 0])
+
+
 def test_copies_and_fills_refuse_host_task_accessors(q):
     """A host_task accessor's command group brings the host copy up to date, not the
     device copy that copies and fills reach: a copy through one read the device's stale

@@ -385,6 +385,7 @@ class accessor(_Access):
 
     __vksycl_accessor__ = "global"
     _host_task = False  # made with sycl.host_task: the host task's, not a kernel's
+    _in_task = 0  # runs of its command group's host task under way (it reads only then)
     _context: Any = None  # the context of the queue whose command group requires it
     _placeholder = False
     no_init = False
@@ -536,6 +537,10 @@ class accessor(_Access):
             raise exception(errc.invalid, "a device accessor is read in kernels; in a host "
                             "task use sycl.accessor(buf, h, mode, sycl.host_task), elsewhere "
                             "sycl.host_accessor(buf)")
+        if not self._in_task:
+            raise exception(errc.invalid, "a host_task accessor is read and written in its "
+                            "command group's host task (which runs once the work it follows "
+                            "is done), not in the command group function or after it")
         s = self.buffer._storage
         s.check_live("accessor")
         return self.region_of(s.host_copy_made())

@@ -155,11 +155,24 @@ class HostTask(Command):
 
     fn: Callable[..., Any]
     args: tuple = field(default=())
+    # the command group's accessors: those made for the host task read the host copy
+    # while it runs, and only then (its dependencies are done only then)
+    accessors: list = field(default_factory=list)
     command_type = "host_task"
     runs_on_host = True
 
     def lower(self, ctx: LowerContext) -> list[Step]:
-        return [HostStep(lambda: self.fn(*self.args))]
+        return [HostStep(self.run)]
+
+    def run(self) -> None:
+        own = [a for a in self.accessors if a._host_task]
+        for a in own:
+            a._in_task += 1
+        try:
+            self.fn(*self.args)
+        finally:
+            for a in own:
+                a._in_task -= 1
 
 
 @dataclass

@@ -230,7 +230,7 @@ class handler:
         except (TypeError, ValueError):
             wants_handle = False
         args = (interop_handle(self._queue),) if wants_handle else ()
-        self._set(HostTask(fn, args))
+        self._set(HostTask(fn, args, self.requirements))
 
     # -- memory ----------------------------------------------------------------------
     def memcpy(self, dest: Any, src: Any, num_bytes: int | None = None,
