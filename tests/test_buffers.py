@@ -334,6 +334,30 @@ def test_copies_between_accessors_usm_and_numpy(q):
     sycl.free(usm, q)
 
 
+def test_fills_take_a_value_of_the_element_struct(q):
+    """`fill(acc, P(...))` and `q.fill(p, P(...), n)` store the struct's fields, as
+    `p[i] = P(...)` does; an object without them is refused and nothing is filled."""
+    @sycl.struct
+    class Cell:
+        count: sycl.int32
+        weight: sycl.float32
+
+    with sycl.buffer(sycl.range(4), Cell) as buf:
+        q.submit(lambda h: h.fill(sycl.accessor(buf, h, sycl.write_only, sycl.no_init),
+                                  Cell(count=3, weight=2.5)))
+        with sycl.host_accessor(buf, sycl.read_only) as v:
+            assert np.asarray(v)["count"].tolist() == [3] * 4
+            assert np.asarray(v)["weight"].tolist() == [2.5] * 4
+    p = sycl.malloc_shared(3, Cell, q)
+    q.fill(p, Cell(count=-1, weight=0.5), 3).wait()
+    assert [(p[i].count, p[i].weight) for i in range(3)] == [(-1, 0.5)] * 3
+    with pytest.raises(sycl.exception, match="no field 'count'") as e:
+        q.fill(p, object(), 3)
+    assert errc_of(e) == sycl.errc.invalid
+    assert (p[0].count, p[0].weight) == (-1, 0.5)
+    sycl.free(p, q)
+
+
 def test_update_host_refreshes_the_host_copy(q):
     a = np.zeros(16, np.int32)
     buf = sycl.buffer(a)

@@ -21,6 +21,7 @@ from .event import event
 from .memops import Span
 from .platform import backend, device
 from .usm import ptr as usm_ptr
+from .usm import stored
 
 
 class Queue(Protocol):
@@ -462,8 +463,12 @@ def _itemsize(src: Any, dest: Any) -> int:
 
 
 def _pattern_bytes(ptr: Any, pattern: Any) -> bytes:
-    """The bytes of one fill pattern: a numpy scalar or array, bytes, or a Python number
-    taken as the pointer's element type."""
+    """The bytes of one fill pattern: a numpy scalar or array, bytes, a Python number
+    taken as the pointer's element type, or a value of its struct (its fields)."""
+    dtype = getattr(ptr, "dtype", None)
+    if dtype is not None and np.dtype(dtype).names is not None and \
+            not isinstance(pattern, bytes | bytearray | np.generic | np.ndarray):
+        return np.asarray(stored(pattern, np.dtype(dtype))).tobytes()
     if isinstance(pattern, bytes | bytearray):
         raw = bytes(pattern)
     elif isinstance(pattern, np.generic | np.ndarray):

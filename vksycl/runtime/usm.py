@@ -206,7 +206,7 @@ class ptr:
             self._store_span(index, value)
             return
         _check_index(index)
-        self._element(index).view(self.dtype)[0] = _stored(value, self.dtype)
+        self._element(index).view(self.dtype)[0] = stored(value, self.dtype)
 
     def _store_span(self, index: slice, value: Any) -> None:
         """`p[a:b] = values`: numbers as numpy assigns them (one value to all, or as many
@@ -278,7 +278,7 @@ def _loaded(raw: Any, dtype: np.dtype, context: Any) -> Any:
     return obj
 
 
-def _stored(value: Any, dtype: np.dtype) -> Any:
+def stored(value: Any, dtype: np.dtype) -> Any:
     """What memory of `dtype` holds for a host value: a pointer's address, a struct's
     fields (from a struct instance, or any object with those attributes) as a record."""
     if pointee(dtype) is not None:
@@ -297,9 +297,9 @@ def _stored(value: Any, dtype: np.dtype) -> Any:
                             f"'{name}'") from None
         if field.subdtype is not None and (pointee(field.base) is not None or
                                            field.base.names is not None):
-            record[name] = [_stored(x, field.base) for x in v]
+            record[name] = [stored(x, field.base) for x in v]
         else:
-            record[name] = _stored(v, field)
+            record[name] = stored(v, field)
     return record
 
 
