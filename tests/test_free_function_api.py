@@ -309,6 +309,11 @@ def test_arguments_convert_as_cpp_converts(q, alloc):
     q.wait()
     got = view(out, 8)
     np.testing.assert_array_equal(got, [np.float32(0.1), -3, 44, -7, 2, 9, 6, 1])
+    for narrow in (np.float32(-7.9), np.float16(-7.5), np.longdouble(-7.9)):  # numpy floats
+        syclexp.single_task(q, syclexp.kernel_function(convert), out, 0.1, 1, 1, narrow,
+                            Op.MUL, Scoped.POS, Affine(scale=1.5, shift=4), 3)  # truncate too
+        q.wait()
+        assert view(out, 8)[3] == -7, narrow
 
 
 @pytest.mark.parametrize(("args", "needle"), [
@@ -316,6 +321,7 @@ def test_arguments_convert_as_cpp_converts(q, alloc):
     ((0.1, 1, 1, 1, Op.ADD, Scoped.NEG, (1.0, 1), True), "is a Affine"),
     ((0.1, 1, 1, float("nan"), Op.ADD, Scoped.NEG, Affine(1.0, 1), True), "cannot convert"),
     ((1e300, 1, 1, 1, Op.ADD, Scoped.NEG, Affine(1.0, 1), True), "does not fit"),
+    ((10**400, 1, 1, 1, Op.ADD, Scoped.NEG, Affine(1.0, 1), True), "does not fit"),
     ((0.1, 1, 1, 1, Op.ADD, Scoped.NEG, Affine(1.0, 1)), "takes 9 arguments"),
 ])
 def test_arguments_that_do_not_convert(q, alloc, args, needle):

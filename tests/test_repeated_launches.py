@@ -4,6 +4,7 @@ must still see what changed between launches."""
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 
 import numpy as np
@@ -16,6 +17,16 @@ from vksycl.kernels import launch as launch_glue
 
 N = 256
 SCALE = np.float32(1.0)  # a module global the kernel reads; rebound between launches
+
+
+ZERO = 0.0  # rebound to -0.0: a compiled-in number keyed by its exact value
+FACTOR = 3  # rebound to 3.0: the same value as another type compiles other code
+CONSTANTS = types.ModuleType("launch_constants")  # a user's module of constants
+CONSTANTS.K = 1.0
+
+
+class Settings:  # a user's class of constants
+    SCALE = 1.0
 
 
 @syclexp.nd_range_kernel(1)
@@ -60,6 +71,62 @@ def test_a_rebound_global_reaches_the_next_launch(q):
     finally:
         SCALE = np.float32(1.0)
     sycl.free(out, q)
+
+
+def test_rebound_attributes_of_a_users_class_and_module_reach_the_next_launch(q):
+    """A number read as an attribute of a class or module of the user's is compiled in
+    for the value it holds at each launch, like a module global."""
+    out = sycl.malloc_shared(2, sycl.float32, q)
+
+    def body(i):
+        if i == 0:
+            out[i] = Settings.SCALE
+        else:
+            out[i] = CONSTANTS.K
+
+    try:
+        for scale, k in ((1.0, 1.0), (2.0, 5.0), (2.0, 5.0), (-3.0, 0.5)):
+            Settings.SCALE, CONSTANTS.K = scale, k
+            q.parallel_for(2, body).wait()
+            assert np.asarray(out).tolist() == [scale, k]
+    finally:
+        Settings.SCALE, CONSTANTS.K = 1.0, 1.0
+    sycl.free(out, q)
+
+
+def test_compiled_in_numbers_tell_negative_zero_and_an_int_from_a_float_apart(q):
+    """Numbers compiled into a kernel key it by type and exact value: -0.0 is not 0.0,
+    and 3.0 times an int32 is float arithmetic where 3 times it wraps in int32."""
+    global ZERO, FACTOR
+    out = sycl.malloc_shared(1, sycl.float32, q)
+    big = sycl.malloc_shared(1, sycl.int32, q)
+    big[0] = 1_000_000_000
+    wrapped = np.float32(-1294967296)  # 3 * 10**9 in int32
+
+    def store_zero(i):
+        out[i] = ZERO
+
+    def times_factor(i):
+        out[i] = FACTOR * big[i]
+
+    try:
+        for z in (0.0, -0.0, 0.0):
+            ZERO = z
+            q.parallel_for(1, store_zero).wait()
+            assert np.signbit(out[0]) == np.signbit(z)
+        for f, want in ((3, wrapped), (3.0, np.float32(3e9)), (3, wrapped)):
+            FACTOR = f
+            q.parallel_for(1, times_factor).wait()
+            assert out[0] == want, (f, out[0])
+    finally:
+        ZERO, FACTOR = 0.0, 3
+    for t, want in (((3,), wrapped), ((3.0,), np.float32(3e9))):
+        def captured_tuple(i):
+            out[i] = t[0] * big[i]  # noqa: B023 (launched at once)
+        q.parallel_for(1, captured_tuple).wait()
+        assert out[0] == want, (t, out[0])
+    sycl.free(out, q)
+    sycl.free(big, q)
 
 
 def test_a_fresh_allocation_each_launch_is_the_one_written(q):

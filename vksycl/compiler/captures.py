@@ -94,6 +94,25 @@ def is_data(v: Any) -> bool:
     return v is None or isinstance(v, bool | int | float | complex | np.generic)
 
 
+# packages whose modules and classes hold constants: their attributes are compiled in
+_LIBRARIES = frozenset({"vksycl", "spirv_gen", "numpy", *sys.stdlib_module_names})
+
+
+def namespace(obj: Any) -> bool:
+    """A module or class of the user's (not vksycl's, numpy's or the standard library's,
+    nor a struct or enum class): a kernel reading a number from it is compiled for the
+    value it holds at each launch, which is read through the path afresh, so a rebound
+    `Config.SCALE` or `consts.K` is seen."""
+    if isinstance(obj, pytypes.ModuleType):
+        home = obj.__name__
+    elif isinstance(obj, type) and not hasattr(obj, "__vksycl_struct__") and \
+            not issubclass(obj, enum.Enum):
+        home = obj.__module__
+    else:
+        return False
+    return home.split(".")[0] not in _LIBRARIES
+
+
 def plain_object(obj: Any) -> bool:
     """A user's own mutable object (not a module, class, function, enum or vksycl or
     numpy value): its attributes are read at each launch, as captured locals are."""

@@ -23,7 +23,15 @@ from ..exceptions import errc, exception
 from . import coarsen as coarsening
 from . import device as dev
 from . import ir, virtual
-from .captures import ROOT_LENGTH, frozen, is_data, is_usm_ptr, path_name, plain_object
+from .captures import (
+    ROOT_LENGTH,
+    frozen,
+    is_data,
+    is_usm_ptr,
+    namespace,
+    path_name,
+    plain_object,
+)
 from .device_calls import DeviceCalls
 from .device_global import device_global
 from .device_global_code import GlobalV
@@ -456,6 +464,8 @@ class KernelModule(DeviceCalls):
                 len(path) > ROOT_LENGTH.get(path[0], 3) or (
                     path[0] == "global" and fl is not self.kernel_fl)):
             self.specialized.append(path)
+        if namespace(obj):
+            return PyV(obj, path)  # its numbers are looked up through the path at launch
         if isinstance(obj, pytypes.MethodType) and plain_object(obj.__self__):
             return PyV(obj, path)  # a method of a captured object: `self` keeps its path
         if isinstance(obj, pytypes.FunctionType) and obj.__closure__:
@@ -464,7 +474,9 @@ class KernelModule(DeviceCalls):
 
     def attribute(self, fl: FunctionLowering, base: PyV, attr: str, node: ast.AST) -> Any:
         """An attribute of a captured plain object: a kernel argument read at each launch
-        (a number or pointer), or a constant the kernel is compiled for."""
+        (a number or pointer), or a constant the kernel is compiled for; of a user's
+        module or class (`namespace`), a constant the kernel is compiled for, again for
+        each value it holds at launch."""
         assert base.path is not None
         path = (*base.path, attr)
         hit = self.captures.get(path)
@@ -474,7 +486,7 @@ class KernelModule(DeviceCalls):
             obj = getattr(base.obj, attr)
         except AttributeError:
             raise fl.err(node, f"{path_name(base.path)} has no attribute '{attr}'") from None
-        value = self.classify(fl, path, obj, node, runtime=True)
+        value = self.classify(fl, path, obj, node, runtime=not namespace(base.obj))
         self.captures[path] = value
         return value
 

@@ -46,11 +46,24 @@ def signature(v: Any, depth: int = 0) -> Any:
                               if not hasattr(ft, "bits")))
     if t is pytypes.FunctionType and v.__closure__ and depth < 4:
         return _closure_signature(v, depth + 1)
+    if t is tuple:  # compiled in: by its values as kernels tell them apart
+        return ("o", value_key(v))
     try:
         hash(v)
         return ("o", v)
     except TypeError:
         return ("id", id(v))
+
+
+def value_key(v: Any) -> Any:
+    """A value compiled into a kernel as the code tells values apart: numbers by type and
+    exact value (`repr`), so that 0.0 and -0.0, 3 and 3.0, or two NaNs, which `==` and
+    hashing mix up or never match, key the code each compiles to; tuples by their items."""
+    if type(v) is tuple:
+        return tuple(map(value_key, v))
+    if isinstance(v, bool | int | float | complex | np.generic):
+        return (type(v), repr(v))
+    return v
 
 
 def _closure_signature(f: Any, depth: int) -> Any:
@@ -91,5 +104,5 @@ def global_signature(v: Any) -> Any:
     """Numbers by value (they are compiled in), pointers and structs by type, functions by
     identity."""
     if isinstance(v, int | float | bool | np.generic):
-        return (type(v), v)
+        return value_key(v)
     return signature(v)

@@ -127,6 +127,8 @@ def _scalar_converter(t: Scalar, where: str) -> Any:
                     raise not_a_number(v)
                 try:
                     f = float(v)
+                except OverflowError:  # an int past any float's range
+                    raise invalid(f"{where}: {v!r} does not fit {t!r}") from None
                 except (TypeError, ValueError):
                     raise not_a_number(v) from None
             if abs(f) > big and math.isfinite(f):
@@ -142,7 +144,7 @@ def _scalar_converter(t: Scalar, where: str) -> Any:
         if isinstance(v, _FLOATS):
             if not math.isfinite(v):
                 raise invalid(f"{where}: {v!r} cannot convert to {t!r}")
-            v = math.trunc(v)
+            v = int(v)  # towards zero, as C++ converts (numpy floats have no __trunc__)
         elif isinstance(v, _TEXT):
             raise not_a_number(v)
         try:

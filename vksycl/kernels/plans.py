@@ -89,7 +89,7 @@ from ..exceptions import errc, exception
 from ..ranges import check_work_items
 from ..runtime.commands import KernelLaunch
 from ..runtime.usm import ptr as usm_ptr
-from .cache_keys import global_names, global_signature, signature
+from .cache_keys import global_names, global_signature, signature, value_key
 from .marshal import Prepared, Slot
 from .variants import launch_shape, launch_variant
 
@@ -223,13 +223,14 @@ def _prepare(pyfn: Any, captured: tuple, globals_: tuple, spec_key: tuple, spec_
                 p = _PREPARED[key] = Prepared(ck, pyfn, key)
     if p.spec_getters:  # compiled with captured values as constants: one variant per value
         values = tuple(frozen(get(pyfn, ())) for get in p.spec_getters)
-        variant = p.variants.get(values)
+        keys = value_key(values)
+        variant = p.variants.get(keys)
         if variant is None:
-            ck = load_or_compile(pyfn, spec_fn(), (p.key, values), values)
-            if ck.spec_values != values:
+            ck = load_or_compile(pyfn, spec_fn(), (p.key, keys), values)
+            if value_key(ck.spec_values) != keys:
                 raise exception(errc.build, f"kernel {ck.name}: captured values changed "
                                 "while it compiled")
-            variant = p.variants[values] = Prepared(ck, pyfn, (p.key, values))
+            variant = p.variants[keys] = Prepared(ck, pyfn, (p.key, keys))
         return variant
     return p
 
