@@ -105,8 +105,9 @@ def half_gemm(q: sycl.queue, n: int, repeat: int, f32_tflops: float) -> None:
     q.copy(c, out, n * n).wait()
     np.testing.assert_allclose(out[rows], want, rtol=2e-2, atol=2e-2)
     best = flop / secs / 1e12
-    print(f"  vksycl examples/matrix_gemm.py ({matrix_gemm.BM}x{matrix_gemm.BN}x"
-          f"{matrix_gemm.BK} tiles): {best:.1f} TFLOP/s (checked); against the float32 "
+    z = matrix_gemm.tiles_for(q.get_device())
+    print(f"  vksycl examples/matrix_gemm.py ({z.BM}x{z.BN}x{z.BK} tiles): {best:.1f} "
+          f"TFLOP/s (checked); against the float32 "
           f"tiled kernel {best / f32_tflops:.1f}x")
     for p in (a, b, bias, c):
         sycl.free(p, q)

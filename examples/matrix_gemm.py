@@ -8,11 +8,14 @@ its share of A's rows and B's columns into local memory, 8 bytes (four halves) a
 and the sub-groups multiply fragments loaded from there; meanwhile the next step's share
 is already on its way into registers. What makes it fast:
 
-- rows of the local tiles are padded by PAD words, so the 8-row fragment loads of a
+- rows of the local tiles are padded by two 64-bit words, so the 8-row fragment loads of a
   sub-group fall in distinct banks (without it the kernel runs at a third of the speed);
-- every size the copy loops depend on is a module-level constant, so their counts are
-  known when the kernel is compiled: the compiler asks the driver to unroll short loops
-  of a known count, and the registers holding the next step stay registers;
+- every size the copy loops depend on is a number of a tile class (`tile_sizes`), which
+  is compiled in, so their counts are known when the kernel is compiled: the compiler
+  asks the driver to unroll short loops of a known count, and the registers holding the
+  next step stay registers;
+- the k step is the longest whose local tiles the device's work-group memory holds
+  (`tiles_for`: 64 on NVIDIA GPUs, 32 on lavapipe);
 - neighbouring work-groups take neighbouring rows of C (GROUP_M at a time), which keeps
   the columns of B they share in the L2 cache.
 
@@ -28,116 +31,140 @@ import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi.experimental import matrix as jm
 
-T = 16  # fragment size: 16 x 16 x 16, float16 inputs, float32 accumulation
-W = 4  # halves in a 64-bit word, the unit of the copies into local memory
-BM, BN, BK = 128, 128, 64  # the work-group's tile of C, and its step along K
-SUB = 64  # the block of C a computing sub-group holds (4 x 4 fragments)
-WORK_ITEMS = 128  # a work-group: at least four sub-groups of up to 32 work-items
-PAD = 2  # words added to each row of a local tile
-A_ROW, B_ROW = BK // W + PAD, BN // W + PAD  # words per row of the local tiles
-A_WORDS, B_WORDS = BM * A_ROW, BK * B_ROW
-A_COLS, B_COLS = BK // W, BN // W  # words of a row that the copies move
-A_PASS, B_PASS = WORK_ITEMS // A_COLS, WORK_ITEMS // B_COLS  # rows a pass of them covers
-A_SHARE, B_SHARE = BM // A_PASS, BK // B_PASS  # words each work-item copies per step
-GROUP_M = 8  # rows of work-groups that go along C's columns together
+
+def tile_sizes(name: str, bk: int) -> type:
+    """The sizes a kernel is compiled for, as a class: numbers a kernel reads from a class
+    of yours are compiled in (a kernel for each class), so the copy loops' counts are known
+    and the driver unrolls them. `bk` is the step along K; the rest follows from it."""
+    t, w, bm, bn, work_items, pad = 16, 4, 128, 128, 128, 2
+    a_row, b_row = bk // w + pad, bn // w + pad  # words per row of the local tiles
+    a_cols, b_cols = bk // w, bn // w  # words of a row that the copies move
+    a_pass, b_pass = work_items // a_cols, work_items // b_cols  # rows a pass covers
+    return type(name, (), {
+        "__doc__": f"128x128 tiles of C stepping {bk} along K.",
+        "T": t,  # fragment size: 16 x 16 x 16, float16 inputs, float32 accumulation
+        "W": w,  # halves in a 64-bit word, the unit of the copies into local memory
+        "BM": bm, "BN": bn, "BK": bk,  # the work-group's tile of C, and its step along K
+        "SUB": 64,  # the block of C a computing sub-group holds (4 x 4 fragments)
+        "WORK_ITEMS": work_items,  # a work-group: four sub-groups of up to 32 work-items
+        "GROUP_M": 8,  # rows of work-groups that go along C's columns together
+        "A_ROW": a_row, "B_ROW": b_row, "A_WORDS": bm * a_row, "B_WORDS": bk * b_row,
+        "A_COLS": a_cols, "B_COLS": b_cols, "A_PASS": a_pass, "B_PASS": b_pass,
+        "A_SHARE": bm // a_pass, "B_SHARE": bk // b_pass,  # words each work-item copies
+        "LOCAL_BYTES": 8 * (bm * a_row + bk * b_row),  # the two local tiles
+    })
+
+
+# 35 KiB of work-group memory: what NVIDIA GPUs offer (48 KiB) holds it
+WIDE = tile_sizes("WideTiles", 64)
+# 18.5 KiB, for devices offering less (lavapipe's 32 KiB)
+NARROW = tile_sizes("NarrowTiles", 32)
+
+
+def tiles_for(device: sycl.device) -> type:
+    """The widest tiles whose local memory the device has."""
+    room = device.get_info(sycl.info.device.local_mem_size)
+    return WIDE if room >= WIDE.LOCAL_BYTES else NARROW
 
 
 def gemm_bias_relu(q: sycl.queue, a, b, bias, c, m: int, n: int, k: int) -> sycl.event:
     """c[m, n] = relu(a[m, k] @ b[k, n] + bias[n]) for row-major USM arrays; m, n and k must
-    be multiples of BM, BN and BK."""
-    if m % BM or n % BN or k % BK:
-        raise ValueError(f"{m}x{n}x{k} is not a multiple of the {BM}x{BN}x{BK} tile")
-    if q.get_device().get_info(sycl.info.device.sub_group_sizes)[0] > WORK_ITEMS // 4:
-        raise ValueError(f"the kernel needs four sub-groups in {WORK_ITEMS} work-items")
-    groups = (m // BM) * (n // BN)
-    return q.parallel_for(sycl.nd_range((groups * WORK_ITEMS,), (WORK_ITEMS,)),
-                          gemm_kernel(a, b, bias, c, m, n, k))
+    be multiples of the tile (`tiles_for(q.get_device())`: 128, 128 and 64 or 32)."""
+    z = tiles_for(q.get_device())
+    if m % z.BM or n % z.BN or k % z.BK:
+        raise ValueError(f"{m}x{n}x{k} is not a multiple of the {z.BM}x{z.BN}x{z.BK} tile")
+    if q.get_device().get_info(sycl.info.device.sub_group_sizes)[0] > z.WORK_ITEMS // 4:
+        raise ValueError(f"the kernel needs four sub-groups in {z.WORK_ITEMS} work-items")
+    groups = (m // z.BM) * (n // z.BN)
+    return q.parallel_for(sycl.nd_range((groups * z.WORK_ITEMS,), (z.WORK_ITEMS,)),
+                          gemm_kernel(a, b, bias, c, m, n, k, z))
 
 
-def gemm_kernel(a, b, bias, c, m: int, n: int, k: int):
-    """The kernel of one launch."""
-    groups_m, groups_n = m // BM, n // BN
+def gemm_kernel(a, b, bias, c, m: int, n: int, k: int, z: type = WIDE):
+    """The kernel of one launch, with the sizes of tile class `z`."""
+    groups_m, groups_n = m // z.BM, n // z.BN
     a_words, b_words = a.astype(sycl.uint64), b.astype(sycl.uint64)
-    k_words, n_words = k // W, n // W
+    k_words, n_words = k // z.W, n // z.W
     f16, f32, rm = sycl.float16, sycl.float32, jm.layout.row_major
 
     def body(it):
         sg = it.get_sub_group()
         lid = it.get_local_linear_id()
         group = it.get_group_linear_id()
-        per = GROUP_M * groups_n  # work-groups of GROUP_M rows of C's tiles
-        first = (group // per) * GROUP_M
-        rows = min(groups_m - first, GROUP_M)
-        row0 = (first + (group % per) % rows) * BM
-        col0 = ((group % per) // rows) * BN
+        per = z.GROUP_M * groups_n  # work-groups of z.GROUP_M rows of C's tiles
+        first = (group // per) * z.GROUP_M
+        rows = min(groups_m - first, z.GROUP_M)
+        row0 = (first + (group % per) % rows) * z.BM
+        col0 = ((group % per) // rows) * z.BN
         sid = sg.get_group_linear_id()
         computes = sid < 4
-        r = (sid // 2) * SUB  # the sub-group's block within the work-group's tile
-        cc = (sid % 2) * SUB
-        tile_a = syclexp.work_group_memory(sycl.uint64, (A_WORDS,))
-        tile_b = syclexp.work_group_memory(sycl.uint64, (B_WORDS,))
-        next_a = sycl.private_array(sycl.uint64, A_SHARE)
-        next_b = sycl.private_array(sycl.uint64, B_SHARE)
-        # the words this work-item copies: a column of each tile, every A_PASS / B_PASS rows
-        a_row, a_col = lid // A_COLS, lid % A_COLS
-        b_row, b_col = lid // B_COLS, lid % B_COLS
+        r = (sid // 2) * z.SUB  # the sub-group's block within the work-group's tile
+        cc = (sid % 2) * z.SUB
+        tile_a = syclexp.work_group_memory(sycl.uint64, (z.A_WORDS,))
+        tile_b = syclexp.work_group_memory(sycl.uint64, (z.B_WORDS,))
+        next_a = sycl.private_array(sycl.uint64, z.A_SHARE)
+        next_b = sycl.private_array(sycl.uint64, z.B_SHARE)
+        # the words this work-item copies: a column of each tile, every z.A_PASS / z.B_PASS rows
+        a_row, a_col = lid // z.A_COLS, lid % z.A_COLS
+        b_row, b_col = lid // z.B_COLS, lid % z.B_COLS
         from_a = (row0 + a_row) * k_words + a_col
-        from_b = b_row * n_words + col0 // W + b_col
-        to_a = a_row * A_ROW + a_col
-        to_b = b_row * B_ROW + b_col
+        from_b = b_row * n_words + col0 // z.W + b_col
+        to_a = a_row * z.A_ROW + a_col
+        to_b = b_row * z.B_ROW + b_col
 
-        c00 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        c01 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        c02 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        c03 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        c10 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        c11 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        c12 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        c13 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        c20 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        c21 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        c22 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        c23 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        c30 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        c31 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        c32 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
-        c33 = jm.joint_matrix(sg, f32, jm.use.accumulator, T, T)
+        c00 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
+        c01 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
+        c02 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
+        c03 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
+        c10 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
+        c11 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
+        c12 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
+        c13 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
+        c20 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
+        c21 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
+        c22 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
+        c23 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
+        c30 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
+        c31 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
+        c32 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
+        c33 = jm.joint_matrix(sg, f32, jm.use.accumulator, z.T, z.T)
         blocks = ((c00, 0, 0), (c01, 0, 1), (c02, 0, 2), (c03, 0, 3),
                   (c10, 1, 0), (c11, 1, 1), (c12, 1, 2), (c13, 1, 3),
                   (c20, 2, 0), (c21, 2, 1), (c22, 2, 2), (c23, 2, 3),
                   (c30, 3, 0), (c31, 3, 1), (c32, 3, 2), (c33, 3, 3))
         if computes:
             for acc, _, j in blocks:
-                jm.joint_matrix_load(sg, acc, bias + col0 + cc + j * T, 0, rm)
-        a0 = jm.joint_matrix(sg, f16, jm.use.a, T, T, rm)
-        a1 = jm.joint_matrix(sg, f16, jm.use.a, T, T, rm)
-        a2 = jm.joint_matrix(sg, f16, jm.use.a, T, T, rm)
-        a3 = jm.joint_matrix(sg, f16, jm.use.a, T, T, rm)
-        b0 = jm.joint_matrix(sg, f16, jm.use.b, T, T, rm)
-        b1 = jm.joint_matrix(sg, f16, jm.use.b, T, T, rm)
-        b2 = jm.joint_matrix(sg, f16, jm.use.b, T, T, rm)
-        b3 = jm.joint_matrix(sg, f16, jm.use.b, T, T, rm)
+                jm.joint_matrix_load(sg, acc, bias + col0 + cc + j * z.T, 0, rm)
+        a0 = jm.joint_matrix(sg, f16, jm.use.a, z.T, z.T, rm)
+        a1 = jm.joint_matrix(sg, f16, jm.use.a, z.T, z.T, rm)
+        a2 = jm.joint_matrix(sg, f16, jm.use.a, z.T, z.T, rm)
+        a3 = jm.joint_matrix(sg, f16, jm.use.a, z.T, z.T, rm)
+        b0 = jm.joint_matrix(sg, f16, jm.use.b, z.T, z.T, rm)
+        b1 = jm.joint_matrix(sg, f16, jm.use.b, z.T, z.T, rm)
+        b2 = jm.joint_matrix(sg, f16, jm.use.b, z.T, z.T, rm)
+        b3 = jm.joint_matrix(sg, f16, jm.use.b, z.T, z.T, rm)
 
-        for i in range(A_SHARE):  # the first step's tiles
-            tile_a[to_a + i * A_PASS * A_ROW] = a_words[from_a + i * A_PASS * k_words]
-        for i in range(B_SHARE):
-            tile_b[to_b + i * B_PASS * B_ROW] = b_words[from_b + i * B_PASS * n_words]
+        for i in range(z.A_SHARE):  # the first step's tiles
+            tile_a[to_a + i * z.A_PASS * z.A_ROW] = a_words[from_a + i * z.A_PASS * k_words]
+        for i in range(z.B_SHARE):
+            tile_b[to_b + i * z.B_PASS * z.B_ROW] = b_words[from_b + i * z.B_PASS * n_words]
         sycl.group_barrier(it.get_group())
-        for k0 in range(BK, k + BK, BK):
+        for k0 in range(z.BK, k + z.BK, z.BK):
             more = k0 < k
             if more:  # the next step's words, in flight while this step multiplies
-                for i in range(A_SHARE):
-                    next_a[i] = a_words[from_a + i * A_PASS * k_words + k0 // W]
-                for i in range(B_SHARE):
-                    next_b[i] = b_words[from_b + (k0 + i * B_PASS) * n_words]
+                for i in range(z.A_SHARE):
+                    next_a[i] = a_words[from_a + i * z.A_PASS * k_words + k0 // z.W]
+                for i in range(z.B_SHARE):
+                    next_b[i] = b_words[from_b + (k0 + i * z.B_PASS) * n_words]
             if computes:
-                for kf in range(0, BK, T):
+                for kf in range(0, z.BK, z.T):
                     for frag, i in ((a0, 0), (a1, 1), (a2, 2), (a3, 3)):
-                        jm.joint_matrix_load(sg, frag, tile_a + (r + i * T) * A_ROW + kf // W,
-                                             A_ROW)
+                        jm.joint_matrix_load(sg, frag, tile_a + (r + i * z.T) * z.A_ROW + kf // z.W,
+                                             z.A_ROW)
                     for frag, j in ((b0, 0), (b1, 1), (b2, 2), (b3, 3)):
-                        jm.joint_matrix_load(sg, frag, tile_b + kf * B_ROW + (cc + j * T) // W,
-                                             B_ROW)
+                        jm.joint_matrix_load(sg, frag,
+                                             tile_b + kf * z.B_ROW + (cc + j * z.T) // z.W,
+                                             z.B_ROW)
                     for acc, fa, fb in ((c00, a0, b0), (c01, a0, b1), (c02, a0, b2),
                                         (c03, a0, b3), (c10, a1, b0), (c11, a1, b1),
                                         (c12, a1, b2), (c13, a1, b3), (c20, a2, b0),
@@ -147,24 +174,25 @@ def gemm_kernel(a, b, bias, c, m: int, n: int, k: int):
                         jm.joint_matrix_mad(sg, acc, fa, fb, acc)
             sycl.group_barrier(it.get_group())
             if more:
-                for i in range(A_SHARE):
-                    tile_a[to_a + i * A_PASS * A_ROW] = next_a[i]
-                for i in range(B_SHARE):
-                    tile_b[to_b + i * B_PASS * B_ROW] = next_b[i]
+                for i in range(z.A_SHARE):
+                    tile_a[to_a + i * z.A_PASS * z.A_ROW] = next_a[i]
+                for i in range(z.B_SHARE):
+                    tile_b[to_b + i * z.B_PASS * z.B_ROW] = next_b[i]
             sycl.group_barrier(it.get_group())
 
         if computes:
             out = c + (row0 + r) * n + col0 + cc
             for acc, i, j in blocks:
                 jm.joint_matrix_apply(sg, acc, lambda x: max(x, 0.0))
-                jm.joint_matrix_store(sg, acc, out + i * T * n + j * T, n, rm)
+                jm.joint_matrix_store(sg, acc, out + i * z.T * n + j * z.T, n, rm)
 
     return body
 
 
 def main() -> None:
     q = sycl.queue()
-    m, n, k = 2 * BM, BN, 3 * BK
+    z = tiles_for(q.get_device())
+    m, n, k = 2 * z.BM, z.BN, 3 * z.BK
     rng = np.random.default_rng(1)
     host_a = rng.standard_normal((m, k)).astype(np.float16)
     host_b = rng.standard_normal((k, n)).astype(np.float16)

@@ -208,7 +208,8 @@ def test_loads_from_local_memory_and_accessors(q):
 
 
 def test_the_gemm_example_with_bias_and_relu(q, mem):
-    m, n, k = 2 * matrix_gemm.BM, matrix_gemm.BN, 3 * matrix_gemm.BK
+    z = matrix_gemm.tiles_for(q.get_device())
+    m, n, k = 2 * z.BM, z.BN, 3 * z.BK
     rng = np.random.default_rng(2)
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)
@@ -296,7 +297,8 @@ def test_cooperative_spirv_validates(mem, combo, la):
 
 def test_cooperative_gemm_and_epilogue_validate(mem):
     p = [mem.zeros(64, t) for t in (np.float16, np.float16, np.float32, np.float32)]
-    ck = _cooperative(matrix_gemm.gemm_kernel(*p, 256, 256, 256), (matrix_gemm.WORK_ITEMS,))
+    ck = _cooperative(matrix_gemm.gemm_kernel(*p, 256, 256, 256, matrix_gemm.WIDE),
+                      (matrix_gemm.WIDE.WORK_ITEMS,))
     asm = ck.spirv_asm()
     assert asm.count("OpCooperativeMatrixMulAddKHR") == 16  # a sub-group's 4 x 4 block
     assert "OpCooperativeMatrixLengthKHR" in asm  # the ReLU over each work-item's share

@@ -670,3 +670,17 @@ def test_kernels_reject_pointers_from_another_context(q):
     syclexp.single_task(other, syclexp.kernel_function(store), foreign).wait()
     assert foreign[0] == 7
     sycl.free(foreign, other)
+
+
+@pytest.mark.parametrize("make", [lambda: sycl.range(64.5), lambda: sycl.range("3"),
+                                  lambda: sycl.id(2, 1.5), lambda: sycl.range(float("nan")),
+                                  lambda: sycl.nd_range((64.5,), (8,)),
+                                  lambda: sycl.nd_range((64,), (7.5,))])
+def test_ranges_take_integer_sizes(make):
+    """A size that is no integer is a mistake (one computed with `/`), not a size to
+    truncate: refused, naming what it got. A float holding an integer is that integer."""
+    with pytest.raises(sycl.exception, match="takes integer sizes, got") as e:
+        make()
+    assert e.value.code() == sycl.errc.invalid
+    assert tuple(sycl.range(np.int64(5), True)) == (5, 1)  # numpy ints and bools are ints
+    assert sycl.range(64.0) is sycl.range(64) and tuple(sycl.range(np.float32(3))) == (3,)

@@ -11,6 +11,17 @@ import numpy as np
 from .exceptions import errc, exception
 
 
+def _size(v: Any, what: str) -> int:
+    """A size or index: an integer (numpy's too), or a float holding one (64.0, which
+    equals the 64 an earlier range was made of); 64.5 or "3" is a mistake, refused."""
+    if hasattr(v, "__index__"):
+        return operator.index(v)
+    if isinstance(v, float | np.floating) and float(v).is_integer():
+        return int(v)
+    raise exception(errc.invalid, f"a {what} takes integer sizes, got {type(v).__name__} "
+                    f"{v!r}")
+
+
 def _dims(values: tuple[Any, ...], what: str) -> tuple[int, ...]:
     if len(values) == 1:
         v = values[0]
@@ -22,7 +33,7 @@ def _dims(values: tuple[Any, ...], what: str) -> tuple[int, ...]:
         return values  # sizes as users mostly give them: checked, nothing to convert
     if not 1 <= len(values) <= 3:
         raise exception(errc.invalid, f"a {what} has 1 to 3 dimensions, got {len(values)}")
-    out = tuple(int(v) for v in values)
+    out = tuple(_size(v, what) for v in values)
     if any(v < 0 for v in out):
         raise exception(errc.invalid, f"a {what} cannot be negative: {out}")
     return out
