@@ -336,7 +336,8 @@ def test_copies_between_accessors_usm_and_numpy(q):
 
 def test_fills_take_a_value_of_the_element_struct(q):
     """`fill(acc, P(...))` and `q.fill(p, P(...), n)` store the struct's fields, as
-    `p[i] = P(...)` does; an object without them is refused and nothing is filled."""
+    `p[i] = P(...)` does (a tuple of them too, and 0 zeroes every field); an object
+    without them is refused and nothing is filled."""
     @sycl.struct
     class Cell:
         count: sycl.int32
@@ -348,7 +349,15 @@ def test_fills_take_a_value_of_the_element_struct(q):
         with sycl.host_accessor(buf, sycl.read_only) as v:
             assert np.asarray(v)["count"].tolist() == [3] * 4
             assert np.asarray(v)["weight"].tolist() == [2.5] * 4
+        q.submit(lambda h: h.fill(sycl.accessor(buf, h, sycl.write_only), (7, 0.25)))
+        with sycl.host_accessor(buf, sycl.read_only) as v:
+            assert np.asarray(v).tolist() == [(7, 0.25)] * 4
+        q.submit(lambda h: h.fill(sycl.accessor(buf, h, sycl.write_only), 0))  # zeroes all
+        with sycl.host_accessor(buf, sycl.read_only) as v:
+            assert np.asarray(v).tolist() == [(0, 0.0)] * 4
     p = sycl.malloc_shared(3, Cell, q)
+    q.fill(p, 0, 3).wait()
+    assert [(p[i].count, p[i].weight) for i in range(3)] == [(0, 0.0)] * 3
     q.fill(p, Cell(count=-1, weight=0.5), 3).wait()
     assert [(p[i].count, p[i].weight) for i in range(3)] == [(-1, 0.5)] * 3
     with pytest.raises(sycl.exception, match="no field 'count'") as e:

@@ -129,6 +129,67 @@ def test_compiled_in_numbers_tell_negative_zero_and_an_int_from_a_float_apart(q)
     sycl.free(big, q)
 
 
+class Limits:  # a user's class whose class method the kernel calls
+    TOP = 7.0
+
+    @classmethod
+    def top(cls) -> float:
+        return cls.TOP
+
+
+def test_a_class_method_reads_its_class_afresh_at_each_launch(q):
+    out = sycl.malloc_shared(1, sycl.float32, q)
+
+    def body(i):
+        out[i] = Limits.top()
+
+    try:
+        for top in (7.0, 11.0, 11.0, -2.0):
+            Limits.TOP = top
+            q.parallel_for(1, body).wait()
+            assert out[0] == top
+    finally:
+        Limits.TOP = 7.0
+    sycl.free(out, q)
+
+
+def test_values_compiled_in_are_keyed_once_per_change_and_compile_once(q, monkeypatch):
+    """A kernel compiled for captured values (a class's numbers, a list) finds its first
+    variant without compiling again, and launches bringing the very same values again skip
+    keying them; a tuple of lists or arrays, which keys nothing, still launches."""
+    from vksycl.kernels import plans
+    compiles, keyed = [], []
+    real_compile, real_key = plans.load_or_compile, plans.value_key
+    monkeypatch.setattr(plans, "load_or_compile",
+                        lambda *a: compiles.append(a[2]) or real_compile(*a))
+    monkeypatch.setattr(plans, "value_key", lambda v: keyed.append(v) or real_key(v))
+    out = sycl.malloc_shared(2, sycl.float32, q)
+
+    def scaled(i):
+        out[i] = sycl.float32(i) * Settings.SCALE
+
+    for _ in range(5):
+        q.parallel_for(2, scaled).wait()
+    assert np.asarray(out).tolist() == [0.0, 1.0]
+    assert len(compiles) == 1 and len(keyed) == 1  # the first launch's, once
+    Settings.SCALE = 3.0
+    try:
+        q.parallel_for(2, scaled).wait()
+    finally:
+        Settings.SCALE = 1.0
+    assert np.asarray(out).tolist() == [0.0, 3.0] and len(compiles) == 2
+    steps = [1.0, 2.0]
+    tables = ([4.0, 5.0], np.array([6.0]))
+
+    def from_lists(i):
+        out[i] = steps[1] + tables[0][1]
+
+    del compiles[:]
+    q.parallel_for(2, from_lists).wait()
+    assert np.asarray(out).tolist() == [7.0, 7.0] and len(compiles) == 1
+    sycl.free(out, q)
+
+
 def test_a_fresh_allocation_each_launch_is_the_one_written(q):
     rng = sycl.range(N)
     kept = []

@@ -466,8 +466,10 @@ class KernelModule(DeviceCalls):
             self.specialized.append(path)
         if namespace(obj):
             return PyV(obj, path)  # its numbers are looked up through the path at launch
-        if isinstance(obj, pytypes.MethodType) and plain_object(obj.__self__):
-            return PyV(obj, path)  # a method of a captured object: `self` keeps its path
+        if isinstance(obj, pytypes.MethodType) and (plain_object(obj.__self__) or
+                                                   namespace(obj.__self__)):
+            return PyV(obj, path)  # a method of a captured object or a class method: `self`
+            # or `cls` keeps its path
         if isinstance(obj, pytypes.FunctionType) and obj.__closure__:
             return PyV(obj, path)  # a closure: its cells are read through the path
         return PyV(obj)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..compiler import device as dev
+from ..compiler.captures import frozen
 from ..compiler.host_bodies import host_names
 from ..compiler.kernel import _names
 from ..types import dtype_key
@@ -47,7 +48,12 @@ def signature(v: Any, depth: int = 0) -> Any:
     if t is pytypes.FunctionType and v.__closure__ and depth < 4:
         return _closure_signature(v, depth + 1)
     if t is tuple:  # compiled in: by its values as kernels tell them apart
-        return ("o", value_key(v))
+        k = value_key(frozen(v))
+        try:
+            hash(k)
+        except TypeError:  # an array among them: no value to key by
+            return ("id", id(v))
+        return ("o", k)
     try:
         hash(v)
         return ("o", v)

@@ -29,7 +29,7 @@ from ..exceptions import errc, exception
 from ..runtime import device_globals
 from ..runtime.context import scheduler_for
 from ..runtime.usm import Allocation, alloc, other_device
-from .cache_keys import signature
+from .cache_keys import signature, value_key
 
 _FORMAT = {"i": "i", "u": "I", "f": "f", "b": "I"}
 _FORMAT64 = {"i": "q", "u": "Q", "f": "d"}
@@ -51,9 +51,9 @@ class Prepared:
     """A compiled kernel plus everything needed to launch it quickly."""
 
     __slots__ = ("accessors", "attr_getters", "attr_sigs", "cell_slots", "checked", "ck",
-                 "global_slots", "globals", "groups", "key", "last_launch", "launch_slots",
-                 "n", "packer", "param_slots", "ptrs", "scalar_paths", "scalars",
-                 "spec_getters", "variants")
+                 "global_slots", "globals", "groups", "key", "last_launch", "last_spec",
+                 "launch_slots", "n", "packer", "param_slots", "ptrs", "scalar_paths",
+                 "scalars", "spec_getters", "variants")
 
     def __init__(self, ck: CompiledKernel, pyfn: Any, key: Any) -> None:
         self.ck = ck
@@ -61,7 +61,10 @@ class Prepared:
         self.checked: set[int] = set()
         self.groups: dict[Any, tuple[int, int, int]] = {}
         self.spec_getters = [path_getter(path, pyfn) for path in ck.specialized]
-        self.variants: dict[tuple, Prepared] = {ck.spec_values: self}
+        # variants by the compiled-in values' keys (`value_key`), and the values of the
+        # last launch with its variant: the same objects again need no key
+        self.variants: dict[tuple, Prepared] = {value_key(ck.spec_values): self}
+        self.last_spec: tuple | None = None
         slots = sorted((a for a in ck.args if a.push_offset >= 0), key=lambda a: a.push_offset)
         fmt, at = "<", 0
         for a in slots:

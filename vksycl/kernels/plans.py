@@ -223,6 +223,9 @@ def _prepare(pyfn: Any, captured: tuple, globals_: tuple, spec_key: tuple, spec_
                 p = _PREPARED[key] = Prepared(ck, pyfn, key)
     if p.spec_getters:  # compiled with captured values as constants: one variant per value
         values = tuple(frozen(get(pyfn, ())) for get in p.spec_getters)
+        last = p.last_spec
+        if last is not None and all(map(operator.is_, last[0], values)):
+            return last[1]
         keys = value_key(values)
         variant = p.variants.get(keys)
         if variant is None:
@@ -231,6 +234,7 @@ def _prepare(pyfn: Any, captured: tuple, globals_: tuple, spec_key: tuple, spec_
                 raise exception(errc.build, f"kernel {ck.name}: captured values changed "
                                 "while it compiled")
             variant = p.variants[keys] = Prepared(ck, pyfn, (p.key, keys))
+        p.last_spec = (values, variant)
         return variant
     return p
 

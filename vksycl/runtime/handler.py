@@ -467,8 +467,8 @@ def _pattern_bytes(ptr: Any, pattern: Any) -> bytes:
     taken as the pointer's element type, or a value of its struct (its fields)."""
     dtype = getattr(ptr, "dtype", None)
     if dtype is not None and np.dtype(dtype).names is not None and \
-            not isinstance(pattern, bytes | bytearray | np.generic | np.ndarray):
-        return np.asarray(stored(pattern, np.dtype(dtype))).tobytes()
+            not isinstance(pattern, bytes | bytearray | np.generic | np.ndarray | int | float):
+        return np.asarray(stored(pattern, np.dtype(dtype)), np.dtype(dtype)).tobytes()
     if isinstance(pattern, bytes | bytearray):
         raw = bytes(pattern)
     elif isinstance(pattern, np.generic | np.ndarray):
