@@ -1,6 +1,10 @@
-"""Fixtures every test folder shares: queues, the context, and USM arrays from numpy."""
+"""Fixtures every test folder shares: queues, the context, USM arrays from numpy, and
+work run on several threads at once."""
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -123,3 +127,28 @@ def _diamond(iterations: int, a, b, c):
 @pytest.fixture(scope="session")
 def diamond_reference():
     return _diamond
+
+
+def _run_in_threads(work: Callable[[int], None], count: int) -> None:
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            work(i)
+        except BaseException as err:  # raised in the test's thread below
+            errors.append(err)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+@pytest.fixture
+def in_threads() -> Callable[[Callable[[int], None], int], None]:
+    """`in_threads(work, count)`: runs `work(i)` for each i below `count`, each on a thread
+    of its own at once, and raises the first error any of them raised."""
+    return _run_in_threads

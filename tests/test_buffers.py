@@ -1,6 +1,9 @@
 """Buffers and host accessors: construction, views, write-back, copies and fills through
 accessors, and every error path (raised before anything runs, no data changed)."""
 
+import sys
+import threading
+
 import numpy as np
 import pytest
 
@@ -197,11 +200,9 @@ def test_final_data_overlapping_the_host_array_is_written_where_it_is(q):
     np.testing.assert_array_equal(final, np.arange(6).reshape(2, 3) + 100)
 
 
-def test_threads_making_a_buffers_first_accessors_at_once_share_one_allocation(q):
+def test_threads_making_a_buffers_first_accessors_at_once_share_one_allocation(q, in_threads):
     """The first accessors of a buffer bind its memory to the device: made in four
     threads at once, every kernel still writes the one allocation written back."""
-    import sys
-    import threading
     parts, n = 4, 64
     per = n // parts
     interval = sys.getswitchinterval()
@@ -223,11 +224,7 @@ def test_threads_making_a_buffers_first_accessors_at_once_share_one_allocation(q
                         acc[i] = acc[i] + 1 + part
                     h.parallel_for(sycl.range(per), k)
                 q.submit(cg)
-            threads = [threading.Thread(target=writer, args=(p,)) for p in range(parts)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            in_threads(writer, parts)
             buf.release()
             np.testing.assert_array_equal(a, np.repeat(np.arange(1, parts + 1), per))
     finally:

@@ -170,25 +170,16 @@ def test_async_errors_raise_without_a_handler():
     assert err.value.code() == sycl.errc.runtime
 
 
-def test_many_threads_submit_to_one_queue(q):
+def test_many_threads_submit_to_one_queue(q, in_threads):
     """Submissions from several threads share the device's sequence pool and queue."""
     n_threads, rounds = 4, 100
     mems = [sycl.malloc_shared(256, sycl.uint32, q) for _ in range(n_threads)]
-    errors = []
 
     def worker(t):
-        try:
-            for r in range(rounds):
-                q.fill(mems[t], np.uint32(r * 10 + t), 256).wait()
-                assert np.all(np.asarray(mems[t]) == r * 10 + t)
-        except BaseException as err:  # reported below
-            errors.append(err)
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(n_threads)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+        for r in range(rounds):
+            q.fill(mems[t], np.uint32(r * 10 + t), 256).wait()
+            assert np.all(np.asarray(mems[t]) == r * 10 + t)
+    in_threads(worker, n_threads)
     for m in mems:
         sycl.free(m, q)
 
