@@ -142,16 +142,6 @@ class _AccessorKey:
         return type(acc) is self.cls and acc.dtype is self.dtype and \
             acc.dims == self.dims and _accessor_what(acc) == self.what
 
-    def launches_alike(self, acc: Any, required: list | None) -> bool:
-        """Whether `acc` runs the kernel and packs the launch values of the accessor this
-        key was kept of (the same live memory, element type, region and mode, which its
-        launch key and mode say); the accessor's own launch checks run too, against the
-        accessors the launching command group requires (`required`)."""
-        if type(acc) is not self.cls:
-            return False
-        if self.launch is None:  # a local accessor: nothing of it is pushed
-            return self.matches(acc)
-        return acc._vksycl_launches_as(self.launch, self.what, required)
 
 
 def _accessor_what(acc: Any) -> Any:
@@ -478,9 +468,20 @@ def repeats(pyfn: Any, plan: Plan, last: tuple, required: list | None) -> bool:
     the context and the arguments); accessors among the captures must be among those the
     launching command group requires (`required`)."""
     record = last[4]
-    if record[3] is None:  # accessors kept as their keys
-        return _same_keyed_captures(pyfn, record, plan.names, required) and \
-            not last[0].globals
+    if record[3] is None:  # accessors kept as their keys: every buffer command group
+        if last[0].globals:
+            return False
+        cells = pyfn.__closure__
+        if cells is not None:  # inline: the one call per accessor is its own check
+            for kept, cell in zip(record[0], cells):  # noqa: B905 (cells of one code)
+                now = cell.cell_contents
+                if kept is not now and not (type(kept) is _AccessorKey and type(now) is
+                                            kept.cls and now._vksycl_launches_as(kept,
+                                                                                 required)):
+                    return False
+        names = plan.names
+        return not names or _launch_alike(record[1], map(pyfn.__globals__.get, names),
+                                          required)
     return _same_captures(pyfn, record, plan.names) and not last[0].globals and \
         (len(record) == 4 or _same_attributes(pyfn, record)) and \
         not any(map(FREED, record[3]))
@@ -676,24 +677,13 @@ def arguments_record(args: tuple) -> tuple | None:
     return (args, tuple(v for v in args if type(v) is usm_ptr))
 
 
-def _same_keyed_captures(kernel: Any, record: tuple, names: tuple[str, ...],
-                         required: list | None) -> bool:
-    """`_same_captures` where accessors are kept as their keys: a new accessor each
-    command group over the same memory and region launches alike. Every command group
-    over a buffer passes here, so the loops zip without `strict` (the record and the
-    cells are of one code, the names the code's)."""
-    cells = kernel.__closure__
-    if cells is not None:
-        for kept, cell in zip(record[0], cells):  # noqa: B905 (one or two cells)
-            now = cell.cell_contents
-            if kept is not now and not (type(kept) is _AccessorKey and
-                                        kept.launches_alike(now, required)):
-                return False
-    if not names:
-        return True
-    for kept, now in zip(record[1], map(kernel.__globals__.get, names)):  # noqa: B905
-        if kept is not now and not (type(kept) is _AccessorKey and
-                                    kept.launches_alike(now, required)):
+def _launch_alike(kept_values: tuple, values: Any, required: list | None) -> bool:
+    """Whether the globals a kernel reads are the kept objects, or accessors launching as
+    the ones kept as keys, whose launch checks then run against the accessors the command
+    group requires, `required` (the test `repeats` makes inline for the cells)."""
+    for kept, now in zip(kept_values, values):  # noqa: B905 (the globals of one code)
+        if kept is not now and not (type(kept) is _AccessorKey and type(now) is kept.cls
+                                    and now._vksycl_launches_as(kept, required)):
             return False
     return True
 

@@ -477,16 +477,16 @@ class accessor(_Access):
     def _vksycl_check_launch(self, required: list | None) -> None:
         """The checks of `_vksycl_launch_address` a launch repeating an earlier one (whose
         accessor had this one's launch key) still needs."""
-        self._vksycl_launches_as(self._key, self.access_mode, required)
+        self._vksycl_launch_address(None, required)
 
-    def _vksycl_launches_as(self, key: tuple, mode: access_mode, required: list | None
-                            ) -> bool:
-        """Whether this accessor packs the launch values of one whose launch key and mode
-        were `key` and `mode`, in a command group requiring `required`; if it does, the
-        checks a launch repeating that one still needs run too (raising): both in one
-        call, which every repeated command group with an accessor makes."""
-        mine = self._key
-        if self.access_mode is not mode or (mine is not key and mine != key):
+    def _vksycl_launches_as(self, kept: Any, required: list | None) -> bool:
+        """Whether this accessor packs the launch values of the one a launch record kept
+        as `kept` (its launch key `kept.launch`, its mode `kept.what`), in a command group
+        requiring `required`; if it does, the checks a launch repeating that one still
+        needs run too (raising): both in one call, which every repeated command group
+        with an accessor makes."""
+        mine, key = self._key, kept.launch
+        if self.access_mode is not kept.what or (mine is not key and mine != key):
             return False
         # (an accessor a command group requires is bound to its context: no placeholder)
         if self._host_task or self._storage.released or required is None or \
@@ -686,6 +686,11 @@ class local_accessor(_Extent):
 
     def __repr__(self) -> str:
         return f"sycl.local_accessor({self.dtype}, range{self.shape})"
+
+    def _vksycl_launches_as(self, kept: Any, required: list | None) -> bool:
+        """Whether this local accessor runs the kernel of the one a launch record kept as
+        `kept`: nothing of it is pushed, so the same element type and shape."""
+        return kept.matches(self)
 
 
 def _as_array(view: np.ndarray, dtype: Any, copy: bool | None) -> np.ndarray:
