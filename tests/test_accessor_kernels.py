@@ -288,6 +288,29 @@ def test_local_accessor_tile_reverses_each_work_group(q):
     np.testing.assert_array_equal(contents(buf), data.reshape(4, 16)[:, ::-1].reshape(-1))
 
 
+def test_a_repeated_command_group_runs_the_kernel_of_its_own_local_accessor_shape(q):
+    """Command groups repeating one kernel over one buffer and launch, with a new local
+    accessor each: one of the same shape repeats the last command, one of another shape
+    runs a kernel of its own (each writes the length of the tile it got)."""
+    out = np.zeros(64, np.int32)
+    with sycl.buffer(out) as buf:
+        def launch(elements):
+            def cg(h):
+                acc = sycl.accessor(buf, h, sycl.write_only)
+                tile = sycl.local_accessor(np.int32, sycl.range(elements), h)
+
+                def k(it):
+                    tile[it.get_local_id(0)] = len(tile)
+                    it.barrier()
+                    acc[it.get_global_id(0)] = tile[it.get_local_id(0)]
+                h.parallel_for(sycl.nd_range(sycl.range(64), sycl.range(16)), k)
+            q.submit(cg).wait()
+            with sycl.host_accessor(buf, sycl.read_only) as v:
+                return v.copy()
+        for elements in (16, 16, 32, 16, 48, 48):
+            np.testing.assert_array_equal(launch(elements), np.full(64, elements, np.int32))
+
+
 def test_work_group_memory_past_the_devices_is_refused_before_anything_runs(q):
     """Local accessors needing more work-group memory than the device has
     (info.device.local_mem_size) raise errc.memory_allocation at submission, as
