@@ -4,7 +4,7 @@ work run on several threads at once."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pytest
@@ -152,3 +152,17 @@ def in_threads() -> Callable[[Callable[[int], None], int], None]:
     """`in_threads(work, count)`: runs `work(i)` for each i below `count`, each on a thread
     of its own at once, and raises the first error any of them raised."""
     return _run_in_threads
+
+
+def _float32_sum(values: Iterable[float]) -> np.float32:
+    total = np.float32(0)
+    for v in values:
+        total = np.float32(total + np.float32(v))
+    return total
+
+
+@pytest.fixture(scope="session")
+def float32_sum() -> Callable[[Iterable[float]], np.float32]:
+    """`float32_sum(values)`: what a float32 accumulator holds after adding `values` in
+    turn (what a kernel adding a new step each launch leaves)."""
+    return _float32_sum

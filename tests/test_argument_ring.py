@@ -38,13 +38,6 @@ def add_value(x: sycl.ptr[sycl.float32], v: sycl.float32):
     x[i] = x[i] + v
 
 
-def _float32_sum(values: list[float]) -> np.float32:
-    total = np.float32(0)
-    for v in values:
-        total = np.float32(total + np.float32(v))
-    return total
-
-
 def _stepper(x: sycl.ptr):
     """A kernel adding a captured time step, and how to set the step."""
     step = 0.0
@@ -105,7 +98,7 @@ def general(monkeypatch):
     return counts
 
 
-def test_launches_in_flight_together_each_keep_their_value(q):
+def test_launches_in_flight_together_each_keep_their_value(q, float32_sum):
     """Hundreds of launches without a wait, many in flight at once: no slot is written
     again before the device read it (the sum is exact)."""
     x = _zeros(q)
@@ -115,12 +108,12 @@ def test_launches_in_flight_together_each_keep_their_value(q):
         set_step(v)
         q.parallel_for(sycl.range(N), body)
     q.wait()
-    np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum(values)))
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, float32_sum(values)))
     assert type(_plan_of(body, q).last[2]) is RingLaunch
     sycl.free(x, q)
 
 
-def test_a_kept_command_takes_a_slot_again_once_its_slot_went_to_another(q):
+def test_a_kept_command_takes_a_slot_again_once_its_slot_went_to_another(q, float32_sum):
     """A ring launch's command submitted again after a later launch took its slot (as a
     command kept by its bytes or function is, outside a streak) writes its own value
     again; the very same launch repeated at once reuses its slot."""
@@ -133,13 +126,13 @@ def test_a_kept_command_takes_a_slot_again_once_its_slot_went_to_another(q):
     q.parallel_for(N, body).wait()  # its slot goes to this launch
     q.execute(kept, []).wait()
     q.parallel_for(N, body).wait()  # the very same launch again
-    expected = _float32_sum([*values, 0.125, values[-1], 0.125])
+    expected = float32_sum([*values, 0.125, values[-1], 0.125])
     np.testing.assert_array_equal(np.asarray(x), np.full(N, expected))
     assert ring.slots[-1] is newest and len(ring.free) == free  # one slot, reused
     sycl.free(x, q)
 
 
-def test_a_graph_records_the_value_of_its_launch(q):
+def test_a_graph_records_the_value_of_its_launch(q, float32_sum):
     """A launch recorded into a graph while the ring serves eager launches: replays add
     the recorded value, whatever eager launches wrote into the ring since."""
     x, body, set_step, eager = _ringing(q)
@@ -155,7 +148,7 @@ def test_a_graph_records_the_value_of_its_launch(q):
         q.parallel_for(N, body).wait()
     q.ext_oneapi_graph(graph).wait()
     q.ext_oneapi_graph(graph).wait()
-    expected = _float32_sum([*eager, *later, 100.0, 100.0])
+    expected = float32_sum([*eager, *later, 100.0, 100.0])
     np.testing.assert_array_equal(np.asarray(x), np.full(N, expected))
     sycl.free(x, q)
 
@@ -178,7 +171,7 @@ def test_the_ring_memory_is_released_with_its_plan(q):
     sycl.free(x, q)
 
 
-def test_threads_launching_one_kernel_with_new_values_keep_each_value(q):
+def test_threads_launching_one_kernel_with_new_values_keep_each_value(q, float32_sum):
     """Two threads launch closures of one kernel with a new step each launch: the ring
     they share hands each claim a slot of its own."""
     arrays = [_zeros(q), _zeros(q)]
@@ -198,11 +191,11 @@ def test_threads_launching_one_kernel_with_new_values_keep_each_value(q):
         t.join()
     q.wait()
     for x, steps in zip(arrays, values, strict=True):
-        np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum(steps)))
+        np.testing.assert_array_equal(np.asarray(x), np.full(N, float32_sum(steps)))
         sycl.free(x, q)
 
 
-def test_a_launch_finding_every_slot_in_flight_uses_the_plans_pipeline(q, monkeypatch):
+def test_a_launch_finding_every_slot_in_flight_uses_the_plans_pipeline(q, monkeypatch, float32_sum):
     """Once every slot is in flight and no more may be made, a launch dispatches its push
     constants through the plan's pipeline (no dispatch looked up and cached by its
     bytes), and its value still reaches the device."""
@@ -226,12 +219,12 @@ def test_a_launch_finding_every_slot_in_flight_uses_the_plans_pipeline(q, monkey
     q.parallel_for(sycl.range(N), body).wait()
     for slot in slots:
         slot.dispatch.part = argument_ring._NEVER_SUBMITTED
-    np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum([*warm, 3.0])))
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, float32_sum([*warm, 3.0])))
     assert not looked_up and like_pipeline == [True]
     sycl.free(x, q)
 
 
-def test_a_kernel_compiled_anew_for_other_types_gets_a_ring_of_its_own(q):
+def test_a_kernel_compiled_anew_for_other_types_gets_a_ring_of_its_own(q, float32_sum):
     """Closures of one code capturing values of other types run another compiled kernel
     under the same plan: their new values go through that kernel, not the ring made for
     the first one."""
@@ -246,13 +239,13 @@ def test_a_kernel_compiled_anew_for_other_types_gets_a_ring_of_its_own(q):
         set_int(v)
         q.parallel_for(N, body_int).wait()
     np.testing.assert_array_equal(np.asarray(counts), np.full(N, sum(ints), np.int32))
-    np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum(steps)))
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, float32_sum(steps)))
     assert _plan_of(body, q).ring[1] is not first_ring
     sycl.free(counts, q)
     sycl.free(x, q)
 
 
-def test_a_new_captured_number_each_launch_runs_the_streak(q, general):
+def test_a_new_captured_number_each_launch_runs_the_streak(q, general, float32_sum):
     """After the ring settles, a new time step each launch takes neither general way,
     waited for one by one or hundreds in flight, and the sum is exact."""
     x, body, set_step, values = _ringing(q)
@@ -263,11 +256,11 @@ def test_a_new_captured_number_each_launch_runs_the_streak(q, general):
         q.parallel_for(sycl.range(N), body)
     q.wait()
     assert (general["repacked"], general["packed"]) == (repacked, packed)
-    np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum(values + more)))
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, float32_sum(values + more)))
     sycl.free(x, q)
 
 
-def test_closures_made_anew_each_launch_continue_the_streak(q, general):
+def test_closures_made_anew_each_launch_continue_the_streak(q, general, float32_sum):
     """A factory making a new closure of the same code each launch, over the same array
     with a new step: the streak holds (the other captures are the very objects)."""
     x = _zeros(q)
@@ -287,11 +280,11 @@ def test_closures_made_anew_each_launch_continue_the_streak(q, general):
         q.parallel_for(N, make(v))
     q.wait()
     assert general["repacked"] == repacked
-    np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum(values + more)))
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, float32_sum(values + more)))
     sycl.free(x, q)
 
 
-def test_a_streak_sees_another_array_a_rebound_global_and_another_type(q, monkeypatch):
+def test_a_streak_sees_another_array_a_rebound_global_and_another_type(q, monkeypatch, float32_sum):
     """During a run of new steps: the closure's array swapped for another, the module
     global a kernel reads rebound, and the step becoming an int (a kernel of its own,
     looked up by its signature rather than the float packed into the float's slot) each
@@ -319,13 +312,13 @@ def test_a_streak_sees_another_array_a_rebound_global_and_another_type(q, monkey
         if v == 3:
             assert int in keyed
     q.wait()
-    np.testing.assert_array_equal(np.asarray(a), np.full(N, _float32_sum(sums[id(a)])))
-    np.testing.assert_array_equal(np.asarray(b), np.full(N, _float32_sum(sums[id(b)])))
+    np.testing.assert_array_equal(np.asarray(a), np.full(N, float32_sum(sums[id(a)])))
+    np.testing.assert_array_equal(np.asarray(b), np.full(N, float32_sum(sums[id(b)])))
     target = a
     q.parallel_for(N, add_to_target).wait()
     target = b
     q.parallel_for(N, add_to_target).wait()
-    np.testing.assert_array_equal(np.asarray(b), np.full(N, _float32_sum(sums[id(b)]) + 1))
+    np.testing.assert_array_equal(np.asarray(b), np.full(N, float32_sum(sums[id(b)]) + 1))
     for p in (a, b):
         sycl.free(p, q)
 
@@ -367,7 +360,7 @@ def test_a_streak_refuses_a_freed_pointer_and_a_value_that_does_not_fit(q):
     sycl.free(y, q)
 
 
-def test_a_new_argument_each_launch_runs_the_streak(q, general):
+def test_a_new_argument_each_launch_runs_the_streak(q, general, float32_sum):
     """nd_launch and a kernel object's set_args with a new value each launch: after the
     ring settles neither takes a general way, and a pointer swapped during the run is
     seen."""
@@ -386,7 +379,7 @@ def test_a_new_argument_each_launch_runs_the_streak(q, general):
     syclexp.nd_launch(q, nd, add_value, b, 2.0)
     syclexp.nd_launch(q, nd, add_value, b, 0.5)
     q.wait()
-    np.testing.assert_array_equal(np.asarray(a), np.full(N, _float32_sum(values + more)))
+    np.testing.assert_array_equal(np.asarray(a), np.full(N, float32_sum(values + more)))
     np.testing.assert_array_equal(np.asarray(b), np.full(N, 2.5, np.float32))
 
     kernel = syclexp.get_kernel_bundle(q.get_context(), add_value,
@@ -400,12 +393,12 @@ def test_a_new_argument_each_launch_runs_the_streak(q, general):
         q.submit(lambda h, v=v: (h.set_args(b, v), h.parallel_for(nd, kernel)))
     q.wait()
     assert (general["repacked"], general["packed"]) == (repacked, packed)
-    np.testing.assert_array_equal(np.asarray(b), np.full(N, _float32_sum(values + more)))
+    np.testing.assert_array_equal(np.asarray(b), np.full(N, float32_sum(values + more)))
     for p in (a, b):
         sycl.free(p, q)
 
 
-def test_an_unchanged_value_during_a_streak_repeats_the_last_command(q):
+def test_an_unchanged_value_during_a_streak_repeats_the_last_command(q, float32_sum):
     """The same value launched again during a streak is a repeat: the last command comes
     back, no ring slot taken for it."""
     x, body, _, values = _ringing(q)
@@ -416,11 +409,11 @@ def test_an_unchanged_value_during_a_streak_repeats_the_last_command(q):
                                q.get_context()) is last
     q.parallel_for(N, body).wait()
     np.testing.assert_array_equal(np.asarray(x),
-                                  np.full(N, _float32_sum([*values, values[-1]])))
+                                  np.full(N, float32_sum([*values, values[-1]])))
     sycl.free(x, q)
 
 
-def test_numpy_steps_and_command_groups_run_the_streak(q, general):
+def test_numpy_steps_and_command_groups_run_the_streak(q, general, float32_sum):
     """numpy float32 steps, launched in `q.submit` command groups: the streak holds and
     every value arrives."""
     x = _zeros(q)
@@ -438,6 +431,6 @@ def test_numpy_steps_and_command_groups_run_the_streak(q, general):
         q.submit(lambda h: h.parallel_for(sycl.range(N), body))
     q.wait()
     assert general["repacked"] == repacked
-    np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum(values)))
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, float32_sum(values)))
     sycl.free(x, q)
 

@@ -373,15 +373,7 @@ def test_a_reduction_target_made_anew_each_launch_repeats_its_command(q, packed)
     sycl.free(out, q)
 
 
-def _float32_sum(values: list[float]) -> np.float32:
-    """What a float32 accumulator holds after adding `values` in turn."""
-    total = np.float32(0)
-    for v in values:
-        total = np.float32(total + np.float32(v))
-    return total
-
-
-def test_a_new_scalar_each_launch_repacks_it_alone(q, built, recorded):
+def test_a_new_scalar_each_launch_repacks_it_alone(q, built, recorded, float32_sum):
     """A time step captured anew each launch: the launches after the first repack it
     alone, and once a few launches brought new values, a launch packs nothing, looks no
     pipeline up and makes no dispatch (its value goes to the plan's argument ring), and
@@ -411,7 +403,7 @@ def test_a_new_scalar_each_launch_repacks_it_alone(q, built, recorded):
         step = value
         q.parallel_for(sycl.range(N), body).wait()
     assert built == first and len(recorded) == records
-    np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum([0.5, *steps])))
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, float32_sum([0.5, *steps])))
     x, count = y, 2  # a new pointer and a new int: repacked too
     q.parallel_for(N, body).wait()
     np.testing.assert_array_equal(np.asarray(y), np.full(N, np.float32(steps[-1] * 2)))
@@ -455,7 +447,8 @@ def test_two_pointers_alternating_in_a_closure_build_nothing_after_one_round(q, 
 
 
 @pytest.mark.parametrize("spelling", ["kernel object + set_args", "nd_launch"])
-def test_a_new_scalar_argument_each_launch_repacks_it_alone(q, built, recorded, spelling):
+def test_a_new_scalar_argument_each_launch_repacks_it_alone(q, built, recorded, spelling,
+                                                           float32_sum):
     """A kernel object given a new number with set_args each launch, or a free function
     launched with one: once a few launches brought new values, a launch packs nothing,
     looks no pipeline up and makes no dispatch, one waited for records nothing, and each
@@ -484,7 +477,7 @@ def test_a_new_scalar_argument_each_launch_repacks_it_alone(q, built, recorded, 
     for v in values[RING_AFTER + 1:]:
         launch(v).wait()
     assert built == first and len(recorded) == records
-    np.testing.assert_array_equal(np.asarray(x), np.full(N, _float32_sum(values)))
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, float32_sum(values)))
     sycl.free(x, q)
     with pytest.raises(sycl.exception, match="freed"):
         launch(1.0)
