@@ -379,6 +379,9 @@ def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: t
         p.check_device(device)
     if launch is not None and launch is not p.checked_launch and \
             launch != p.checked_launch:  # a new nd_range of the same values: checked
+        if launch.dimensions != kernel.dims:
+            raise invalid(f"{kernel.name} is an nd_range_kernel({kernel.dims}), launched "
+                          f"with a {launch.dimensions}-dimensional nd_range")
         check_work_items(launch)
         if p.local is not None:
             p.check_local(launch)
@@ -432,7 +435,7 @@ def _submit(target: Any, kernel: FreeFunctionKernel, launch: Any, args: tuple,
 
 def single_task(target: Any, k: Any, *args: Any) -> Any:
     """`syclexp.single_task(q | h, kernel_function(f), *args)`."""
-    kernel = free_function_kernel(k)
+    kernel = k if type(k) is FreeFunctionKernel else free_function_kernel(k)
     if kernel.kind != "single_task":
         raise invalid(f"{kernel.name} is an nd_range_kernel({kernel.dims}); launch it with "
                       "nd_launch")
@@ -447,13 +450,11 @@ def nd_launch(target: Any, r: Any, k: Any, *args: Any) -> Any:
     if not isinstance(r, nd_range):
         raise invalid(f"nd_launch takes a sycl.nd_range or a launch_config, got "
                       f"{type(r).__name__}")
-    kernel = free_function_kernel(k)
+    # (the decorated function, as most launches pass it, names its kernel itself)
+    kernel = k if type(k) is FreeFunctionKernel else free_function_kernel(k)
     if kernel.kind != "nd_range":
         raise invalid(f"{kernel.name} is a single_task_kernel; launch it with single_task")
-    if kernel.dims != r.dimensions:
-        raise invalid(f"{kernel.name} is an nd_range_kernel({kernel.dims}), launched with a "
-                      f"{r.dimensions}-dimensional nd_range")
-    return _submit(target, kernel, r, args, properties)
+    return _submit(target, kernel, r, args, properties)  # its dimensions: launch_command
 
 
 __all__ = ["is_kernel", "is_nd_range_kernel", "is_single_task_kernel",
