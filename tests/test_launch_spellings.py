@@ -14,6 +14,7 @@ import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
 from vksycl.kernels import cache_keys, marshal
+from vksycl.kernels import launch as launch_glue
 from vksycl.kernels.launch import RING_AFTER
 from vksycl.runtime import engine
 
@@ -177,6 +178,28 @@ def test_two_buffers_swapped_each_launch_find_their_commands(q, packed):
     syclexp.nd_launch(q, ndr, bump_free, a).wait()
     np.testing.assert_array_equal(np.asarray(a), np.full(N, 6, np.int32))
     sycl.free(a, q)
+
+
+def test_a_kept_launch_that_repeats_is_found_first_from_then_on(q, monkeypatch):
+    """A free function launched over `a` once more after a launch over `b`: the kept
+    launch over `a` repeats and becomes the last one, so the launches after it find it
+    without looking among the kept ones (each such look cost every launch of a loop)."""
+    a, b = zeroed_pair(q)
+    ndr = sycl.nd_range((N,), (16,))
+    for x in (a, b, a):
+        syclexp.nd_launch(q, ndr, bump_free, x)
+    looked = []
+    real = launch_glue.kept_launch
+    monkeypatch.setattr(launch_glue, "kept_launch",
+                        lambda *args: looked.append(1) or real(*args))
+    for _ in range(5):
+        syclexp.nd_launch(q, ndr, bump_free, a)
+    q.wait()
+    assert looked == []
+    np.testing.assert_array_equal(np.asarray(a), np.full(N, 7, np.int32))
+    np.testing.assert_array_equal(np.asarray(b), np.full(N, 1, np.int32))
+    sycl.free(a, q)
+    sycl.free(b, q)
 
 
 def test_closures_of_one_function_over_two_arrays_alternate_without_packing(q, packed):

@@ -328,6 +328,7 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
             if arg_record is not None and arg_record[0] is args and last[4] is not None \
                     and last[3] is context and not any(map(FREED, arg_record[1])) and \
                     repeats(info.function, plan, last, required):
+                plan.last = last  # a kept one too: its repeats find it first from now on
                 return last[2]
             command = _arguments_command(info.function, plan, launch, args, context, device)
             if command is not None:
