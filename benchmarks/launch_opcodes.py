@@ -1,0 +1,95 @@
+"""Interpreter opcodes per launch, spelling by spelling: the host's Python cost of a
+launch counted rather than timed, so that it reads the same on any machine and a change
+of a few percent shows (wall-clock figures move by more between hosts, and between runs
+on this 2-core VM). The engine's submission is stubbed, as in `launch_profile.py`: what
+is counted is the queue, handler, launch glue, scheduler and event, and the benchmark's
+own lines (a new range or closure each launch, as users write them).
+
+Spellings: every one of `eager_launch.py`, and `buffers.py`'s command groups (one of a
+chain over a buffer, and over USM with `depends_on`). For each: opcodes per launch, and
+with `--top N` the N functions that run the most of them. As in `eager_launch.py` the
+spellings run in one process and several launch one kernel over arrays of their own, so
+its plan carries what the earlier ones did (an argument ring, once pointers kept
+changing): a spelling run alone (`--spellings`) can count fewer.
+
+    python3 benchmarks/launch_opcodes.py [--launches 50] [--top 0] [--spellings ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+from buffers import buffer_step, buffers, usm_arrays, usm_step
+from eager_launch import SPELLINGS, vksycl_case
+from timing import engine_stubbed
+
+import vksycl as sycl
+
+BUFFER_CHAIN, USM_CHAIN = "buffer command group (chain)", "USM command group, depends_on"
+
+
+def command_groups(q: sycl.queue) -> dict[str, Callable[[], Any]]:
+    """`buffers.py`'s two chain forms, one command group a launch."""
+    n = 4096
+    [buf] = buffers(1, n)
+    [x] = usm_arrays(q, 1, n)
+    last: list[sycl.event | None] = [None]
+
+    def usm() -> None:
+        last[0] = q.submit(usm_step(x, n, last[0]))
+    return {BUFFER_CHAIN: lambda: q.submit(buffer_step(buf, n)), USM_CHAIN: usm}
+
+
+def count(launch: Callable[[], Any], launches: int) -> collections.Counter:
+    """Opcodes run by `launches` calls of `launch`, by (file, function)."""
+    counts: collections.Counter = collections.Counter()
+
+    def trace(frame: FrameType, event: str, arg: Any) -> Any:
+        frame.f_trace_opcodes, frame.f_trace_lines = True, False
+        if event == "opcode":
+            code = frame.f_code
+            counts[(code.co_filename.rsplit("/", 1)[-1], code.co_name)] += 1
+        return trace
+    sys.settrace(trace)
+    try:
+        for _ in range(launches):
+            launch()
+    finally:
+        sys.settrace(None)
+    return counts
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--launches", type=int, default=50)
+    ap.add_argument("--top", type=int, default=0, help="functions to list per spelling")
+    ap.add_argument("--spellings", nargs="*", default=[*SPELLINGS, BUFFER_CHAIN, USM_CHAIN])
+    args = ap.parse_args()
+    q = sycl.queue()
+    groups = command_groups(q)
+    cases = {s: groups[s] if s in groups else vksycl_case(q, s)[0] for s in args.spellings}
+    for launch in cases.values():  # compile, pipelines, upload the buffer's data
+        for _ in range(30):
+            launch()
+    q.wait()
+    print(f"device: {q.get_device().get_info(sycl.info.device.name)}; Python "
+          f"{sys.version.split()[0]}; interpreter opcodes per launch, engine stubbed, "
+          f"{args.launches} launches")
+    with engine_stubbed(q._scheduler.engine):
+        for name, launch in cases.items():
+            for _ in range(20):  # settle what a run of launches settles (rings, streaks)
+                launch()
+            counts = count(launch, args.launches)
+            q.wait()
+            print(f"  {name:52s} {sum(counts.values()) / args.launches:7.1f}")
+            for (file, fn), n in counts.most_common(args.top):
+                print(f"      {n / args.launches:7.1f}  {file}:{fn}")
+
+
+if __name__ == "__main__":
+    main()
