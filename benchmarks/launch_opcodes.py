@@ -53,7 +53,9 @@ def count(launch: Callable[[], Any], launches: int) -> collections.Counter:
         frame.f_trace_opcodes, frame.f_trace_lines = True, False
         if event == "opcode":
             code = frame.f_code
-            counts[(code.co_filename.rsplit("/", 1)[-1], code.co_name)] += 1
+            file = code.co_filename.rsplit("/", 1)[-1]
+            if file != "timing.py":  # the stubbed engine is not the launch's
+                counts[(file, code.co_name)] += 1
         return trace
     sys.settrace(trace)
     try:

@@ -48,10 +48,18 @@ class _Done:
 @contextlib.contextmanager
 def engine_stubbed(engine: Any) -> Iterator[None]:
     """The engine's submissions stubbed for the block: what remains of a launch is the
-    host's Python, up to the hand-off to Vulkan."""
+    host's Python, up to the hand-off to Vulkan. A dispatch whose owner follows its
+    submissions (an argument ring's slot) is told of its finished one, as the engine
+    tells it, so the ring reuses its slots as it does while the device keeps up."""
     done = _Done()
     real = engine.submit
-    engine.submit = lambda dispatches, timed=False, report=None: done
+
+    def submit(dispatches: Any, timed: bool = False, report: Any = None) -> _Done:
+        for d in dispatches:
+            if d.part is not None:
+                d.part = done
+        return done
+    engine.submit = submit
     try:
         yield
     finally:
