@@ -143,7 +143,6 @@ class _AccessorKey:
             acc.dims == self.dims and _accessor_what(acc) == self.what
 
 
-
 def _accessor_what(acc: Any) -> Any:
     """The rest of an accessor's key: a local one's shape, a global one's access mode."""
     return tuple(acc.shape) if type(acc).__vksycl_accessor__ == "local" else acc.access_mode
