@@ -434,3 +434,55 @@ def test_numpy_steps_and_command_groups_run_the_streak(q, general, float32_sum):
     np.testing.assert_array_equal(np.asarray(x), np.full(N, float32_sum(values)))
     sycl.free(x, q)
 
+
+
+def test_two_changing_values_and_a_bool_run_the_streak(q, general, float32_sum):
+    """A step and a count changing together each launch, and a bool flag flipping each
+    launch: after the ring settles neither takes a general way, and every launch's values
+    arrive, in flight together."""
+    x = _zeros(q)
+    counts = sycl.malloc_shared(N, sycl.int32, q)
+    flags = sycl.malloc_shared(N, sycl.int32, q)
+    for p in (counts, flags):
+        q.memset(p, 0, N * 4).wait()
+    step, count, on = 0.0, 0, False
+
+    def body(i):
+        x[i] = x[i] + step
+        counts[i] = counts[i] + count
+        if on:
+            flags[i] = flags[i] + 1
+
+    values = _steps(RING_AFTER + 40)
+    for k, v in enumerate(values):
+        if k == RING_AFTER + 3:
+            q.wait()
+            repacked, packed = general["repacked"], general["packed"]
+        step, count, on = v, k + 1, k % 2 == 1
+        q.parallel_for(N, body)
+    q.wait()
+    assert (general["repacked"], general["packed"]) == (repacked, packed)
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, float32_sum(values)))
+    n = len(values)
+    np.testing.assert_array_equal(np.asarray(counts), np.full(N, n * (n + 1) // 2, np.int32))
+    np.testing.assert_array_equal(np.asarray(flags), np.full(N, n // 2, np.int32))
+    for p in (x, counts, flags):
+        sycl.free(p, q)
+
+
+def test_a_streak_value_that_comes_back_the_same_object_is_a_repeat(q, float32_sum):
+    """A small int that is the very object of the launch before (Python keeps one object
+    per small int) launches as a repeat, and the streak goes on after it."""
+    y = sycl.malloc_shared(N, sycl.int32, q)
+    q.memset(y, 0, N * 4).wait()
+    count = 0
+
+    def counter(i):
+        y[i] = y[i] + count
+
+    launched = [*range(1, RING_AFTER + 6), RING_AFTER + 5, *range(RING_AFTER + 6, 40)]
+    for count in launched:  # noqa: B007 (the cell the kernel reads)
+        q.parallel_for(N, counter)
+    q.wait()
+    np.testing.assert_array_equal(np.asarray(y), np.full(N, sum(launched), np.int32))
+    sycl.free(y, q)

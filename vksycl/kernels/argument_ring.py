@@ -21,6 +21,7 @@ the push-constant launch it stands for (`for_graph`).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import itertools
 import threading
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ _SLOTS_PER_BLOCK = 64
 _MOST_SLOTS = 1024
 _ALIGN = 16  # a slot's start: the widest argument field's alignment and more
 
+_new = object.__new__
 _claims = itertools.count(1)  # who wrote a slot last: a token per claim, never reused
 
 
@@ -54,13 +56,6 @@ class _Known:
 _NEVER_SUBMITTED, _PENDING = _Known(True), _Known(False)
 
 
-def _finished(slot: _Slot) -> bool:
-    """Whether every submission holding the slot's dispatch is known to be finished (it
-    was waited for, or found done), without asking Vulkan: a query costs microseconds on
-    some drivers, and finding the device idle would end the engine's batching."""
-    return slot.dispatch.part.finished
-
-
 class _Slot:
     __slots__ = ("dispatch", "end", "memory", "owner", "start")
 
@@ -74,9 +69,14 @@ class ArgumentRing:
     """The slots of one launch plan: its kernel's argument-block variant over its
     work-groups, on one device."""
 
-    def __init__(self, device: Any, ck: CompiledKernel, groups: tuple[int, int, int]
-                 ) -> None:
+    def __init__(self, device: Any, ck: CompiledKernel, like: KernelLaunch) -> None:
         self.engine: Engine = scheduler_for(device).engine
+        groups = like.groups
+        # the fields of every `RingLaunch` of the plan's kernel (`like`'s): a launch
+        # copies them, which costs less than the dataclass's `__init__`
+        self.fields = {f.name: f.default for f in dataclasses.fields(RingLaunch)}
+        self.fields.update(name=like.name, spirv=like.spirv, entry=like.entry,
+                           push_constants=b"", groups=groups)
         # the pipeline's dispatch (never submitted) the slots' dispatches are made from:
         # the engine caches it, so it follows no submission
         self.template = self.engine.dispatch(
@@ -96,14 +96,16 @@ class ArgumentRing:
         return len(self.buffers) * _SLOTS_PER_BLOCK
 
     def launch(self, like: KernelLaunch, push: bytes, origin: Any) -> RingLaunch:
-        """`like`'s launch (same kernel and work-groups) with packed arguments `push`,
-        which falls back to its push constants through a dispatch of the plan's pipeline
-        (as `KernelLaunch.with_push` launches do) rather than one cached by its bytes."""
+        """The launch of the plan's kernel `like` launched (a launch of the ring's) with
+        packed arguments `push`, which falls back to its push constants through a
+        dispatch of the plan's pipeline (as `KernelLaunch.with_push` launches do) rather
+        than one cached by its bytes."""
         known = like._dispatched or like._like
         if known is not None:
             self.like = known
-        command = RingLaunch(like.name, like.spirv, like.entry, push, like.groups,
-                             origin=origin, ring=self)
+        command = _new(RingLaunch)
+        command.__dict__.update(self.fields)
+        command.push_constants, command.origin, command.ring = push, origin, self
         command._like = self.like
         return command
 
@@ -113,16 +115,18 @@ class ArgumentRing:
         recording), else the oldest, else a new one; once `_MOST_SLOTS` were made, the
         oldest if the device is done with it, else None. The slots stay in the order of
         their claims, newest last. Threads launching the plan's kernel at once claim
-        one at a time."""
-        with self.lock:
+        one at a time. Finished is what the engine was told (the work was waited for, or
+        found done), never asked of Vulkan: a query costs microseconds on some drivers,
+        and finding the device idle would end the engine's batching."""
+        lock = self.lock
+        lock.acquire()  # not `with`: every launch of a streak passes here
+        try:
             slots = self.slots
-            slot = None
-            if slots:
-                if _finished(slots[-1]):
-                    slot = slots.pop()
-                elif _finished(slots[0]):
-                    slot = slots.popleft()
-            if slot is None:
+            if slots and slots[-1].dispatch.part.finished:
+                slot = slots.pop()
+            elif slots and slots[0].dispatch.part.finished:
+                slot = slots.popleft()
+            else:
                 slot = self._new_slot()
                 if slot is None:
                     if not slots[0].dispatch.part.done():
@@ -133,6 +137,8 @@ class ArgumentRing:
             slot.dispatch.part = _PENDING
             slots.append(slot)
             return slot
+        finally:
+            lock.release()
 
     def keep(self, slot: _Slot, owner: int) -> bool:
         """Whether `slot` still holds the bytes of claim `owner`; if it does, no claim

@@ -38,8 +38,6 @@ from .plans import (
     arguments_record,
     block_variant,
     changed_numbers,
-    continued_arguments,
-    continued_captures,
     kept_launch,
     known_plan,
     new_arguments,
@@ -53,6 +51,7 @@ from .plans import (
 )
 from .properties import launch_properties
 from .reduction import build_reduction_launch
+from .streak import Streak
 from .variants import launch_shape
 
 # commands a plan keeps by their push constants
@@ -179,7 +178,7 @@ def _ring_for(plan: Plan, p: Prepared, last: tuple, pyfn: Any, device: Any) -> A
     if plan.repacks < RING_AFTER:
         return None
     ck = block_variant(pyfn, plan, p)
-    ring = False if ck is None else ArgumentRing(device, ck, last[2].groups)
+    ring = False if ck is None else ArgumentRing(device, ck, last[2])
     plan.ring = (p, ring)
     return ring
 
@@ -216,8 +215,9 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
     elif type(kernel) in PYTHON_KERNELS:
         plan = known_plan(kernel, None, launch, device)
         if plan is not None:
-            if plan.streak is not None:  # asked first: while one runs, none repeats
-                command = _continued(plan, kernel, launch, context, device, None)
+            streak = plan.streak
+            if streak is not None:  # asked first: while one runs, none repeats
+                command = streak.closure(plan, kernel, launch, context)
                 if command is not None:
                     return command
             last = plan.last
@@ -264,41 +264,7 @@ def _begin_streak(plan: Plan, command: KernelLaunch, slots: dict, changes: list)
     if last[2] is command and settled is not None and settled[0] is last[0]:
         changing = changed_numbers(slots, changes)
         if changing:
-            plan.streak = (last, changing, settled[1])
-
-
-def _continued(plan: Plan, pyfn: Any, launch: Any, context: Any, device: Any,
-               args: tuple | list | None) -> KernelLaunch | None:
-    """The command of a launch continuing the plan's streak (`Plan.streak`) of closure
-    launches, or with `args` of launches of explicit arguments: the new numbers packed
-    into the last launch's bytes and launched from the streak's argument ring (or as push
-    constants where the ring could not be made); None if it does not continue it (a
-    streak no longer the plan's last launch is let go). No recent command is looked up,
-    nor is the launch kept by its bytes, function or arguments: each brings a value new
-    to them."""
-    streak, last = plan.streak, plan.last
-    if streak is None or streak[0] is not last or (last[5] is None) is not (args is None):
-        plan.streak = None  # over: let go of its launch
-        return None
-    if last[3] is not context:
-        return None
-    if args is None:
-        new = continued_captures(pyfn, plan, last, streak[1])
-    elif type(args) is tuple:
-        new = continued_arguments(pyfn, plan, last, args, streak[1])
-    else:
-        return None
-    if new is None:
-        return None
-    record, arg_record = (new[0], None) if args is None else (last[4], new[0])
-    p = last[0]
-    push = p.repacked(last[1], new[1], context, device)
-    if push is None:
-        return None
-    command = _with_push(last, push, pyfn, launch, streak[2])
-    plan.last = now = (p, push, command, context, record, arg_record)
-    plan.streak = (now, streak[1], streak[2])
-    return command
+            plan.streak = Streak(last, changing, settled[1])
 
 
 def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
@@ -316,8 +282,9 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
             getattr(kernel, "__vksycl_kernel__", None)
         plan = None if info is None else known_plan(info.function, info, launch, device)
         if plan is not None:
-            if plan.streak is not None:
-                command = _continued(plan, info.function, launch, context, device, args)
+            streak = plan.streak
+            if streak is not None:
+                command = streak.arguments(plan, info.function, launch, args, context)
                 if command is not None:
                     return command
             last = plan.last

@@ -49,13 +49,12 @@ pointer to the same element type: the same prepared kernel), the last launch's c
 being stable and the rest the very objects, repacks those values alone into the last
 launch's bytes (`new_captures`, `new_arguments`); once the plan's argument ring is
 settled, a run of such launches changing the same cells or arguments (a streak: a time
-step each launch) checks those values alone and the rest by identity
-(`continued_captures`, `continued_arguments`). Any other launch that fails a check
-packs its arguments; if it runs the prepared kernel of the plan's last launch and its
-bytes equal that launch's, it still gets the last command back, the packed bytes being
-exact. A launch reading its arguments from an argument block is never kept: the block is
-its own. `Plan.last` is replaced whole, so threads launching the same kernel never see a
-mix of two launches.
+step each launch) checks those values alone and the rest by identity (`streak`). Any
+other launch that fails a check packs its arguments; if it runs the prepared kernel of
+the plan's last launch and its bytes equal that launch's, it still gets the last command
+back, the packed bytes being exact. A launch reading its arguments from an argument
+block is never kept: the block is its own. `Plan.last` is replaced whole, so threads
+launching the same kernel never see a mix of two launches.
 
 Finding the prepared kernel has its own shortcut: captures and globals that are the very
 objects of the last launch, pointers to the same element types, or accessors of the same
@@ -294,11 +293,10 @@ class Plan:
         self.repacks = 0
         self.ring_of: Prepared | None = None
         self.ring: tuple[Prepared, Any] | None = None
-        # (`last`, ((index, slot), ...), its ring) while launches keep bringing new numbers
-        # in the same closure cells or explicit arguments (a time step) and the ring is
-        # settled: the next such launch is checked at those alone (`continued_captures`,
-        # `continued_arguments`); it holds only while `last` is the plan's last launch
-        self.streak: tuple[tuple, tuple[tuple[int, Slot], ...], Any] | None = None
+        # while launches keep bringing new numbers in the same closure cells or explicit
+        # arguments (a time step) and the ring is settled, the `streak.Streak` that checks
+        # the next such launch at those alone; it holds only while its launch is `last`
+        self.streak: Any = None
 
 
 # (id of the kernel's code, id of the device) -> plan: hashing a code object hashes its
@@ -510,61 +508,6 @@ def changed_numbers(slots: dict[int, Slot], changes: list
         return None
     changing = tuple((i, s) for i, s in slots.items() if any(s is c for c, _ in changes))
     return changing if len(changing) == len(changes) else None
-
-
-def _changed_at(kept: tuple, now: tuple, changing: tuple[tuple[int, Slot], ...]
-                ) -> list | None:
-    """The (slot, value) changes from `kept` to `now` when they differ at most at the
-    indices of `changing`, in numbers of the same types; else None."""
-    probe = list(now)
-    changes = []
-    for i, slot in changing:
-        v, k = now[i], kept[i]
-        if v is k:
-            continue
-        t = type(v)
-        if t is not type(k) or (t not in _NUMBERS and not _repackable(k, v)):
-            return None
-        probe[i] = k
-        changes.append((slot, v))
-    return changes if all(map(operator.is_, kept, probe)) else None
-
-
-def continued_captures(kernel: Any, plan: Plan, last: tuple,
-                       changing: tuple[tuple[int, Slot], ...]) -> tuple | None:
-    """`new_captures` for a closure launch continuing a streak of `last`'s (the cells
-    `changing` brought new numbers to `last`): its record, made the plan's, and the
-    changes, when only those cells hold other numbers (None too for no change: a repeat,
-    which `repeats` finds). The record's other properties (`_repacked_record`) held when
-    the streak began and belong to its prepared kernel."""
-    record = last[4]
-    captured = tuple(map(_CONTENTS, kernel.__closure__))
-    changes = _changed_at(record[0], captured, changing)
-    if not changes:
-        return None
-    names, globals_, pointers = plan.names, record[1], record[3]
-    if names and not all(map(operator.is_, globals_, map(kernel.__globals__.get, names))):
-        return None
-    if pointers and any(map(FREED, pointers)):
-        return None
-    plan.prepared = record = (captured, globals_, last[0], pointers)
-    return record, changes
-
-
-def continued_arguments(kernel: Any, plan: Plan, last: tuple, args: tuple,
-                        changing: tuple[tuple[int, Slot], ...]) -> tuple | None:
-    """`new_arguments` for a launch of explicit arguments continuing a streak of
-    `last`'s (the arguments `changing` brought new numbers to `last`): its arguments
-    record and the changes, when only those arguments are other numbers and the kernel's
-    captures are `last`'s (None too for no change: a repeat)."""
-    known = last[5]
-    if len(args) != len(known[0]):
-        return None
-    changes = _changed_at(known[0], args, changing)
-    if not changes or not _same_captures(kernel, last[4], plan.names) or \
-            any(map(FREED, last[4][3])) or any(map(FREED, known[1])):
-        return None
-    return (args, known[1]), changes
 
 
 def _repacked_record(last: tuple) -> bool:

@@ -1,0 +1,150 @@
+"""Streaks: runs of launches under one plan that each bring new numbers in the same
+closure cells or explicit arguments (a time step, a counter), every other value the very
+object of the launch before. Once the plan's argument ring is settled (made, or found
+impossible), such a launch is checked at those values alone and its bytes are the last
+launch's with the new numbers packed in at offsets fixed when the streak began: no
+general repack, no lookup among recent commands (each value is new to them), no launch
+kept by its bytes, function or arguments.
+
+Which values may change is one tuple compared in C: the identity of each value with the
+last launch's, which must be false exactly at the changing indices. The same object
+coming again at one of them is no continuation; the general path finds it a repeat.
+"""
+
+from __future__ import annotations
+
+import operator
+import struct
+from typing import Any
+
+import numpy as np
+
+from ..runtime.commands import KernelLaunch
+from .fusion import Origin
+from .marshal import Slot
+from .plans import FREED, Plan
+
+_IS = operator.is_
+_CONTENTS = operator.attrgetter("cell_contents")
+_MISFIT = (struct.error, OverflowError)
+
+
+class _Change:
+    """How one changing value is packed: its index among the values, the type it must
+    keep, and its slot's packer and offset; a bool (or numpy bool) as a 0 / 1 int."""
+
+    __slots__ = ("as_int", "at", "index", "pack_into", "type")
+
+    def __init__(self, index: int, slot: Slot, kept: Any) -> None:
+        self.index, self.type = index, type(kept)
+        self.at, self.pack_into = slot[0], slot[1].pack_into
+        self.as_int = slot[2] == "bool" or self.type is np.bool_
+
+
+class Streak:
+    """A plan's streak from its last launch `last`, the values at `changing` ((index,
+    slot) pairs of closure cells, or of explicit arguments when `last` has an arguments
+    record) being the ones that change, launched from `ring` (an `ArgumentRing`, or False
+    for push constants). It holds only while `last` is the plan's last launch."""
+
+    __slots__ = ("changes", "explicit", "head", "index", "last", "one", "pack", "pointers",
+                 "ring", "same", "tail", "type")
+
+    def __init__(self, last: tuple, changing: tuple[tuple[int, Slot], ...], ring: Any
+                 ) -> None:
+        self.last, self.ring = last, ring
+        self.explicit = last[5] is not None
+        values = last[5][0] if self.explicit else last[4][0]
+        indices = {i for i, _ in changing}
+        self.same = tuple(i not in indices for i in range(len(values)))
+        self.changes = tuple(_Change(i, slot, values[i]) for i, slot in changing)
+        # a single number, most streaks' case: its bytes go between fixed ones
+        first = self.changes[0]
+        self.one = len(self.changes) == 1 and not first.as_int
+        packer = changing[0][1][1]
+        self.index, self.type, self.pack = first.index, first.type, packer.pack
+        self.head, self.tail = last[1][:first.at], last[1][first.at + packer.size:]
+        # the pointers the launch reads: the very objects all streak long, freed or not
+        self.pointers = last[4][3] + (last[5][1] if self.explicit else ())
+
+    def closure(self, plan: Plan, kernel: Any, launch: Any, context: Any
+                ) -> KernelLaunch | None:
+        """The command of a closure launch continuing the streak, or None."""
+        last = self.last
+        if plan.last is not last:
+            plan.streak = None  # over: let go of its launch
+            return None
+        if last[3] is not context or self.explicit:
+            return None
+        record = last[4]
+        captured = tuple(map(_CONTENTS, kernel.__closure__))
+        if tuple(map(_IS, record[0], captured)) != self.same:
+            return None
+        names = plan.names
+        if names and not all(map(_IS, record[1], map(kernel.__globals__.get, names))):
+            return None
+        command = self._command(last, captured, kernel, launch)
+        if command is None:
+            return None
+        plan.prepared = record = (captured, record[1], last[0], record[3])
+        plan.last = self.last = (last[0], command.push_constants, command, context, record,
+                                 None)
+        return command
+
+    def arguments(self, plan: Plan, kernel: Any, launch: Any, args: Any, context: Any
+                  ) -> KernelLaunch | None:
+        """The command of a launch of explicit arguments `args` continuing the streak, or
+        None."""
+        last = self.last
+        if plan.last is not last:
+            plan.streak = None
+            return None
+        if last[3] is not context or not self.explicit or type(args) is not tuple or \
+                len(args) != len(self.same):
+            return None
+        known, record = last[5], last[4]
+        if tuple(map(_IS, known[0], args)) != self.same:
+            return None
+        cells = kernel.__closure__
+        if cells is not None and not all(map(_IS, record[0], map(_CONTENTS, cells))):
+            return None
+        names = plan.names
+        if names and not all(map(_IS, record[1], map(kernel.__globals__.get, names))):
+            return None
+        command = self._command(last, args, kernel, launch)
+        if command is None:
+            return None
+        plan.last = self.last = (last[0], command.push_constants, command, context, record,
+                                 (args, known[1]))
+        return command
+
+    def _command(self, last: tuple, values: tuple, kernel: Any, launch: Any
+                 ) -> KernelLaunch | None:
+        """`last`'s command with the new numbers among `values` packed in; None if one is
+        of another type or does not fit its slot (the full launch says why), or a
+        pointer the launch reads was freed (the full launch raises)."""
+        pointers = self.pointers
+        if pointers and any(map(FREED, pointers)):
+            return None
+        try:
+            if self.one:
+                v = values[self.index]
+                if type(v) is not self.type:
+                    return None
+                push = self.head + self.pack(v) + self.tail
+            else:
+                out = bytearray(last[1])
+                for c in self.changes:
+                    v = values[c.index]
+                    if type(v) is not c.type:
+                        return None
+                    c.pack_into(out, c.at, int(bool(v)) if c.as_int else v)
+                push = bytes(out)
+        except _MISFIT:
+            return None
+        like = last[2]
+        origin = like.origin  # of a launch of the streak's values
+        if origin.function() is not kernel:
+            origin = Origin.of(kernel, last[0].ck, launch)
+        ring = self.ring
+        return ring.launch(like, push, origin) if ring else like.with_push(push, origin)
