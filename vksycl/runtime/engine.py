@@ -662,9 +662,15 @@ class Engine:
         return part
 
     def _make_room(self) -> None:
-        """Bounds the submissions in flight: past the limit, waits for the oldest."""
-        if len(self._in_flight) >= _MAX_IN_FLIGHT:
-            self._pop_in_flight()
+        """Bounds the submissions in flight: past the limit, forgets those at the front
+        known to be finished, all at once (launches waited for one by one would
+        otherwise forget one each), else waits for the oldest."""
+        in_flight = self._in_flight
+        if len(in_flight) >= _MAX_IN_FLIGHT:
+            while in_flight and in_flight[0].finished:
+                in_flight.popleft()
+            if len(in_flight) >= _MAX_IN_FLIGHT:
+                self._pop_in_flight()
 
     def _take_sequence(self, timed: bool, n_ops: int) -> kp.Sequence:
         self._make_room()
