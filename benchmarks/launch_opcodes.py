@@ -3,7 +3,10 @@ launch counted rather than timed, so that it reads the same on any machine and a
 of a few percent shows (wall-clock figures move by more between hosts, and between runs
 on this 2-core VM). The engine's submission is stubbed, as in `launch_profile.py`: what
 is counted is the queue, handler, launch glue, scheduler and event, and the benchmark's
-own lines (a new range or closure each launch, as users write them).
+own lines (a new range or closure each launch, as users write them). With `--engine
+async` the engine is real and the launches are not waited for (what the engine's own
+Python adds: batching, recording, submission); with `--engine wait` each launch is waited
+for, which counts the wait's polling too (how long it polls is the device's).
 
 Spellings: every one of `eager_launch.py`, and `buffers.py`'s command groups (one of a
 chain over a buffer, and over USM with `depends_on`). For each: opcodes per launch, and
@@ -13,12 +16,14 @@ its plan carries what the earlier ones did (an argument ring, once pointers kept
 changing): a spelling run alone (`--spellings`) can count fewer.
 
     python3 benchmarks/launch_opcodes.py [--launches 50] [--top 0] [--spellings ...]
+                                         [--engine stubbed|async|wait]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import sys
 from collections.abc import Callable
 from types import FrameType
@@ -33,7 +38,7 @@ import vksycl as sycl
 BUFFER_CHAIN, USM_CHAIN = "buffer command group (chain)", "USM command group, depends_on"
 
 
-def command_groups(q: sycl.queue) -> dict[str, Callable[[], Any]]:
+def command_groups(q: sycl.queue) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
     """`buffers.py`'s two chain forms, one command group a launch."""
     n = 4096
     [buf] = buffers(1, n)
@@ -42,7 +47,8 @@ def command_groups(q: sycl.queue) -> dict[str, Callable[[], Any]]:
 
     def usm() -> None:
         last[0] = q.submit(usm_step(x, n, last[0]))
-    return {BUFFER_CHAIN: lambda: q.submit(buffer_step(buf, n)), USM_CHAIN: usm}
+    return {BUFFER_CHAIN: (lambda: q.submit(buffer_step(buf, n)), q.wait),
+            USM_CHAIN: (usm, q.wait)}
 
 
 def count(launch: Callable[[], Any], launches: int) -> collections.Counter:
@@ -71,27 +77,33 @@ def main() -> None:
     ap.add_argument("--launches", type=int, default=50)
     ap.add_argument("--top", type=int, default=0, help="functions to list per spelling")
     ap.add_argument("--spellings", nargs="*", default=[*SPELLINGS, BUFFER_CHAIN, USM_CHAIN])
+    ap.add_argument("--engine", choices=("stubbed", "async", "wait"), default="stubbed",
+                    help="stubbed: the launch alone; async: the real engine, launches not "
+                         "waited for; wait: the real engine, each launch waited for")
     args = ap.parse_args()
     q = sycl.queue()
     groups = command_groups(q)
-    cases = {s: groups[s] if s in groups else vksycl_case(q, s)[0] for s in args.spellings}
-    for launch in cases.values():  # compile, pipelines, upload the buffer's data
+    cases = {s: groups[s] if s in groups else vksycl_case(q, s)[:2] for s in args.spellings}
+    for launch, wait in cases.values():  # compile, pipelines, upload the buffer's data
         for _ in range(30):
             launch()
-    q.wait()
+        wait()
     print(f"device: {q.get_device().get_info(sycl.info.device.name)}; Python "
-          f"{sys.version.split()[0]}; interpreter opcodes per launch, engine stubbed, "
-          f"{args.launches} launches")
-    with engine_stubbed(q._scheduler.engine):
-        for name, launch in cases.items():
+          f"{sys.version.split()[0]}; interpreter opcodes per launch, engine "
+          f"{args.engine}, {args.launches} launches")
+    stub = engine_stubbed(q._scheduler.engine) if args.engine == "stubbed" else \
+        contextlib.nullcontext()
+    with stub:
+        for name, (launch, wait) in cases.items():
+            step = (lambda launch=launch, wait=wait: (launch(), wait())) \
+                if args.engine == "wait" else launch
             for _ in range(20):  # settle what a run of launches settles (rings, streaks)
-                launch()
-            counts = count(launch, args.launches)
-            q.wait()
+                step()
+            counts = count(step, args.launches)
+            wait()
             print(f"  {name:52s} {sum(counts.values()) / args.launches:7.1f}")
             for (file, fn), n in counts.most_common(args.top):
                 print(f"      {n / args.launches:7.1f}  {file}:{fn}")
-
 
 if __name__ == "__main__":
     main()
