@@ -592,7 +592,10 @@ class Engine:
         try:
             if faults.armed:
                 faults.check("submit")
-            self._send(seq, (), signals, empty=bool(signals))
+            if self._gate or signals:
+                self._send(seq, (), signals, empty=bool(signals))
+            else:  # what `_send` does then, without a call per launch
+                seq.eval_async()
         except Exception as err:  # out of memory, or the device was lost
             if owner is None:
                 self.recycle(seq, timed)
@@ -673,7 +676,8 @@ class Engine:
                 self._pop_in_flight()
 
     def _take_sequence(self, timed: bool, n_ops: int) -> kp.Sequence:
-        self._make_room()
+        if len(self._in_flight) >= _MAX_IN_FLIGHT:
+            self._make_room()
         if self._retiring:
             self._release_retired()
         pool = self._pool[timed]
