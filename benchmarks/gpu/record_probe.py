@@ -1,0 +1,84 @@
+"""What recording one dispatch into an open batch costs the host, and how much of it is
+the barrier before it, by the barrier's form. Builds, for this probe only, a Kompute
+variant whose `OpAlgoDispatch::record` records the barrier an environment variable picks
+(the shipped one, transfer and compute writes to compute; compute to compute as a memory
+barrier, by region, or execution only; none), then times `Sequence.record` of one eager
+launch's dispatch, 64 to a command buffer, under each; and a trivial call through the same
+bindings, the floor of any call. Nothing is submitted.
+
+    bash benchmarks/gpu/run.sh python3 benchmarks/gpu/record_probe.py
+
+(on the GPU machine, where `.gpu/` holds the patched Kompute sdist; about a minute)
+"""
+
+from __future__ import annotations
+
+import kompute_variant
+
+VARIANTS = {"0": "as shipped: transfer and compute writes to compute",
+            "1": "compute to compute, memory barrier",
+            "2": "compute to compute, memory barrier, by region",
+            "3": "compute to compute, execution only",
+            "4": "no barrier"}
+
+_BARRIER = """    static int variant = getenv("VKSYCL_PROBE_RECORD") ?
+        atoi(getenv("VKSYCL_PROBE_RECORD")) : 0;
+    vk::MemoryBarrier computeWrites(vk::AccessFlagBits::eShaderWrite,
+                                    vk::AccessFlagBits::eShaderRead |
+                                      vk::AccessFlagBits::eShaderWrite);
+    if (this->mBarrier && variant == 1) {
+        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::DependencyFlags(), computeWrites, nullptr, nullptr);
+    } else if (this->mBarrier && variant == 2) {
+        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::DependencyFlagBits::eByRegion, computeWrites,
+                                      nullptr, nullptr);
+    } else if (this->mBarrier && variant == 3) {
+        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::DependencyFlags(), nullptr, nullptr, nullptr);
+    } else if (this->mBarrier && variant == 0) {"""
+
+_TIMING = """
+import statistics, time
+import vksycl as sycl
+from vksycl.kernels.launch import build_launch
+q = sycl.queue()
+engine = q._scheduler.engine
+x = sycl.malloc_device(64, sycl.float32, q)
+def body(i):
+    x[i] = x[i] + 1.0
+op = build_launch(q.get_device(), body, sycl.range(64), None,
+                  context=q.get_context()).dispatch(engine).op
+seq = engine._manager.sequence(0, 0)
+record, floor = [], []
+for _ in range(200):
+    seq.clear()
+    t0 = time.perf_counter()
+    for _ in range(64):
+        seq.record(op)
+    t1 = time.perf_counter()
+    for _ in range(64):
+        seq.is_init()
+    record.append((t1 - t0) / 64)
+    floor.append((time.perf_counter() - t1) / 64)
+print(f"record {statistics.median(record) * 1e9:.0f} ns, a trivial call "
+      f"{statistics.median(floor) * 1e9:.0f} ns")
+"""
+
+
+def main() -> None:
+    target = kompute_variant.build("src/OpAlgoDispatch.cpp", [
+        ('#include "kompute/operations/OpAlgoDispatch.hpp"',
+         '#include <cstdlib>\n#include "kompute/operations/OpAlgoDispatch.hpp"'),
+        ("    if (this->mBarrier) {", _BARRIER)])
+    with kompute_variant.script(_TIMING) as path:
+        for key, what in [*VARIANTS.items(), ("0", VARIANTS["0"] + ", again")]:
+            out = kompute_variant.run(target, path, VKSYCL_PROBE_RECORD=key)
+            out.check_returncode()
+            print(f"{what}: {out.stdout.strip()}")
+
+if __name__ == "__main__":
+    main()
