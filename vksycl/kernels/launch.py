@@ -215,9 +215,8 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
     elif type(kernel) in PYTHON_KERNELS:
         plan = known_plan(kernel, None, launch, device)
         if plan is not None:
-            streak = plan.streak
-            if streak is not None:  # asked first: while one runs, none repeats
-                command = streak.closure(plan, kernel, launch, context)
+            if plan.streak is not None:  # asked first: while one runs, none repeats
+                command = plan.streak.closure(plan, kernel, launch, context)
                 if command is not None:
                     return command
             last = plan.last
@@ -282,9 +281,8 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
             getattr(kernel, "__vksycl_kernel__", None)
         plan = None if info is None else known_plan(info.function, info, launch, device)
         if plan is not None:
-            streak = plan.streak
-            if streak is not None:
-                command = streak.arguments(plan, info.function, launch, args, context)
+            if plan.streak is not None:
+                command = plan.streak.arguments(plan, info.function, launch, args, context)
                 if command is not None:
                     return command
             last = plan.last
