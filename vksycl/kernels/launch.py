@@ -51,7 +51,7 @@ from .plans import (
 )
 from .properties import launch_properties
 from .reduction import build_reduction_launch
-from .streak import Streak
+from .streak import Streak, with_push
 from .variants import launch_shape
 
 # commands a plan keeps by their push constants
@@ -156,8 +156,8 @@ def _repacked(plan: Plan, last: tuple, changes: list, pyfn: Any, launch: Any,
     if hit is not None and hit[0] is p and hit[1] is context:
         command = hit[2]
     else:
-        command = _with_push(last, push, pyfn, launch, _ring_for(plan, p, last, pyfn,
-                                                                  device))
+        ring = _ring_for(plan, p, last, pyfn, device)
+        command = with_push(last, push, pyfn, launch, ring)
         _keep_recent(plan, push, p, context, command)
     remember_last(plan, (p, push, command, context, record, arg_record), pyfn)
     return command
@@ -181,16 +181,6 @@ def _ring_for(plan: Plan, p: Prepared, last: tuple, pyfn: Any, device: Any) -> A
     ring = False if ck is None else ArgumentRing(device, ck, last[2])
     plan.ring = (p, ring)
     return ring
-
-
-def _with_push(last: tuple, push: bytes, pyfn: Any, launch: Any, ring: Any
-               ) -> KernelLaunch:
-    """`last`'s command with the packed arguments `push`: from `ring` when there is one,
-    else as push constants."""
-    origin = last[2].origin  # of a launch of the plan's values
-    if origin.function() is not pyfn:
-        origin = Origin.of(pyfn, last[0].ck, launch)
-    return ring.launch(last[2], push, origin) if ring else last[2].with_push(push, origin)
 
 
 def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,

@@ -142,9 +142,13 @@ class Streak:
                 push = bytes(out)
         except _MISFIT:
             return None
-        like = last[2]
-        origin = like.origin  # of a launch of the streak's values
-        if origin.function() is not kernel:
-            origin = Origin.of(kernel, last[0].ck, launch)
-        ring = self.ring
-        return ring.launch(like, push, origin) if ring else like.with_push(push, origin)
+        return with_push(last, push, kernel, launch, self.ring)
+
+
+def with_push(last: tuple, push: bytes, pyfn: Any, launch: Any, ring: Any) -> KernelLaunch:
+    """The command of a launch of `last`'s (a plan's last launch) with the packed
+    arguments `push`: from `ring` when there is one, else as push constants."""
+    origin = last[2].origin  # of a launch of the plan's values
+    if origin.function() is not pyfn:
+        origin = Origin.of(pyfn, last[0].ck, launch)
+    return ring.launch(last[2], push, origin) if ring else last[2].with_push(push, origin)
