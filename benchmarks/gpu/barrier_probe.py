@@ -21,26 +21,6 @@ VARIANTS = {"0": "as shipped: transfer and compute writes to compute",
             "4": "as shipped, the pipeline bound once per chain",
             "5": "execution only, the pipeline bound once per chain"}
 
-_BARRIER = """    static int variant = getenv("VKSYCL_PROBE_BARRIER") ?
-        atoi(getenv("VKSYCL_PROBE_BARRIER")) : 0;
-    vk::MemoryBarrier computeWrites(vk::AccessFlagBits::eShaderWrite,
-                                    vk::AccessFlagBits::eShaderRead |
-                                      vk::AccessFlagBits::eShaderWrite);
-    if (this->mBarrier && variant == 1) {
-        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
-                                      vk::PipelineStageFlagBits::eComputeShader,
-                                      vk::DependencyFlags(), computeWrites, nullptr, nullptr);
-    } else if (this->mBarrier && (variant == 2 || variant == 5)) {
-        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
-                                      vk::PipelineStageFlagBits::eComputeShader,
-                                      vk::DependencyFlags(), nullptr, nullptr, nullptr);
-    } else if (this->mBarrier && variant == 3) {
-        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
-                                      vk::PipelineStageFlagBits::eComputeShader,
-                                      vk::DependencyFlagBits::eByRegion, computeWrites,
-                                      nullptr, nullptr);
-    } else if (this->mBarrier) {"""
-
 _BIND = """    static thread_local VkCommandBuffer boundIn = VK_NULL_HANDLE;
     static thread_local const void* boundAlgorithm = nullptr;
     if (variant < 4 || boundIn != static_cast<VkCommandBuffer>(commandBuffer) ||
@@ -85,7 +65,7 @@ def main() -> None:
     target = kompute_variant.build("src/OpAlgoDispatch.cpp", [
         ('#include "kompute/operations/OpAlgoDispatch.hpp"',
          '#include <cstdlib>\n#include "kompute/operations/OpAlgoDispatch.hpp"'),
-        ("    if (this->mBarrier) {", _BARRIER),
+        ("    if (this->mBarrier) {", kompute_variant.barrier_forms("VKSYCL_PROBE_BARRIER")),
         ("    this->mAlgorithm->recordBindCore(commandBuffer);", _BIND)])
     with kompute_variant.script(_CHAIN) as path:
         for key, what in [*VARIANTS.items(), ("0", VARIANTS["0"] + ", again")]:

@@ -35,6 +35,33 @@ def build(source: str, edits: list[tuple[str, str]]) -> str:
     return target
 
 
+def barrier_forms(env: str) -> str:
+    """C++ for an edit of `OpAlgoDispatch::record`, in place of the line opening its
+    barrier block: the barrier form the environment variable `env` picks, as `variant`
+    (1: compute to compute, memory barrier; 2 or 5: execution only; 3: memory barrier by
+    region; 6: none; any other: the shipped barrier, the block that follows)."""
+    return f"""    static int variant = getenv("{env}") ?
+        atoi(getenv("{env}")) : 0;
+    vk::MemoryBarrier computeWrites(vk::AccessFlagBits::eShaderWrite,
+                                    vk::AccessFlagBits::eShaderRead |
+                                      vk::AccessFlagBits::eShaderWrite);
+    if (this->mBarrier && variant == 1) {{
+        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::DependencyFlags(), computeWrites, nullptr, nullptr);
+    }} else if (this->mBarrier && (variant == 2 || variant == 5)) {{
+        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::DependencyFlags(), nullptr, nullptr, nullptr);
+    }} else if (this->mBarrier && variant == 3) {{
+        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::PipelineStageFlagBits::eComputeShader,
+                                      vk::DependencyFlagBits::eByRegion, computeWrites,
+                                      nullptr, nullptr);
+    }} else if (variant == 6) {{
+    }} else if (this->mBarrier) {{"""
+
+
 @contextlib.contextmanager
 def script(text: str) -> Iterator[str]:
     """A probe script written to the working folder (kernels compile from a file of their

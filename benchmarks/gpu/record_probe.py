@@ -17,29 +17,9 @@ import kompute_variant
 
 VARIANTS = {"0": "as shipped: transfer and compute writes to compute",
             "1": "compute to compute, memory barrier",
-            "2": "compute to compute, memory barrier, by region",
-            "3": "compute to compute, execution only",
-            "4": "no barrier"}
-
-_BARRIER = """    static int variant = getenv("VKSYCL_PROBE_RECORD") ?
-        atoi(getenv("VKSYCL_PROBE_RECORD")) : 0;
-    vk::MemoryBarrier computeWrites(vk::AccessFlagBits::eShaderWrite,
-                                    vk::AccessFlagBits::eShaderRead |
-                                      vk::AccessFlagBits::eShaderWrite);
-    if (this->mBarrier && variant == 1) {
-        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
-                                      vk::PipelineStageFlagBits::eComputeShader,
-                                      vk::DependencyFlags(), computeWrites, nullptr, nullptr);
-    } else if (this->mBarrier && variant == 2) {
-        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
-                                      vk::PipelineStageFlagBits::eComputeShader,
-                                      vk::DependencyFlagBits::eByRegion, computeWrites,
-                                      nullptr, nullptr);
-    } else if (this->mBarrier && variant == 3) {
-        commandBuffer.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader,
-                                      vk::PipelineStageFlagBits::eComputeShader,
-                                      vk::DependencyFlags(), nullptr, nullptr, nullptr);
-    } else if (this->mBarrier && variant == 0) {"""
+            "3": "compute to compute, memory barrier, by region",
+            "2": "compute to compute, execution only",
+            "6": "no barrier"}
 
 _TIMING = """
 import statistics, time
@@ -73,7 +53,7 @@ def main() -> None:
     target = kompute_variant.build("src/OpAlgoDispatch.cpp", [
         ('#include "kompute/operations/OpAlgoDispatch.hpp"',
          '#include <cstdlib>\n#include "kompute/operations/OpAlgoDispatch.hpp"'),
-        ("    if (this->mBarrier) {", _BARRIER)])
+        ("    if (this->mBarrier) {", kompute_variant.barrier_forms("VKSYCL_PROBE_RECORD"))])
     with kompute_variant.script(_TIMING) as path:
         for key, what in [*VARIANTS.items(), ("0", VARIANTS["0"] + ", again")]:
             out = kompute_variant.run(target, path, VKSYCL_PROBE_RECORD=key)
