@@ -470,9 +470,10 @@ def test_two_changing_values_and_a_bool_run_the_streak(q, general, float32_sum):
         sycl.free(p, q)
 
 
-def test_a_streak_value_that_comes_back_the_same_object_is_a_repeat(q, float32_sum):
+def test_a_streak_value_that_comes_back_the_same_object_is_a_repeat(q, general):
     """A small int that is the very object of the launch before (Python keeps one object
-    per small int) launches as a repeat, and the streak goes on after it."""
+    per small int) launches as a repeat: the last command itself. The streak goes on
+    after it: the next new values take no general way."""
     y = sycl.malloc_shared(N, sycl.int32, q)
     q.memset(y, 0, N * 4).wait()
     count = 0
@@ -480,9 +481,22 @@ def test_a_streak_value_that_comes_back_the_same_object_is_a_repeat(q, float32_s
     def counter(i):
         y[i] = y[i] + count
 
-    launched = [*range(1, RING_AFTER + 6), RING_AFTER + 5, *range(RING_AFTER + 6, 40)]
-    for count in launched:  # noqa: B007 (the cell the kernel reads)
+    first = list(range(1, RING_AFTER + 6))
+    for count in first:  # noqa: B007 (the cell the kernel reads)
         q.parallel_for(N, counter)
     q.wait()
-    np.testing.assert_array_equal(np.asarray(y), np.full(N, sum(launched), np.int32))
+    plan = _plan_of(counter, q)
+    assert plan.streak is not None
+    repacked, packed = general["repacked"], general["packed"]
+    last = plan.last[2]
+    assert launch.build_launch(q.get_device(), counter, sycl.range(N), None,
+                               q.get_context()) is last
+    q.parallel_for(N, counter)  # the same value again
+    rest = list(range(RING_AFTER + 6, 40))
+    for count in rest:  # noqa: B007
+        q.parallel_for(N, counter)
+    q.wait()
+    assert (general["repacked"], general["packed"]) == (repacked, packed)
+    total = sum(first) + first[-1] + sum(rest)
+    np.testing.assert_array_equal(np.asarray(y), np.full(N, total, np.int32))
     sycl.free(y, q)
