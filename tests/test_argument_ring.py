@@ -435,7 +435,6 @@ def test_numpy_steps_and_command_groups_run_the_streak(q, general, float32_sum):
     sycl.free(x, q)
 
 
-
 def test_two_changing_values_and_a_bool_run_the_streak(q, general, float32_sum):
     """A step and a count changing together each launch, and a bool flag flipping each
     launch: after the ring settles neither takes a general way, and every launch's values
@@ -500,3 +499,63 @@ def test_a_streak_value_that_comes_back_the_same_object_is_a_repeat(q, general):
     total = sum(first) + first[-1] + sum(rest)
     np.testing.assert_array_equal(np.asarray(y), np.full(N, total, np.int32))
     sycl.free(y, q)
+
+
+def test_a_streak_where_one_of_its_values_comes_back_goes_on(q, general, float32_sum):
+    """A step new at each launch beside a count new at every other one (the count
+    unchanged is the very int object): after the ring settles, no launch takes a general
+    way, and every value arrives."""
+    x = _zeros(q)
+    counts = sycl.malloc_shared(N, sycl.int32, q)
+    q.memset(counts, 0, N * 4).wait()
+    step, count = 0.0, 0
+
+    def body(i):
+        x[i] = x[i] + step
+        counts[i] = counts[i] + count
+
+    values = _steps(RING_AFTER + 60)
+    launched = []
+    for k, v in enumerate(values):
+        if k == RING_AFTER + 4:
+            q.wait()
+            repacked, packed = general["repacked"], general["packed"]
+        step, count = v, 1 + k // 2
+        launched.append(count)
+        q.parallel_for(N, body)
+    q.wait()
+    assert (general["repacked"], general["packed"]) == (repacked, packed)
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, float32_sum(values)))
+    np.testing.assert_array_equal(np.asarray(counts), np.full(N, sum(launched), np.int32))
+    for p in (x, counts):
+        sycl.free(p, q)
+
+
+def test_a_numpy_bool_in_a_streak_packs_as_an_int(q, general, float32_sum):
+    """A numpy bool beside a step new at each launch (struct packs no numpy bool into a
+    32-bit slot; two in a row are the very object): after the ring settles no launch
+    takes a general way, and each launch sees its own values."""
+    x = _zeros(q)
+    y = sycl.malloc_shared(N, sycl.int32, q)
+    q.memset(y, 0, N * 4).wait()
+    step, on = 0.0, np.False_
+
+    def body(i):
+        x[i] = x[i] + step
+        if on:
+            y[i] = y[i] + 1
+
+    values = _steps(RING_AFTER + 60)
+    flags = [np.bool_(k % 3 != 0) for k in range(len(values))]
+    for k, (v, flag) in enumerate(zip(values, flags, strict=True)):
+        if k == RING_AFTER + 4:
+            q.wait()
+            repacked, packed = general["repacked"], general["packed"]
+        step, on = v, flag
+        q.parallel_for(N, body)
+    q.wait()
+    assert (general["repacked"], general["packed"]) == (repacked, packed)
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, float32_sum(values)))
+    np.testing.assert_array_equal(np.asarray(y), np.full(N, sum(map(bool, flags)), np.int32))
+    for p in (x, y):
+        sycl.free(p, q)

@@ -72,8 +72,9 @@ class ArgumentRing:
     def __init__(self, device: Any, ck: CompiledKernel, like: KernelLaunch) -> None:
         self.engine: Engine = scheduler_for(device).engine
         groups = like.groups
-        # the fields of every `RingLaunch` of the plan's kernel (`like`'s): a launch
-        # copies them, which costs less than the dataclass's `__init__`
+        # the fields of every `RingLaunch` of the plan's kernel (`like`'s), each a plain
+        # default or set per launch: a launch copies them, which costs less than the
+        # dataclass's `__init__`
         self.fields = {f.name: f.default for f in dataclasses.fields(RingLaunch)}
         self.fields.update(name=like.name, spirv=like.spirv, entry=like.entry,
                            push_constants=b"", groups=groups)
@@ -96,8 +97,8 @@ class ArgumentRing:
         return len(self.buffers) * _SLOTS_PER_BLOCK
 
     def launch(self, like: KernelLaunch, push: bytes, origin: Any) -> RingLaunch:
-        """The launch of the plan's kernel `like` launched (a launch of the ring's) with
-        packed arguments `push`, which falls back to its push constants through a
+        """A launch like `like` (a launch of the plan's kernel) with the packed arguments
+        `push`. Where no slot is free it falls back to its push constants, through a
         dispatch of the plan's pipeline (as `KernelLaunch.with_push` launches do) rather
         than one cached by its bytes."""
         known = like._dispatched or like._like
@@ -119,7 +120,7 @@ class ArgumentRing:
         found done), never asked of Vulkan: a query costs microseconds on some drivers,
         and finding the device idle would end the engine's batching."""
         lock = self.lock
-        lock.acquire()  # not `with`: every launch of a streak passes here
+        lock.acquire()  # not `with`: every launch from the ring passes here
         try:
             slots = self.slots
             if slots and slots[-1].dispatch.part.finished:

@@ -205,8 +205,9 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
     elif type(kernel) in PYTHON_KERNELS:
         plan = known_plan(kernel, None, launch, device)
         if plan is not None:
-            if plan.streak is not None:  # asked first: while one runs, none repeats
-                command = plan.streak.closure(plan, kernel, launch, context)
+            streak = plan.streak  # read once: another thread may end it meanwhile
+            if streak is not None:  # asked first: while one runs, none repeats
+                command = streak.closure(plan, kernel, launch, context)
                 if command is not None:
                     return command
             last = plan.last
@@ -225,7 +226,7 @@ def _closure_command(kernel: Any, plan: Plan, launch: Any, context: Any, device:
     """The command of a closure launched under `plan`, not a repeat of its last launch,
     found without packing its arguments: a recent closure's whose captures are the
     same, the last one's repacked with new numbers or pointers (which may begin a streak,
-    `_continued`), or the command kept for the accessors it captures; None if there is
+    `streak.Streak`), or the command kept for the accessors it captures; None if there is
     none."""
     last = plan.last
     kept = kept_launch(plan, kernel)  # one of a few closures launched in turn
@@ -271,8 +272,9 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
             getattr(kernel, "__vksycl_kernel__", None)
         plan = None if info is None else known_plan(info.function, info, launch, device)
         if plan is not None:
-            if plan.streak is not None:
-                command = plan.streak.arguments(plan, info.function, launch, args, context)
+            streak = plan.streak
+            if streak is not None:
+                command = streak.arguments(plan, info.function, launch, args, context)
                 if command is not None:
                     return command
             last = plan.last

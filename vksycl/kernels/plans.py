@@ -180,7 +180,8 @@ def _all_captured_alike(last: tuple, now: tuple) -> bool:
     return all(map(_captured_alike, last, now))
 
 
-_CONTENTS = operator.attrgetter("cell_contents")
+# a closure cell's object
+CONTENTS = operator.attrgetter("cell_contents")
 _PREPARED: dict[Any, Prepared] = {}
 # (code, launch variant) -> (captured objects, globals, Prepared) of the last launch whose
 # captures were all `_keyed`: a launch capturing objects keyed alike skips the key
@@ -355,7 +356,7 @@ def prepared_for(pyfn: Any, plan: Plan, device: Any) -> tuple[Prepared, tuple | 
     plan's record of the captured objects when they are the very objects it holds
     (immutable, so the same arguments unless a pointer was freed since), else None."""
     cells = pyfn.__closure__
-    captured = tuple(map(_CONTENTS, cells)) if cells else ()
+    captured = tuple(map(CONTENTS, cells)) if cells else ()
     names = plan.names
     globals_ = tuple(map(pyfn.__globals__.get, names)) if names else ()
     known = plan.prepared
@@ -527,7 +528,7 @@ def new_captures(kernel: Any, plan: Plan, last: tuple) -> tuple | None:
         return None
     record, p = last[4], last[0]
     cells = kernel.__closure__
-    captured = tuple(map(_CONTENTS, cells)) if cells else ()
+    captured = tuple(map(CONTENTS, cells)) if cells else ()
     changes: list[tuple[Slot, Any]] = []
     if not _changes(record[0], captured, p.cell_slots, changes):
         return None
@@ -643,7 +644,7 @@ def accessor_command(pyfn: Any, plan: Plan, context: Any, required: list | None
     keys: list[tuple] = []
     accessors: list[Any] = []
     cells = pyfn.__closure__
-    if cells is not None and not _keyed_by_accessors(record[0], map(_CONTENTS, cells), keys,
+    if cells is not None and not _keyed_by_accessors(record[0], map(CONTENTS, cells), keys,
                                                      accessors):
         return None
     names = plan.names
@@ -692,6 +693,6 @@ def _same_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> bool:
     """Whether a closure holds the very objects a plan's record holds, in its cells and
     in the globals `names` its code reads."""
     cells = kernel.__closure__
-    if cells is not None and not all(map(operator.is_, record[0], map(_CONTENTS, cells))):
+    if cells is not None and not all(map(operator.is_, record[0], map(CONTENTS, cells))):
         return False
     return not names or all(map(operator.is_, record[1], map(kernel.__globals__.get, names)))

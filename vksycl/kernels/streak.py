@@ -7,8 +7,10 @@ general repack, no lookup among recent commands (each value is new to them), no 
 kept by its bytes, function or arguments.
 
 Which values may change is one tuple compared in C: the identity of each value with the
-last launch's, which must be false exactly at the changing indices. The same object
-coming again at one of them is no continuation; the general path finds it a repeat.
+last launch's, false exactly at the changing indices. Where some of several changing
+values came back the very objects (a count changing every other launch beside a step
+changing at each), a second look allows it, so long as one of them is new; where all
+came back, the launch is a repeat, which the general path finds.
 """
 
 from __future__ import annotations
@@ -22,10 +24,9 @@ import numpy as np
 from ..runtime.commands import KernelLaunch
 from .fusion import Origin
 from .marshal import Slot
-from .plans import FREED, Plan
+from .plans import CONTENTS, FREED, Plan
 
 _IS = operator.is_
-_CONTENTS = operator.attrgetter("cell_contents")
 _MISFIT = (struct.error, OverflowError)
 
 
@@ -47,8 +48,8 @@ class Streak:
     record) being the ones that change, launched from `ring` (an `ArgumentRing`, or False
     for push constants). It holds only while `last` is the plan's last launch."""
 
-    __slots__ = ("changes", "explicit", "head", "index", "last", "one", "pack", "pointers",
-                 "ring", "same", "tail", "type")
+    __slots__ = ("changes", "changing", "explicit", "head", "index", "last", "one", "pack",
+                 "pointers", "ring", "same", "tail", "type")
 
     def __init__(self, last: tuple, changing: tuple[tuple[int, Slot], ...], ring: Any
                  ) -> None:
@@ -57,6 +58,7 @@ class Streak:
         values = last[5][0] if self.explicit else last[4][0]
         indices = {i for i, _ in changing}
         self.same = tuple(i not in indices for i in range(len(values)))
+        self.changing = tuple(not s for s in self.same)
         self.changes = tuple(_Change(i, slot, values[i]) for i, slot in changing)
         # a single number, most streaks' case: its bytes go between fixed ones
         first = self.changes[0]
@@ -77,8 +79,9 @@ class Streak:
         if last[3] is not context or self.explicit:
             return None
         record = last[4]
-        captured = tuple(map(_CONTENTS, kernel.__closure__))
-        if tuple(map(_IS, record[0], captured)) != self.same:
+        captured = tuple(map(CONTENTS, kernel.__closure__))
+        same = tuple(map(_IS, record[0], captured))
+        if same != self.same and not self._partly(same):
             return None
         names = plan.names
         if names and not all(map(_IS, record[1], map(kernel.__globals__.get, names))):
@@ -103,10 +106,11 @@ class Streak:
                 len(args) != len(self.same):
             return None
         known, record = last[5], last[4]
-        if tuple(map(_IS, known[0], args)) != self.same:
+        same = tuple(map(_IS, known[0], args))
+        if same != self.same and not self._partly(same):
             return None
         cells = kernel.__closure__
-        if cells is not None and not all(map(_IS, record[0], map(_CONTENTS, cells))):
+        if cells is not None and not all(map(_IS, record[0], map(CONTENTS, cells))):
             return None
         names = plan.names
         if names and not all(map(_IS, record[1], map(kernel.__globals__.get, names))):
@@ -117,6 +121,14 @@ class Streak:
         plan.last = self.last = (last[0], command.push_constants, command, context, record,
                                  (args, known[1]))
         return command
+
+    def _partly(self, same: tuple) -> bool:
+        """Whether a launch whose values are the last launch's objects where `same` is
+        true continues the streak all the same: every value outside the changing ones is
+        the very object, and at least one changing value is new (the others came back,
+        and pack as they did)."""
+        return len(self.changes) > 1 and all(map(operator.or_, same, self.changing)) and \
+            not all(same)
 
     def _command(self, last: tuple, values: tuple, kernel: Any, launch: Any
                  ) -> KernelLaunch | None:
@@ -147,7 +159,8 @@ class Streak:
 
 def with_push(last: tuple, push: bytes, pyfn: Any, launch: Any, ring: Any) -> KernelLaunch:
     """The command of a launch of `last`'s (a plan's last launch) with the packed
-    arguments `push`: from `ring` when there is one, else as push constants."""
+    arguments `push`: from `ring` when there is one, else as push constants. The general
+    repack (`launch._repacked`) makes its commands here too."""
     origin = last[2].origin  # of a launch of the plan's values
     if origin.function() is not pyfn:
         origin = Origin.of(pyfn, last[0].ck, launch)
