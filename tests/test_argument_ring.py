@@ -38,6 +38,12 @@ def add_value(x: sycl.ptr[sycl.float32], v: sycl.float32):
     x[i] = x[i] + v
 
 
+@syclexp.nd_range_kernel(1)
+def add_scaled(x: sycl.ptr[sycl.float32], v: sycl.float32, scale: sycl.float32):
+    i = this_work_item.get_nd_item(1).get_global_id(0)
+    x[i] = x[i] + v * scale
+
+
 def _stepper(x: sycl.ptr):
     """A kernel adding a captured time step, and how to set the step."""
     step = 0.0
@@ -502,8 +508,8 @@ def test_a_streak_value_that_comes_back_the_same_object_is_a_repeat(q, general):
 
 
 def test_a_streak_where_one_of_its_values_comes_back_goes_on(q, general, float32_sum):
-    """A step new at each launch beside a count new at every other one (the count
-    unchanged is the very int object): after the ring settles, no launch takes a general
+    """A step new at each launch beside a count new at every other one (left as it was
+    in between, the very int object): after the ring settles, no launch takes a general
     way, and every value arrives."""
     x = _zeros(q)
     counts = sycl.malloc_shared(N, sycl.int32, q)
@@ -520,7 +526,9 @@ def test_a_streak_where_one_of_its_values_comes_back_goes_on(q, general, float32
         if k == RING_AFTER + 4:
             q.wait()
             repacked, packed = general["repacked"], general["packed"]
-        step, count = v, 1 + k // 2
+        step = v
+        if k % 2 == 0:
+            count = 1000 + k  # past the ints Python keeps one object of
         launched.append(count)
         q.parallel_for(N, body)
     q.wait()
@@ -559,3 +567,26 @@ def test_a_numpy_bool_in_a_streak_packs_as_an_int(q, general, float32_sum):
     np.testing.assert_array_equal(np.asarray(y), np.full(N, sum(map(bool, flags)), np.int32))
     for p in (x, y):
         sycl.free(p, q)
+
+
+def test_arguments_where_one_of_a_streak_comes_back_go_on(q, general):
+    """nd_launch with a step new at each launch and a scale new at every other one (the
+    same float object in between): after the ring settles no launch takes a general way,
+    and the sum is exact (steps and scales chosen so that every product and sum is)."""
+    x = _zeros(q)
+    nd = sycl.nd_range((N,), (N,))
+    values = _steps(RING_AFTER + 60)
+    total = 0.0
+    scale = 1.0
+    for k, v in enumerate(values):
+        if k == RING_AFTER + 4:
+            q.wait()
+            repacked, packed = general["repacked"], general["packed"]
+        if k % 2 == 0:
+            scale = 2.0 if k % 4 else 0.5
+        total += v * scale
+        syclexp.nd_launch(q, nd, add_scaled, x, v, scale)
+    q.wait()
+    assert (general["repacked"], general["packed"]) == (repacked, packed)
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, total, np.float32))
+    sycl.free(x, q)

@@ -26,7 +26,7 @@ from .fusion import Origin
 from .marshal import Slot
 from .plans import CONTENTS, FREED, Plan
 
-_IS = operator.is_
+_IS, _OR = operator.is_, operator.or_
 _MISFIT = (struct.error, OverflowError)
 
 
@@ -48,8 +48,8 @@ class Streak:
     record) being the ones that change, launched from `ring` (an `ArgumentRing`, or False
     for push constants). It holds only while `last` is the plan's last launch."""
 
-    __slots__ = ("changes", "changing", "explicit", "head", "index", "last", "one", "pack",
-                 "pointers", "ring", "same", "tail", "type")
+    __slots__ = ("changes", "explicit", "head", "index", "last", "one", "pack", "pointers",
+                 "ring", "same", "tail", "type", "varies")
 
     def __init__(self, last: tuple, changing: tuple[tuple[int, Slot], ...], ring: Any
                  ) -> None:
@@ -58,7 +58,7 @@ class Streak:
         values = last[5][0] if self.explicit else last[4][0]
         indices = {i for i, _ in changing}
         self.same = tuple(i not in indices for i in range(len(values)))
-        self.changing = tuple(not s for s in self.same)
+        self.varies = tuple(not s for s in self.same)
         self.changes = tuple(_Change(i, slot, values[i]) for i, slot in changing)
         # a single number, most streaks' case: its bytes go between fixed ones
         first = self.changes[0]
@@ -74,7 +74,8 @@ class Streak:
         """The command of a closure launch continuing the streak, or None."""
         last = self.last
         if plan.last is not last:
-            plan.streak = None  # over: let go of its launch
+            if plan.streak is self:  # over: let go of its launch (not of a newer streak)
+                plan.streak = None
             return None
         if last[3] is not context or self.explicit:
             return None
@@ -100,7 +101,8 @@ class Streak:
         None."""
         last = self.last
         if plan.last is not last:
-            plan.streak = None
+            if plan.streak is self:
+                plan.streak = None
             return None
         if last[3] is not context or not self.explicit or type(args) is not tuple or \
                 len(args) != len(self.same):
@@ -127,8 +129,7 @@ class Streak:
         true continues the streak all the same: every value outside the changing ones is
         the very object, and at least one changing value is new (the others came back,
         and pack as they did)."""
-        return len(self.changes) > 1 and all(map(operator.or_, same, self.changing)) and \
-            not all(same)
+        return len(self.changes) > 1 and all(map(_OR, same, self.varies)) and not all(same)
 
     def _command(self, last: tuple, values: tuple, kernel: Any, launch: Any
                  ) -> KernelLaunch | None:
