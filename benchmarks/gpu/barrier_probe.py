@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import kompute_variant
 
-VARIANTS = {"0": "as shipped: transfer and compute writes to compute",
-            "1": "compute to compute, memory barrier",
-            "2": "compute to compute, execution only",
-            "3": "compute to compute, memory barrier, by region",
+VARIANTS = {**{k: kompute_variant.BARRIER_FORMS[k] for k in "0123"},
             "4": "as shipped, the pipeline bound once per chain",
             "5": "execution only, the pipeline bound once per chain"}
 

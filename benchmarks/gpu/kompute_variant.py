@@ -35,6 +35,14 @@ def build(source: str, edits: list[tuple[str, str]]) -> str:
     return target
 
 
+# what each `barrier_forms` variant records before a dispatch
+BARRIER_FORMS = {"0": "as shipped: transfer and compute writes to compute",
+                 "1": "compute to compute, memory barrier",
+                 "2": "compute to compute, execution only",
+                 "3": "compute to compute, memory barrier, by region",
+                 "6": "no barrier"}
+
+
 def barrier_forms(env: str) -> str:
     """C++ for an edit of `OpAlgoDispatch::record`, in place of the line opening its
     barrier block: the barrier form the environment variable `env` picks, as `variant`

@@ -15,11 +15,7 @@ from __future__ import annotations
 
 import kompute_variant
 
-VARIANTS = {"0": "as shipped: transfer and compute writes to compute",
-            "1": "compute to compute, memory barrier",
-            "3": "compute to compute, memory barrier, by region",
-            "2": "compute to compute, execution only",
-            "6": "no barrier"}
+VARIANTS = kompute_variant.BARRIER_FORMS
 
 _TIMING = """
 import statistics, time

@@ -470,17 +470,13 @@ def repeats(pyfn: Any, plan: Plan, last: tuple, required: list | None) -> bool:
         if last[0].globals:
             return False
         cells = pyfn.__closure__
-        if cells is not None:  # inline: the one call per accessor is its own check
-            for kept, cell in zip(record[0], cells):  # noqa: B905 (cells of one code)
-                now = cell.cell_contents
-                if kept is not now and not (type(kept) is _AccessorKey and type(now) is
-                                            kept.cls and now._vksycl_launches_as(kept,
-                                                                                 required)):
-                    return False
+        if cells is not None and not _launch_alike(record[0], map(CONTENTS, cells),
+                                                   required):
+            return False
         names = plan.names
         return not names or _launch_alike(record[1], map(pyfn.__globals__.get, names),
                                           required)
-    return _same_captures(pyfn, record, plan.names) and not last[0].globals and \
+    return same_captures(pyfn, record, plan.names) and not last[0].globals and \
         (len(record) == 4 or _same_attributes(pyfn, record)) and \
         not any(map(FREED, record[3]))
 
@@ -621,10 +617,10 @@ def arguments_record(args: tuple) -> tuple | None:
 
 
 def _launch_alike(kept_values: tuple, values: Any, required: list | None) -> bool:
-    """Whether the globals a kernel reads are the kept objects, or accessors launching as
-    the ones kept as keys, whose launch checks then run against the accessors the command
-    group requires, `required` (the test `repeats` makes inline for the cells)."""
-    for kept, now in zip(kept_values, values):  # noqa: B905 (the globals of one code)
+    """Whether the captures or globals a kernel reads are the kept objects, or accessors
+    launching as the ones kept as keys, whose launch checks then run against the
+    accessors the command group requires, `required`."""
+    for kept, now in zip(kept_values, values):  # noqa: B905 (the cells or globals of one code)
         if kept is not now and not (type(kept) is _AccessorKey and type(now) is kept.cls
                                     and now._vksycl_launches_as(kept, required)):
             return False
@@ -689,7 +685,7 @@ def remember_accessor_command(plan: Plan, record: tuple | None, context: Any,
         known[keys] = (context, record[2], command, record)
 
 
-def _same_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> bool:
+def same_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> bool:
     """Whether a closure holds the very objects a plan's record holds, in its cells and
     in the globals `names` its code reads."""
     cells = kernel.__closure__

@@ -24,7 +24,7 @@ import numpy as np
 from ..runtime.commands import KernelLaunch
 from .fusion import Origin
 from .marshal import Slot
-from .plans import CONTENTS, FREED, Plan
+from .plans import CONTENTS, FREED, Plan, same_captures
 
 _IS, _OR = operator.is_, operator.or_
 _MISFIT = (struct.error, OverflowError)
@@ -111,11 +111,7 @@ class Streak:
         same = tuple(map(_IS, known[0], args))
         if same != self.same and not self._partly(same):
             return None
-        cells = kernel.__closure__
-        if cells is not None and not all(map(_IS, record[0], map(CONTENTS, cells))):
-            return None
-        names = plan.names
-        if names and not all(map(_IS, record[1], map(kernel.__globals__.get, names))):
+        if not same_captures(kernel, record, plan.names):
             return None
         command = self._command(last, args, kernel, launch)
         if command is None:

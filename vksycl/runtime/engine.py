@@ -676,8 +676,7 @@ class Engine:
                 self._pop_in_flight()
 
     def _take_sequence(self, timed: bool, n_ops: int) -> kp.Sequence:
-        if len(self._in_flight) >= _MAX_IN_FLIGHT:
-            self._make_room()
+        self._make_room()
         if self._retiring:
             self._release_retired()
         pool = self._pool[timed]
