@@ -33,3 +33,7 @@ case "$wheel" in
   *"kp-$installed-"*) ;;
   *) $py -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$wheel" ;;
 esac
+
+# the modules every launch runs through, compiled by mypyc (vksycl/mypyc_modules.py); a
+# no-op when built from the present sources
+$py ci/build_mypyc.py

@@ -4,6 +4,10 @@
     from vksycl.ext.oneapi import experimental as syclexp
 """
 
+# first: from here on the modules mypyc compiled, if built from these sources, load
+from . import mypyc_modules  # noqa: F401  (installs its finder)
+
+# isort: split
 from . import info
 from .access import access_mode, host_task, no_init, read_only, read_write, write_only
 from .compiler import MATH as _MATH

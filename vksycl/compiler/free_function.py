@@ -38,6 +38,7 @@ class FreeFunctionKernel:
         self.bindings = dict(bindings or {})
         self.properties: tuple = tuple(properties)  # kernel properties (work_group_size...)
         self._instances: dict[tuple, FreeFunctionKernel] = {}
+        self._kernel_function: Any = None  # its `kernel_function_s`, once asked for
         self.__wrapped__ = fn
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__

@@ -44,7 +44,7 @@ class dynamic_parameter:
             if is_accessor:
                 buffers.check_accessor(newValue, "dynamic_parameter.update")
                 newValue.bind(graph._queue)
-            saved = [(h, dict(h._kernel_args), list(h.requirements)) for h in
+            saved = [(h, dict(h._kernel_args or {}), list(h.requirements)) for h in
                      dict.fromkeys(h for h, _ in self._uses)]
             try:
                 for h, index in self._uses:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import spirv_gen
@@ -65,7 +65,7 @@ class kernel:
         """`spirv()` as SPIR-V assembly text."""
         return spirv_gen.disassemble(self.spirv(device))
 
-    def _vksycl_command(self, device: Any, launch: Any, args: dict[int, Any],
+    def _vksycl_command(self, device: Any, launch: Any, args: Mapping[int, Any],
                         properties: Any, context: Any, required: list | None) -> Any:
         """The command of one enqueue (called by the handler); pointer arguments must
         belong to `context`, the queue's, and accessors be among the command group's

@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import math
 import operator
+from collections.abc import Mapping
 from enum import Enum
 from typing import Any
 
@@ -73,13 +74,13 @@ def free_function_kernel(f: Any) -> FreeFunctionKernel:
 
 def kernel_function(f: Any) -> kernel_function_s:
     info = free_function_kernel(f)
-    ks = getattr(info, "_kernel_function", None)
+    ks = info._kernel_function
     if ks is None:
         ks = info._kernel_function = kernel_function_s(info)
     return ks
 
 
-def is_nd_range_kernel(f: Any, dims: int) -> bool:
+def is_nd_range_kernel(f: Any, dims: Any) -> bool:
     info = _info(f)
     return info is not None and info.kind == "nd_range" and info.dims == dims
 
@@ -177,10 +178,14 @@ def _accessor_checker(t: AccessorType | LocalAccessorType, where: str) -> Any:
     """Checks an accessor argument: of the parameter's kind, element type and dimensions,
     and for a global one its access mode (a read_write accessor also passes as a
     read-only one, as C++ converts it)."""
-    kind = "local" if isinstance(t, LocalAccessorType) else "global"
     key = dtype_key(dtype_of(t.elem))
-    modes = None if kind == "local" else \
-        (access_mode.read, access_mode.read_write) if t.mode is access_mode.read else (t.mode,)
+    modes: tuple | None = None
+    if isinstance(t, LocalAccessorType):
+        kind = "local"
+    else:
+        kind = "global"
+        modes = (access_mode.read, access_mode.read_write) if t.mode is access_mode.read \
+            else (t.mode,)
 
     def check(v: Any) -> Any:
         got = getattr(type(v), "__vksycl_accessor__", None)
@@ -329,7 +334,7 @@ class Plan:
             last[ids] = (args, converted)
         return converted
 
-    def matched(self, values: dict[int, Any]) -> tuple:
+    def matched(self, values: Mapping[int, Any]) -> tuple:
         """The arguments set by index: every one set, each matching its parameter."""
         last = self.last_set
         n = len(self.match)
@@ -400,7 +405,7 @@ class Relaunch:
     def __init__(self, kernel: FreeFunctionKernel, args: tuple, p: Plan) -> None:
         self.kernel, self.args, self.plan = kernel, args, p
 
-    def _vksycl_command(self, device: Any, launch: Any, values: dict[int, Any],
+    def _vksycl_command(self, device: Any, launch: Any, values: Mapping[int, Any],
                         properties: Any, context: Any, required: list | None) -> Any:
         return launch_command(device, self.kernel, launch, self.args, properties, self.plan,
                               context, required)

@@ -74,6 +74,10 @@ class Command:
     def lower(self, ctx: LowerContext) -> list[Step]:
         return []
 
+    def dispatch(self, engine: Engine) -> Dispatch:
+        """The one dispatch of a `one_dispatch` command."""
+        raise NotImplementedError(f"{type(self).__name__} lowers to steps, not one dispatch")
+
     def for_graph(self) -> Command:
         """The command a graph records. Eager submissions of one command run one after
         another (each dispatch waits for the work before it), but the nodes of a graph's

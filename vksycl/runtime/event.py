@@ -43,7 +43,7 @@ class event:
         self._engine = engine
         # every step handed to the device or run; a default-constructed event is complete
         self._issued = engine is None
-        self._issued_signal: threading.Event | None = None  # only for deferred commands
+        self._issued_signal: Any = None  # a threading.Event, only for deferred commands
         self._submission: Submission | Part | None = None
         self._error: BaseException | None = None
         self._profiling = profiling

@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from types import FunctionType, MappingProxyType, MethodType
 from typing import Any, NoReturn, Protocol
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from ..exceptions import errc, exception
 from ..ranges import nd_range
@@ -56,7 +57,7 @@ class interop_handle:
 
 PYTHON_KERNELS = (FunctionType, MethodType)  # a closure or function, a kernel method
 KernelFrontEnd = Callable[..., Command]
-_kernel_front_end: KernelFrontEnd | None = None
+_kernel_front_end: KernelFrontEnd  # set by `use_kernel_front_end`, before any launch
 
 
 def use_kernel_front_end(build: KernelFrontEnd) -> None:
@@ -78,10 +79,12 @@ def closure_launch(dev: device, ctx: context, kernel: Callable, launch: Any,
     return _kernel_front_end(dev, kernel, launch, properties, ctx, reductions, None)
 
 
-# the arguments of a handler that set none (`set_arg` gives it a dict of its own)
-_NO_ARGUMENTS: dict[int, Any] = MappingProxyType({})  # type: ignore[assignment]
+# the arguments of a handler that set none
+_NO_ARGUMENTS: Mapping[int, Any] = MappingProxyType({})
 
 
+# compiled (`mypyc_modules`), it stays a class command graphs' handlers derive from
+@mypyc_attr(allow_interpreted_subclasses=True)
 class handler:
     # called with the command's event once it is enqueued (a copy into a device_global's
     # host instance tells the database which event writes it)
@@ -94,8 +97,8 @@ class handler:
     launch_recipe: tuple | None = None
     # the reductions of the kernel enqueued (parallel_for(range, reduction..., kernel))
     reductions: tuple = ()
-    # the arguments set by index (`set_arg`), a dict of the handler's own once one is set
-    _kernel_args: dict[int, Any] = _NO_ARGUMENTS
+    # the arguments set by index (`set_arg`), once one is set
+    _kernel_args: dict[int, Any] | None = None
 
     def __init__(self, q: Queue) -> None:
         self._queue = q
@@ -162,7 +165,7 @@ class handler:
         self.command = command
 
     # -- kernels ---------------------------------------------------------------------
-    def set_arg(self, index: int, value: Any) -> None:
+    def set_arg(self, index: Any, value: Any) -> None:
         """Sets argument `index` of the `sycl.kernel` object this command group enqueues;
         indices, count and types are checked against the kernel when it is enqueued."""
         if type(index) is not int or index < 0:
@@ -171,7 +174,7 @@ class handler:
         if type(value) not in _PLAIN_ARGUMENTS and hasattr(value, "_vksycl_dynamic_parameter"):
             _refuse_dynamic_parameter()
         args = self._kernel_args
-        if args is _NO_ARGUMENTS:
+        if args is None:
             args = self._kernel_args = {}
         args[index] = value
 
@@ -184,10 +187,11 @@ class handler:
         for v in values:
             if type(v) not in _PLAIN_ARGUMENTS and hasattr(v, "_vksycl_dynamic_parameter"):
                 _refuse_dynamic_parameter()
-        if self._kernel_args is _NO_ARGUMENTS:
+        args = self._kernel_args
+        if args is None:
             self._kernel_args = dict(enumerate(values))
         else:
-            self._kernel_args.update(enumerate(values))
+            args.update(enumerate(values))
 
     def single_task(self, kernel: Callable, properties: Any = None) -> None:
         self._set(self._launch(kernel, None, properties))
@@ -223,7 +227,8 @@ class handler:
         if self.reductions:
             raise exception(errc.invalid, "reductions run in Python kernels, not in "
                             "sycl.kernel objects")
-        return command(dev, launch, self._kernel_args, properties, ctx, self.requirements)
+        return command(dev, launch, self._kernel_args or _NO_ARGUMENTS, properties, ctx,
+                       self.requirements)
 
     def host_task(self, fn: Callable[..., Any]) -> None:
         try:
@@ -234,8 +239,8 @@ class handler:
         self._set(HostTask(fn, args, self.requirements))
 
     # -- memory ----------------------------------------------------------------------
-    def memcpy(self, dest: Any, src: Any, num_bytes: int | None = None,
-               offset: int = 0) -> None:
+    def memcpy(self, dest: Any, src: Any, num_bytes: Any = None,
+               offset: Any = 0) -> None:
         """`memcpy(dest, src, num_bytes)`; with a device_global on one side,
         `memcpy(g, src, num_bytes=sizeof, offset=0)` / `memcpy(dest, g, ...)`, `offset`
         counting bytes into the variable."""
@@ -255,6 +260,7 @@ class handler:
             raise exception(errc.invalid, "memcpy between two device_globals: copy through "
                             "USM memory")
         g = to if to is not None else of
+        assert g is not None  # neither a device_global returned above
         n = g["size"] if num_bytes is None else _size(num_bytes, "memcpy")
         at = _size(offset, "memcpy offset")
         if to is not None:
@@ -265,11 +271,11 @@ class handler:
                                                    to["unique_id"])]
         else:
             d = memops.resolve(dest, n, self._queue, "memcpy destination", writable=True)
-            s = device_globals.span(self._queue, of, at, n, "memcpy from a device_global",
+            s = device_globals.span(self._queue, g, at, n, "memcpy from a device_global",
                                     False)
         self._set(memops.MemCopy(s, d))
 
-    def copy(self, src: Any, dest: Any, count: int | None = None, start_index: int = 0
+    def copy(self, src: Any, dest: Any, count: Any = None, start_index: Any = 0
              ) -> None:
         """`copy(src, dest, count)`: count elements of the source's element type; with a
         device_global on one side, `count` defaults to all its elements and `start_index`
@@ -325,7 +331,7 @@ class handler:
         pairs = memops.paired(sources, targets, n)
         self._set(memops.in_pieces([memops.MemCopy(a, b) for a, b in pairs]))
 
-    def fill(self, ptr: Any, pattern: Any, count: int | None = None) -> None:
+    def fill(self, ptr: Any, pattern: Any, count: Any = None) -> None:
         """`fill(ptr, pattern, count)`, or `fill(acc, value)` over an accessor's range."""
         if _is_accessor(ptr):
             if count is not None:
@@ -361,17 +367,17 @@ class handler:
         self._set(command)
         self.enqueued = [done]
 
-    def memset(self, ptr: Any, value: int, num_bytes: int) -> None:
+    def memset(self, ptr: Any, value: Any, num_bytes: Any) -> None:
         d = memops.resolve(ptr, _size(num_bytes, "memset"), self._queue, "memset", writable=True)
         fill = memops.Fill(d, bytes([int(value) & 0xFF]))
         fill.command_type = "memset"
         self._set(fill)
 
-    def prefetch(self, ptr: Any, num_bytes: int) -> None:
+    def prefetch(self, ptr: Any, num_bytes: Any) -> None:
         memops.resolve(ptr, _size(num_bytes, "prefetch"), self._queue, "prefetch", writable=False)
         self._set(Barrier("prefetch"))
 
-    def mem_advise(self, ptr: Any, num_bytes: int, advice: int) -> None:
+    def mem_advise(self, ptr: Any, num_bytes: Any, advice: Any) -> None:
         memops.resolve(ptr, _size(num_bytes, "mem_advise"), self._queue,
                        "mem_advise", writable=False)
         self._set(Barrier("mem_advise"))
@@ -416,7 +422,7 @@ def _refuse_dynamic_parameter() -> NoReturn:
                     "submitted to a queue")
 
 
-def check_set_args(values: dict[int, Any], names: list[str], what: str) -> None:
+def check_set_args(values: Mapping[int, Any], names: list[str], what: str) -> None:
     """Every argument of a kernel object set by index (`set_arg`), and none beyond its
     count; `what` names the kernel in the messages."""
     n = len(names)

@@ -44,6 +44,8 @@ class queue:
         ctx = None
         if args and isinstance(args[0], context):
             ctx, args = args[0], args[1:]
+        target: Any
+        rest: list[Any]
         target, *rest = args if args else (None,)
         if isinstance(target, list):  # queue(property_list)
             target, rest = None, [target, *rest]
@@ -222,30 +224,30 @@ class queue:
         h.parallel_for(launch, *args, properties=properties)
         return self._enqueue(h)
 
-    def memcpy(self, dest: Any, src: Any, num_bytes: int | None = None, offset: int = 0,
+    def memcpy(self, dest: Any, src: Any, num_bytes: Any = None, offset: Any = 0,
                depends_on: Any = None) -> event:
         """`memcpy(dest, src, num_bytes)`; to or from a device_global, `num_bytes`
         defaults to its size and `offset` counts bytes into it (handler.memcpy)."""
         offset, depends_on = _events_last(offset, depends_on)
         return self._shortcut(lambda h: h.memcpy(dest, src, num_bytes, offset), depends_on)
 
-    def copy(self, src: Any, dest: Any, count: int | None = None, start_index: int = 0,
+    def copy(self, src: Any, dest: Any, count: Any = None, start_index: Any = 0,
              depends_on: Any = None) -> event:
         """`copy(src, dest, count)`; to or from a device_global, `count` defaults to all
         its elements and `start_index` counts elements into it (handler.copy)."""
         start_index, depends_on = _events_last(start_index, depends_on)
         return self._shortcut(lambda h: h.copy(src, dest, count, start_index), depends_on)
 
-    def memset(self, ptr: Any, value: int, num_bytes: int, depends_on: Any = None) -> event:
+    def memset(self, ptr: Any, value: Any, num_bytes: Any, depends_on: Any = None) -> event:
         return self._shortcut(lambda h: h.memset(ptr, value, num_bytes), depends_on)
 
-    def fill(self, ptr: Any, pattern: Any, count: int, depends_on: Any = None) -> event:
+    def fill(self, ptr: Any, pattern: Any, count: Any, depends_on: Any = None) -> event:
         return self._shortcut(lambda h: h.fill(ptr, pattern, count), depends_on)
 
-    def prefetch(self, ptr: Any, num_bytes: int, depends_on: Any = None) -> event:
+    def prefetch(self, ptr: Any, num_bytes: Any, depends_on: Any = None) -> event:
         return self._shortcut(lambda h: h.prefetch(ptr, num_bytes), depends_on)
 
-    def mem_advise(self, ptr: Any, num_bytes: int, advice: int, depends_on: Any = None
+    def mem_advise(self, ptr: Any, num_bytes: Any, advice: Any, depends_on: Any = None
                    ) -> event:
         return self._shortcut(lambda h: h.mem_advise(ptr, num_bytes, advice), depends_on)
 

@@ -106,7 +106,7 @@ class Scheduler:
             ev._mark_issued()
 
     def _run_steps(self, command, deps, ev, submissions, host_times, on_error) -> None:
-        pending = []
+        pending: list = []
         deps_done = False
         timed = ev._profiling
         ran_host_last = False

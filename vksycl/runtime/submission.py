@@ -54,7 +54,8 @@ class Dispatch:
                  groups: tuple[int, int, int], barrier: bool, name: str) -> None:
         self.op, self.algo, self.push, self.groups, self.barrier, self.name = (
             op, algo, push, groups, barrier, name)
-        self.part: Submission | Part | None = None
+        # a Submission or Part, or an owner's stand-in with `finished` and `done()`
+        self.part: Any = None
 
 
 class Submitter(Protocol):

@@ -1,0 +1,85 @@
+"""The modules every launch runs through, compiled to C by mypyc from this very source,
+and how they are loaded. A launch is host Python from the user's call down to the Vulkan
+submission (queue, handler, plan lookup, argument packing, scheduler, event): compiled,
+its interpreter overhead roughly halves, with no second implementation to keep in step.
+
+`ci/build_mypyc.py` compiles `MODULES` as one group into `build/mypyc/<interpreter>/`
+and records each source's hash there. Importing vksycl puts a finder for them first on
+`sys.meta_path` when every hash still matches: compiled modules call each other
+directly in C, so an edited source takes the whole group back to the interpreted modules
+(until the next build) rather than mixing an old compiled module with a new one.
+`VKSYCL_MYPYC=0` keeps the interpreted modules; `loaded()` says which ran.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+MODULES = (
+    "vksycl.runtime.scheduler",
+    "vksycl.runtime.queue",
+    "vksycl.runtime.handler",
+    "vksycl.kernels.free_function",
+)
+GROUP = "vksycl_mypyc"  # the shared library of the group's code
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build" / "mypyc" / sys.implementation.cache_tag
+MANIFEST = "manifest.json"
+
+
+def source_hashes() -> dict[str, str]:
+    """Each module's source hash, as the build records it."""
+    return {m: hashlib.sha256((ROOT / (m.replace(".", "/") + ".py")).read_bytes()).hexdigest()
+            for m in MODULES}
+
+
+class _Finder:
+    """Finds the compiled form of the group's modules (and its shared library)."""
+
+    def __init__(self, paths: dict[str, Path]) -> None:
+        self.paths = paths
+
+    def find_spec(self, name: str, path: Any = None, target: ModuleType | None = None
+                  ) -> importlib.machinery.ModuleSpec | None:
+        found = self.paths.get(name)
+        if found is None:
+            return None
+        loader = importlib.machinery.ExtensionFileLoader(name, str(found))
+        return importlib.util.spec_from_file_location(name, found, loader=loader)
+
+
+_finder: _Finder | None = None
+
+
+def install() -> None:
+    """Makes the compiled modules the ones imported, if built from the present sources."""
+    global _finder
+    if _finder is not None or os.environ.get("VKSYCL_MYPYC", "1") == "0":
+        return
+    try:
+        built = json.loads((BUILD / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return
+    if built.get("sources") != source_hashes():
+        return
+    paths = {name: BUILD / file for name, file in built["files"].items()}
+    if all(p.exists() for p in paths.values()):
+        _finder = _Finder(paths)
+        sys.meta_path.insert(0, _finder)
+
+
+def loaded() -> list[str]:
+    """The modules of `MODULES` imported in compiled form."""
+    return [m for m in MODULES if m in sys.modules and
+            not str(getattr(sys.modules[m], "__file__", "")).endswith(".py")]
+
+
+install()
