@@ -32,6 +32,7 @@ from collections.abc import Callable
 import numpy as np
 
 import vksycl as sycl
+from vksycl import mypyc_modules
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
 
@@ -292,7 +293,9 @@ def main() -> None:
     args = ap.parse_args()
     N = args.items
     q = sycl.queue()
-    print(f"device: {q.get_device().get_info(sycl.info.device.name)}; {N} items, x += 1")
+    print(f"device: {q.get_device().get_info(sycl.info.device.name)}; {N} items, x += 1; "
+          f"launch path compiled by mypyc: {len(mypyc_modules.loaded())} of "
+          f"{len(mypyc_modules.MODULES)} modules")
     cases = {f"vksycl, {s}": vksycl_case(q, s) for s in args.spellings}
     cases |= {"raw kp": raw_kp_case(q), "torch": torch_case(), "cupy RawKernel": cupy_case()}
     cases = {k: v for k, v in cases.items() if v is not None}

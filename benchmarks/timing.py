@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from vksycl.runtime.submission import Submission
+
 
 def best_seconds(fn: Callable[[], object], repeat: int) -> float:
     """The fastest of `repeat` calls, after one warm-up call."""
@@ -32,29 +34,16 @@ def median_us(fn: Callable[[], object], n: int) -> float:
     return statistics.median(times) * 1e6
 
 
-class _Done:
-    """A finished submission: what the stubbed engine hands back."""
-
-    submitted = finished = True
-    error = None
-
-    def wait(self, spin: bool = True) -> None:
-        pass
-
-    def done(self) -> bool:
-        return True
-
-
 @contextlib.contextmanager
 def engine_stubbed(engine: Any) -> Iterator[None]:
     """The engine's submissions stubbed for the block: what remains of a launch is the
     host's Python, up to the hand-off to Vulkan. A dispatch whose owner follows its
     submissions (an argument ring's slot) is told of its finished one, as the engine
     tells it, so the ring reuses its slots as it does while the device keeps up."""
-    done = _Done()
+    done = Submission(engine, None, False)  # a finished one: no sequence to wait for
     real = engine.submit
 
-    def submit(dispatches: Any, timed: bool = False, report: Any = None) -> _Done:
+    def submit(dispatches: Any, timed: bool = False, report: Any = None) -> Submission:
         for d in dispatches:
             if d.part is not None:
                 d.part = done

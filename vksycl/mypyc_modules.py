@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import Any
 
 MODULES = (
+    "vksycl.runtime.submission",
     "vksycl.runtime.scheduler",
     "vksycl.runtime.queue",
     "vksycl.runtime.handler",
@@ -59,19 +60,25 @@ class _Finder:
 _finder: _Finder | None = None
 
 
+def usable(manifest: dict[str, Any], build: Path = BUILD) -> dict[str, Path] | None:
+    """The files of a build (module -> path) when its `manifest` records the present
+    sources and every file is there; else None."""
+    if manifest.get("sources") != source_hashes():
+        return None
+    paths = {name: build / file for name, file in manifest.get("files", {}).items()}
+    return paths if paths and all(p.exists() for p in paths.values()) else None
+
+
 def install() -> None:
     """Makes the compiled modules the ones imported, if built from the present sources."""
     global _finder
     if _finder is not None or os.environ.get("VKSYCL_MYPYC", "1") == "0":
         return
     try:
-        built = json.loads((BUILD / MANIFEST).read_text())
+        paths = usable(json.loads((BUILD / MANIFEST).read_text()))
     except (OSError, ValueError):
         return
-    if built.get("sources") != source_hashes():
-        return
-    paths = {name: BUILD / file for name, file in built["files"].items()}
-    if all(p.exists() for p in paths.values()):
+    if paths is not None:
         _finder = _Finder(paths)
         sys.meta_path.insert(0, _finder)
 

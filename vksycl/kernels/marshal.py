@@ -122,7 +122,7 @@ class Prepared:
                 self.launch_slots.append((a.path[1], a.path[2], pos))
         self.cell_slots, self.global_slots, self.param_slots = _direct_slots(ck, pyfn)
 
-    def arguments(self, pyfn: Any, args: tuple, launch: Any, context: Any = None,
+    def arguments(self, pyfn: Any, args: Any, launch: Any, context: Any = None,
                   required: list | None = None, device: Any = None, image: Any = None
                   ) -> bytes:
         """The packed arguments of a launch (pointers checked, accessors among those the
@@ -247,9 +247,9 @@ def _direct_slots(ck: CompiledKernel, pyfn: Any
         found[root] = (a.push_offset, struct.Struct("<" + _fmt(dt)), kind, align, a.dtype,
                        path)
     slots: dict[str, dict] = {"cell": {}, "global": {}, "param": {}}
-    for (root, key), slot in found.items():
+    for (where, key), slot in found.items():
         if slot is not None:
-            slots[root][key] = slot
+            slots[where][key] = slot
     return slots["cell"], slots["global"], slots["param"]
 
 

@@ -185,7 +185,7 @@ CONTENTS = operator.attrgetter("cell_contents")
 _PREPARED: dict[Any, Prepared] = {}
 # (code, launch variant) -> (captured objects, globals, Prepared) of the last launch whose
 # captures were all `_keyed`: a launch capturing objects keyed alike skips the key
-_LAST: dict[Any, tuple[tuple, tuple, Prepared]] = {}
+_LAST: dict[Any, tuple] = {}
 
 
 def _prepare(pyfn: Any, captured: tuple, globals_: tuple, spec_key: tuple, spec_fn: Any
@@ -205,16 +205,17 @@ def _prepare(pyfn: Any, captured: tuple, globals_: tuple, spec_key: tuple, spec_
     if p.attr_getters:
         sigs = tuple(signature(get(pyfn, ())) for get in p.attr_getters)
         if sigs != p.attr_sigs:  # an attribute changed type: the kernel for the new ones
-            key = (p.key, sigs)
-            p = _PREPARED.get(key)
-            if p is None:
-                ck = load_or_compile(pyfn, spec_fn(), key, sigs)
-                p = _PREPARED[key] = Prepared(ck, pyfn, key)
+            attr_key = (p.key, sigs)
+            known = _PREPARED.get(attr_key)
+            if known is None:
+                ck = load_or_compile(pyfn, spec_fn(), attr_key, sigs)
+                known = _PREPARED[attr_key] = Prepared(ck, pyfn, attr_key)
+            p = known
     if p.spec_getters:  # compiled with captured values as constants: one variant per value
         values = tuple(frozen(get(pyfn, ())) for get in p.spec_getters)
-        last = p.last_spec
-        if last is not None and all(map(operator.is_, last[0], values)):
-            return last[1]
+        spec_last = p.last_spec
+        if spec_last is not None and all(map(operator.is_, spec_last[0], values)):
+            return spec_last[1]
         keys = value_key(values)
         variant = p.variants.get(keys)
         if variant is None:
@@ -265,27 +266,27 @@ class Plan:
         # record) of the last launch, replaced whole so threads launching the same kernel
         # never see a mix of two launches. The arguments record is (the arguments object,
         # the pointers among them) when every argument is immutable, else None.
-        self.last: tuple[Prepared | None, bytes, KernelLaunch | None, Any, tuple | None,
-                         tuple | None] = (None, b"", None, None, None, None)
+        # (Plain `tuple`s here: their identity is what later launches compare.)
+        self.last: tuple = (None, b"", None, None, None, None)
         # (captured objects, globals, prepared kernel, pointers among them) of the last
         # launch whose captures were all `_keyed` and whose kernel reads no attributes
         # of them, accessors kept as their keys: a launch capturing objects keyed alike
         # runs the same prepared kernel, and one capturing the very same objects (all
         # `_stable` then, an accessor's key being none of them) may get the last command
-        self.prepared: tuple[tuple, tuple, Prepared, tuple] | None = None
+        self.prepared: tuple | None = None
         # push constants -> (prepared kernel, context, command) of recent launches: a loop
         # over a few arrays (or buffers) launches each one's command again
-        self.recent: dict[bytes, tuple[Prepared, Any, KernelLaunch]] = {}
+        self.recent: dict[bytes, tuple] = {}
         # the launch keys of the captured accessors -> (context, prepared kernel, command,
         # captures record) for launches whose other captures are the very objects of the
         # plan's record: a loop over a few buffers finds each one's command without
         # packing its arguments, and its record becomes the last launch's
-        self.by_accessors: dict[tuple, tuple[Any, Prepared, KernelLaunch, tuple]] = {}
+        self.by_accessors: dict[tuple, tuple] = {}
         # id(object) -> (object, `last`) of recent launches, by their arguments object, or
         # for closures their function: a loop swapping two buffers, or alternating
         # between closures over two arrays, finds each one's launch (the entry holds the
         # object, so its id is not reused while it is kept)
-        self.kept: dict[int, tuple[Any, tuple]] = {}
+        self.kept: dict[int, tuple] = {}
         # launches of the prepared kernel `ring_of` with values new to `recent` so far;
         # once there were a few, (that prepared kernel, the argument ring its launches
         # run from (`argument_ring`), or False if the argument-block variant cannot take
@@ -447,7 +448,7 @@ def _keyed_record(plan: Plan, captured: tuple, globals_: tuple, p: Prepared) -> 
     """The plan's record of a launch capturing accessors (kept as their keys). The
     commands kept by accessor launch keys hold for the other captures of the record they
     were made under: other objects among those forget them."""
-    record = (tuple(map(_kept, captured)), tuple(map(_kept, globals_)), p, None)
+    record: tuple = (tuple(map(_kept, captured)), tuple(map(_kept, globals_)), p, None)
     known = plan.prepared
     if known is None or known[2] is not p or not _same_besides_accessors(known, record):
         plan.by_accessors.clear()

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from ..exceptions import errc, exception
 from . import faults
@@ -226,7 +227,7 @@ class Submission:
 
     def error_for(self, report: ErrorReport | None) -> BaseException | None:
         """The error a command reported through `report` sees."""
-        return self.reports.get(report) or self.error
+        return (report is not None and self.reports.get(report)) or self.error
 
     def _finish(self, seq: Any) -> None:
         if self._timed:
@@ -284,6 +285,7 @@ class Part:
         return ts[self.first: self.first + self.count + 1]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # a command graph is one
 class Recording:
     """Dispatch ops recorded once into sequences of their own (a command graph's segment)
     and submitted again at each replay. A replay takes a sequence no submission is
