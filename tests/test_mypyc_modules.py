@@ -38,7 +38,8 @@ def _run(tmp_path, env: dict[str, str]) -> list[str]:
     out = subprocess.run([sys.executable, "-c", LAUNCH], cwd=tmp_path, check=True,
                          capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                             [str(mypyc_modules.ROOT), str(tmp_path)]), **env})
+                             [str(mypyc_modules.ROOT), str(tmp_path),
+                              os.environ.get("PYTHONPATH", "")]), **env})
     return [m for m in out.stdout.strip().split(",") if m]
 
 
