@@ -16,7 +16,11 @@ spellings run in one process and several launch one kernel over arrays of their 
 its plan carries what the earlier ones did (an argument ring, once pointers kept
 changing): a spelling run alone (`--spellings`) can count fewer.
 
+With `--time ROUNDS` the launches are timed instead of counted: the launch path's
+modules compiled by mypyc (`vksycl/mypyc_modules.py`) run no opcodes to count.
+
     python3 benchmarks/launch_opcodes.py [--launches 50] [--top 0] [--spellings ...] [--wait]
+                                         [--time ROUNDS]
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import statistics
 import sys
+import time
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
@@ -34,6 +40,7 @@ from eager_launch import SPELLINGS, vksycl_case
 from timing import engine_stubbed
 
 import vksycl as sycl
+from vksycl import mypyc_modules
 
 BUFFER_CHAIN, USM_CHAIN = "buffer command group (chain)", "USM command group, depends_on"
 
@@ -78,6 +85,17 @@ def count(launch: Callable[[], Any], launches: int) -> collections.Counter:
     return counts
 
 
+def timed_us(launch: Callable[[], Any], launches: int, rounds: int) -> float:
+    """µs per call of `launch`: the median over `rounds` of `launches` calls."""
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(launches):
+            launch()
+        times.append((time.perf_counter() - t0) / launches)
+    return statistics.median(times) * 1e6
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--launches", type=int, default=50)
@@ -85,6 +103,9 @@ def main() -> None:
     ap.add_argument("--spellings", nargs="*", default=[*SPELLINGS, BUFFER_CHAIN, USM_CHAIN])
     ap.add_argument("--wait", action="store_true",
                     help="each launch through the real engine, waited for")
+    ap.add_argument("--time", type=int, default=0, metavar="ROUNDS",
+                    help="time the launches instead (µs per launch, the median of ROUNDS "
+                    "rounds): what compiled modules cost, which have no opcodes to count")
     args = ap.parse_args()
     q = sycl.queue()
     groups = command_groups(q)
@@ -93,16 +114,22 @@ def main() -> None:
         for _ in range(30):
             launch()
         wait()
+    what = "µs per launch" if args.time else "interpreter opcodes per launch"
     print(f"device: {q.get_device().get_info(sycl.info.device.name)}; Python "
-          f"{sys.version.split()[0]}; interpreter opcodes per launch"
+          f"{sys.version.split()[0]}; {what}"
           f"{', each waited for' if args.wait else ', engine stubbed'}, {args.launches} "
-          "launches")
+          f"launches; compiled by mypyc: {len(mypyc_modules.loaded())} of "
+          f"{len(mypyc_modules.MODULES)} launch-path modules")
     with contextlib.nullcontext() if args.wait else engine_stubbed(q._scheduler.engine):
         for name, (launch, wait) in cases.items():
             step = (lambda launch=launch, wait=wait: (launch(), wait())) if args.wait \
                 else launch
             for _ in range(20):  # settle what a run of launches settles (rings, streaks)
                 step()
+            if args.time:
+                print(f"  {name:52s} {timed_us(step, args.launches, args.time):7.2f}")
+                wait()
+                continue
             counts = count(step, args.launches)
             wait()
             print(f"  {name:52s} {sum(counts.values()) / args.launches:7.1f}")
