@@ -55,6 +55,7 @@ def build() -> None:
         out = Path(tmp) / "lib"
         os.chdir(ROOT)  # mypyc names modules by their paths from here
         log = Path(tmp) / "log"
+        failed: BaseException | None = None
         with _output_to(log):
             try:
                 setup(name="vksycl-mypyc", script_args=[
@@ -63,10 +64,8 @@ def build() -> None:
                     ext_modules=mypycify([*sources, "--ignore-missing-imports",
                                           "--follow-imports=silent"],
                                          group_name=mm.GROUP, target_dir=str(Path(tmp) / "c")))
-            except BaseException as err:
-                failed: BaseException | None = err
-            else:
-                failed = None
+            except BaseException as err:  # setuptools exits with SystemExit
+                failed = err
         if failed is not None:
             sys.stderr.write(log.read_text()[-20000:])
             raise SystemExit(f"mypyc build failed: {failed}")

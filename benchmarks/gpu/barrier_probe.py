@@ -59,16 +59,9 @@ print(f"{statistics.median(rounds) * 1e6:.2f} us per dispatch, "
 
 
 def main() -> None:
-    target = kompute_variant.build("src/OpAlgoDispatch.cpp", [
-        ('#include "kompute/operations/OpAlgoDispatch.hpp"',
-         '#include <cstdlib>\n#include "kompute/operations/OpAlgoDispatch.hpp"'),
-        ("    if (this->mBarrier) {", kompute_variant.barrier_forms("VKSYCL_PROBE_BARRIER")),
-        ("    this->mAlgorithm->recordBindCore(commandBuffer);", _BIND)])
-    with kompute_variant.script(_CHAIN) as path:
-        for key, what in [*VARIANTS.items(), ("0", VARIANTS["0"] + ", again")]:
-            out = kompute_variant.run(target, path, VKSYCL_PROBE_BARRIER=key)
-            out.check_returncode()
-            print(f"{what}: {out.stdout.strip()}")
+    target = kompute_variant.barrier_variant(
+        "VKSYCL_PROBE_BARRIER", ("    this->mAlgorithm->recordBindCore(commandBuffer);", _BIND))
+    kompute_variant.run_forms(target, _CHAIN, "VKSYCL_PROBE_BARRIER", VARIANTS)
 
 
 if __name__ == "__main__":

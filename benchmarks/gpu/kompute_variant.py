@@ -87,3 +87,24 @@ def run(target: str, path: str, **env: str) -> subprocess.CompletedProcess:
     full = {**os.environ, **env}
     full["PYTHONPATH"] = os.pathsep.join([target, full.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, path], env=full, capture_output=True, text=True)
+
+
+def barrier_variant(env: str, *edits: tuple[str, str]) -> str:
+    """A variant whose `OpAlgoDispatch::record` records the barrier form the environment
+    variable `env` picks (`barrier_forms`), with `edits` of that file besides."""
+    return build("src/OpAlgoDispatch.cpp", [
+        ('#include "kompute/operations/OpAlgoDispatch.hpp"',
+         '#include <cstdlib>\n#include "kompute/operations/OpAlgoDispatch.hpp"'),
+        ("    if (this->mBarrier) {", barrier_forms(env)), *edits])
+
+
+def run_forms(target: str, text: str, env: str, variants: dict[str, str]) -> None:
+    """Runs the probe script `text` against `target` once per variant (`env` set to its
+    key), the first again last to show the drift between runs, printing each one's
+    output."""
+    first = next(iter(variants))
+    with script(text) as path:
+        for key, what in [*variants.items(), (first, variants[first] + ", again")]:
+            out = run(target, path, **{env: key})
+            out.check_returncode()
+            print(f"{what}: {out.stdout.strip()}")

@@ -46,15 +46,8 @@ print(f"record {statistics.median(record) * 1e9:.0f} ns, a trivial call "
 
 
 def main() -> None:
-    target = kompute_variant.build("src/OpAlgoDispatch.cpp", [
-        ('#include "kompute/operations/OpAlgoDispatch.hpp"',
-         '#include <cstdlib>\n#include "kompute/operations/OpAlgoDispatch.hpp"'),
-        ("    if (this->mBarrier) {", kompute_variant.barrier_forms("VKSYCL_PROBE_RECORD"))])
-    with kompute_variant.script(_TIMING) as path:
-        for key, what in [*VARIANTS.items(), ("0", VARIANTS["0"] + ", again")]:
-            out = kompute_variant.run(target, path, VKSYCL_PROBE_RECORD=key)
-            out.check_returncode()
-            print(f"{what}: {out.stdout.strip()}")
+    target = kompute_variant.barrier_variant("VKSYCL_PROBE_RECORD")
+    kompute_variant.run_forms(target, _TIMING, "VKSYCL_PROBE_RECORD", VARIANTS)
 
 if __name__ == "__main__":
     main()

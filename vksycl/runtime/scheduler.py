@@ -12,7 +12,6 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from .allocator import Allocator
 from .commands import Command, GpuStep, LowerContext, SemaphoreStep
@@ -57,7 +56,7 @@ class Scheduler:
             # The common eager launch, in short: what `_run` does for its dispatch,
             # submitted or batched, its errors raised to the caller (those of a batch it
             # joins, to the queue). The event is made once the dispatch is on its way.
-            sub: Any = engine.submit((command.dispatch(engine),), False, on_error)
+            sub = engine.submit((command.dispatch(engine),), False, on_error)
             ev = event(engine)
             ev._submission = sub
             ev._issued = True
