@@ -85,15 +85,19 @@ def count(launch: Callable[[], Any], launches: int) -> collections.Counter:
     return counts
 
 
-def timed_us(launch: Callable[[], Any], launches: int, rounds: int) -> float:
-    """µs per call of `launch`: the median over `rounds` of `launches` calls."""
-    times = []
+def timed_us(cases: dict[str, tuple[Callable[[], Any], Callable[[], Any]]], launches: int,
+             rounds: int) -> dict[str, float]:
+    """µs per launch of each case: the median over `rounds` of `launches` launches, the
+    cases taking turns within each round (a slow spell of the host falls on all)."""
+    times: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(launches):
-            launch()
-        times.append((time.perf_counter() - t0) / launches)
-    return statistics.median(times) * 1e6
+        for name, (launch, wait) in cases.items():
+            t0 = time.perf_counter()
+            for _ in range(launches):
+                launch()
+            times[name].append((time.perf_counter() - t0) / launches)
+            wait()
+    return {name: statistics.median(t) * 1e6 for name, t in times.items()}
 
 
 def main() -> None:
@@ -107,6 +111,8 @@ def main() -> None:
                     help="time the launches instead (µs per launch, the median of ROUNDS "
                     "rounds): what compiled modules cost, which have no opcodes to count")
     args = ap.parse_args()
+    if args.time and args.wait:
+        ap.error("--time times launches with the engine stubbed, not waited for")
     q = sycl.queue()
     groups = command_groups(q)
     cases = {s: groups[s] if s in groups else vksycl_case(q, s)[:2] for s in args.spellings}
@@ -121,15 +127,15 @@ def main() -> None:
           f"launches; compiled by mypyc: {len(mypyc_modules.loaded())} of "
           f"{len(mypyc_modules.MODULES)} launch-path modules")
     with contextlib.nullcontext() if args.wait else engine_stubbed(q._scheduler.engine):
+        if args.time:
+            for name, us in timed_us(cases, args.launches, args.time).items():
+                print(f"  {name:52s} {us:7.2f}")
+            return
         for name, (launch, wait) in cases.items():
             step = (lambda launch=launch, wait=wait: (launch(), wait())) if args.wait \
                 else launch
             for _ in range(20):  # settle what a run of launches settles (rings, streaks)
                 step()
-            if args.time:
-                print(f"  {name:52s} {timed_us(step, args.launches, args.time):7.2f}")
-                wait()
-                continue
             counts = count(step, args.launches)
             wait()
             print(f"  {name:52s} {sum(counts.values()) / args.launches:7.1f}")

@@ -28,6 +28,9 @@ MODULES = (
     "vksycl.runtime.scheduler",
     "vksycl.runtime.queue",
     "vksycl.runtime.handler",
+    "vksycl.kernels.argument_ring",
+    "vksycl.kernels.streak",
+    "vksycl.kernels.launch",
     "vksycl.kernels.free_function",
 )
 GROUP = "vksycl_mypyc"  # the shared library of the group's code

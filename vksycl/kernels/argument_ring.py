@@ -27,6 +27,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from ..compiler.kernel import CompiledKernel
 from ..runtime.commands import Command, KernelLaunch
 from ..runtime.context import scheduler_for
@@ -128,11 +130,12 @@ class ArgumentRing:
             elif slots and slots[0].dispatch.part.finished:
                 slot = slots.popleft()
             else:
-                slot = self._new_slot()
-                if slot is None:
+                made = self._new_slot()
+                if made is None:
                     if not slots[0].dispatch.part.done():
                         return None
-                    slot = slots.popleft()
+                    made = slots.popleft()
+                slot = made
             slot.memory[slot.start:slot.end] = data
             slot.owner = owner
             slot.dispatch.part = _PENDING
@@ -156,7 +159,8 @@ class ArgumentRing:
                 return None
             buffer = self.engine.buffer(self.stride * _SLOTS_PER_BLOCK, host_visible=True)
             self.buffers.append(buffer)
-            memory = memoryview(buffer.host)
+            assert buffer.host is not None  # host-visible memory
+            memory = buffer.host.data  # a memoryview of its bytes
             for k in reversed(range(_SLOTS_PER_BLOCK)):
                 d = self.engine.with_push(self.template,
                                           ADDRESS.pack(buffer.address + k * self.stride))
@@ -169,6 +173,9 @@ class ArgumentRing:
             self.engine.release_after(buffer)
 
 
+# a Python class when compiled (`mypyc_modules`), as the commands it derives from are; a
+# launch fills its `__dict__` from the ring's `fields`
+@mypyc_attr(native_class=False)
 @dataclass(eq=False)
 class RingLaunch(KernelLaunch):
     """A push-constant kernel launch (`spirv`, `push_constants`) that eager submissions
@@ -180,8 +187,8 @@ class RingLaunch(KernelLaunch):
 
     def dispatch(self, engine: Engine) -> Dispatch:
         slot, ring = self._slot, self.ring
-        if slot is not None and ring.keep(slot, self._claim):  # it still holds our bytes
-            return slot.dispatch
+        if slot is not None and ring is not None and ring.keep(slot, self._claim):
+            return slot.dispatch  # it still holds our bytes
         if ring is None or engine is not ring.engine:
             return super().dispatch(engine)
         claim = next(_claims)

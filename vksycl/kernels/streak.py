@@ -90,9 +90,11 @@ class Streak:
         command = self._command(last, captured, kernel, launch)
         if command is None:
             return None
-        plan.prepared = record = (captured, record[1], last[0], record[3])
-        plan.last = self.last = (last[0], command.push_constants, command, context, record,
-                                 None)
+        # each record made once, as a plain tuple: the next launches compare its identity
+        now: tuple = (captured, record[1], last[0], record[3])
+        plan.prepared = now
+        done: tuple = (last[0], command.push_constants, command, context, now, None)
+        plan.last = self.last = done
         return command
 
     def arguments(self, plan: Plan, kernel: Any, launch: Any, args: Any, context: Any
@@ -116,8 +118,9 @@ class Streak:
         command = self._command(last, args, kernel, launch)
         if command is None:
             return None
-        plan.last = self.last = (last[0], command.push_constants, command, context, record,
-                                 (args, known[1]))
+        done: tuple = (last[0], command.push_constants, command, context, record,
+                       (args, known[1]))
+        plan.last = self.last = done
         return command
 
     def _partly(self, same: tuple) -> bool:
