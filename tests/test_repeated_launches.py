@@ -13,7 +13,7 @@ import pytest
 import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
-from vksycl.kernels import launch as launch_glue
+from vksycl.kernels import plans
 
 N = 256
 SCALE = np.float32(1.0)  # a module global the kernel reads; rebound between launches
@@ -157,7 +157,6 @@ def test_values_compiled_in_are_keyed_once_per_change_and_compile_once(q, monkey
     """A kernel compiled for captured values (a class's numbers, a list) finds its first
     variant without compiling again, and launches bringing the very same values again skip
     keying them; a tuple of lists or arrays, which keys nothing, still launches."""
-    from vksycl.kernels import plans
     compiles, keyed = [], []
     real_compile, real_key = plans.load_or_compile, plans.value_key
     monkeypatch.setattr(plans, "load_or_compile",
@@ -361,15 +360,11 @@ def test_the_same_free_function_arguments_on_a_freed_pointer_are_refused(q):
 
 
 @pytest.mark.parametrize("spelling", ["new range", "int", "tuple", "new nd_range"])
-def test_a_new_launch_object_with_the_same_values_finds_the_plan(q, monkeypatch, spelling):
+def test_a_new_launch_object_with_the_same_values_finds_the_plan(q, spelling):
     """`q.parallel_for(sycl.range(n), body)` with a new range each call (the common
     spelling), a plain int or tuple, or a new nd_range: one plan for every launch, found by
     the launch's values; a range of other values still gets a plan of its own."""
-    from vksycl.kernels import plans
-
-    made = []
-    real = plans.new_plan
-    monkeypatch.setattr(plans, "new_plan", lambda *a: made.append(a[2]) or real(*a))
+    made = plans.WAYS.plans
     out = sycl.malloc_shared(N, sycl.int32, q)
     q.memset(out, 0, N * 4).wait()
 
@@ -386,9 +381,9 @@ def test_a_new_launch_object_with_the_same_values_finds_the_plan(q, monkeypatch,
               "tuple": lambda n: (n,), "new nd_range": lambda n: sycl.nd_range((n,), (16,))}
     for _ in range(5):
         q.parallel_for(launch[spelling](N), body).wait()
-    assert len(made) == 1
+    assert plans.WAYS.plans - made == 1
     q.parallel_for(launch[spelling](N // 2), body).wait()
-    assert len(made) == 2
+    assert plans.WAYS.plans - made == 2
     expected = np.full(N, 5, np.int32)
     expected[: N // 2] += 1
     np.testing.assert_array_equal(np.asarray(out), expected)
@@ -492,20 +487,17 @@ def test_a_loop_over_a_few_buffers_launches_their_commands_again(q):
         q.submit(add_one(buffers[1]))
 
 
-def test_a_chain_on_one_buffer_after_a_loop_over_others_repeats_at_once(q, monkeypatch):
+def test_a_chain_on_one_buffer_after_a_loop_over_others_repeats_at_once(q):
     """A loop over a few buffers finds each one's command by its accessor's launch key,
     and the command found becomes the plan's last launch: a chain of command groups on
     one buffer after the loop repeats it after identity checks alone, and a chain on
     another buffer still finds that buffer's command."""
-    found = []
-    real = launch_glue.accessor_command
-    monkeypatch.setattr(launch_glue, "accessor_command",
-                        lambda *a: found.append(1) or real(*a))
     buffers, commands, add_one = loop_over_buffers(q, 2)
-    found.clear()
+    found = plans.WAYS.by_accessors
     for _ in range(4):
         q.submit(add_one(buffers[0]))
-    assert len(found) == 1  # the chain's first command group; the others repeat it
+    # the chain's first command group looks among them; the others repeat it
+    assert plans.WAYS.by_accessors - found == 1
     assert all(c is commands[0] for c in commands[-4:])
     for _ in range(2):
         q.submit(add_one(buffers[1]))

@@ -32,6 +32,7 @@ MODULES = (
     "vksycl.kernels.streak",
     "vksycl.kernels.launch",
     "vksycl.kernels.free_function",
+    "vksycl.kernels.plans",
 )
 GROUP = "vksycl_mypyc"  # the shared library of the group's code
 ROOT = Path(__file__).resolve().parent.parent

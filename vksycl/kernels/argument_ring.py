@@ -21,10 +21,8 @@ the push-constant launch it stands for (`for_graph`).
 from __future__ import annotations
 
 import collections
-import dataclasses
 import itertools
 import threading
-from dataclasses import dataclass, field
 from typing import Any
 
 from mypy_extensions import mypyc_attr
@@ -40,7 +38,6 @@ _SLOTS_PER_BLOCK = 64
 _MOST_SLOTS = 1024
 _ALIGN = 16  # a slot's start: the widest argument field's alignment and more
 
-_new = object.__new__
 _claims = itertools.count(1)  # who wrote a slot last: a token per claim, never reused
 
 
@@ -74,12 +71,9 @@ class ArgumentRing:
     def __init__(self, device: Any, ck: CompiledKernel, like: KernelLaunch) -> None:
         self.engine: Engine = scheduler_for(device).engine
         groups = like.groups
-        # the fields of every `RingLaunch` of the plan's kernel (`like`'s), each a plain
-        # default or set per launch: a launch copies them, which costs less than the
-        # dataclass's `__init__`
-        self.fields = {f.name: f.default for f in dataclasses.fields(RingLaunch)}
-        self.fields.update(name=like.name, spirv=like.spirv, entry=like.entry,
-                           push_constants=b"", groups=groups)
+        # a launch of the plan's push-constant kernel: what its launches share, and the
+        # pipeline a launch finding no slot free dispatches
+        self.first = like
         # the pipeline's dispatch (never submitted) the slots' dispatches are made from:
         # the engine caches it, so it follows no submission
         self.template = self.engine.dispatch(
@@ -89,8 +83,6 @@ class ArgumentRing:
         self.slots: collections.deque[_Slot] = collections.deque()
         self.buffers: list[Buffer] = []
         self.free: list[_Slot] = []  # made, never claimed
-        # (engine, a push-constant dispatch of the plan's kernel), once a launch had one
-        self.like: tuple | None = None
         self.lock = threading.Lock()
 
     @property
@@ -98,19 +90,17 @@ class ArgumentRing:
         """Slots made so far."""
         return len(self.buffers) * _SLOTS_PER_BLOCK
 
-    def launch(self, like: KernelLaunch, push: bytes, origin: Any) -> RingLaunch:
-        """A launch like `like` (a launch of the plan's kernel) with the packed arguments
-        `push`. Where no slot is free it falls back to its push constants, through a
-        dispatch of the plan's pipeline (as `KernelLaunch.with_push` launches do) rather
-        than one cached by its bytes."""
-        known = like._dispatched or like._like
-        if known is not None:
-            self.like = known
-        command = _new(RingLaunch)
-        command.__dict__.update(self.fields)
-        command.push_constants, command.origin, command.ring = push, origin, self
-        command._like = self.like
-        return command
+    @property
+    def like(self) -> tuple | None:
+        """(engine, a push-constant dispatch of the plan's kernel), once there was one."""
+        return self.first._dispatched or self.first._like
+
+    def launch(self, push: bytes, origin: Any) -> RingLaunch:
+        """A launch of the plan's kernel with the packed arguments `push`. Where no slot
+        is free it falls back to its push constants, through a dispatch of the plan's
+        pipeline (as `KernelLaunch.with_push` launches do) rather than one cached by its
+        bytes."""
+        return RingLaunch(self, push, origin)
 
     def claim(self, data: bytes, owner: int) -> _Slot | None:
         """A slot holding `data` from now on, once the work that read it is known to be
@@ -173,27 +163,47 @@ class ArgumentRing:
             self.engine.release_after(buffer)
 
 
-# a Python class when compiled (`mypyc_modules`), as the commands it derives from are; a
-# launch fills its `__dict__` from the ring's `fields`
+# a Python class when compiled (`mypyc_modules`), as the commands it derives from are
 @mypyc_attr(native_class=False)
-@dataclass(eq=False)
 class RingLaunch(KernelLaunch):
-    """A push-constant kernel launch (`spirv`, `push_constants`) that eager submissions
-    run through its plan's argument ring."""
+    """A push-constant kernel launch (`push_constants`) that eager submissions run through
+    its plan's argument ring, `ring`. What every launch of the plan's kernel shares (its
+    name, module, entry point and work-groups) it reads from the ring's first launch, so
+    that making one sets no more than what is its own: it costs less than the
+    dataclass's `__init__`."""
 
-    ring: ArgumentRing | None = field(default=None, repr=False, compare=False)
-    _slot: _Slot | None = field(default=None, init=False, repr=False, compare=False)
-    _claim: int = field(default=0, init=False, repr=False, compare=False)
+    _slot: _Slot | None = None
+    _claim = 0
+
+    def __init__(self, ring: ArgumentRing, push_constants: bytes, origin: Any) -> None:
+        self.ring, self.push_constants, self.origin = ring, push_constants, origin
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.ring.first.name
+
+    @property
+    def spirv(self) -> bytes:  # type: ignore[override]
+        return self.ring.first.spirv
+
+    @property
+    def entry(self) -> str:  # type: ignore[override]
+        return self.ring.first.entry
+
+    @property
+    def groups(self) -> tuple[int, int, int]:  # type: ignore[override]
+        return self.ring.first.groups
 
     def dispatch(self, engine: Engine) -> Dispatch:
         slot, ring = self._slot, self.ring
-        if slot is not None and ring is not None and ring.keep(slot, self._claim):
+        if slot is not None and ring.keep(slot, self._claim):
             return slot.dispatch  # it still holds our bytes
-        if ring is None or engine is not ring.engine:
+        if engine is not ring.engine:
             return super().dispatch(engine)
         claim = next(_claims)
         slot = ring.claim(self.push_constants, claim)
         if slot is None:  # every slot in flight: the push constants themselves
+            self._like = ring.like
             return super().dispatch(engine)
         self._slot, self._claim = slot, claim
         return slot.dispatch

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import operator
 from collections.abc import Mapping
 from enum import Enum
 from typing import Any
@@ -37,7 +36,7 @@ from ..runtime.queue import queue
 from ..runtime.usm import ptr as ptr_type
 from ..types import dtype_key
 from .launch import build_launch_args
-from .plans import all_immutable
+from .plans import all_immutable, same_objects
 from .properties import launch_config, sub_group_size, work_group_size
 
 
@@ -318,7 +317,7 @@ class Plan:
         """The arguments of `nd_launch` / `single_task`, converted to the parameter types.
         The very immutable objects of the last launch get its converted tuple back: the
         launch glue then knows the arguments by identity alone."""
-        ids = tuple(map(id, args))
+        ids = tuple([id(a) for a in args])
         known = self.last.get(ids)
         if known is not None:
             return known[1]
@@ -326,7 +325,8 @@ class Plan:
         if n != len(self.convert):
             raise invalid(f"{self.kernel.name} takes {len(self.convert)} arguments, got "
                           f"{n}")
-        converted = tuple(map(operator.call, self.convert, args))
+        convert = self.convert
+        converted = tuple([convert[i](args[i]) for i in range(n)])
         if all_immutable(args):
             last = self.last
             if len(last) >= _RECENT_ARGUMENTS:
@@ -338,12 +338,13 @@ class Plan:
         """The arguments set by index: every one set, each matching its parameter."""
         last = self.last_set
         n = len(self.match)
-        now = tuple(map(values.get, range(n)))
-        if last is not None and len(values) == n and all(map(operator.is_, now, last[0])):
+        now = tuple([values.get(i) for i in range(n)])
+        if last is not None and len(values) == n and same_objects(now, last[0]):
             return last[1]
         if len(values) != n or (values and max(values) >= n):  # the indices, distinct
             check_set_args(values, self.names, self.kernel.name)  # and >= 0, are 0..n-1
-        matched = tuple(map(operator.call, self.match, now))
+        match = self.match
+        matched = tuple([match[i](now[i]) for i in range(n)])
         if all_immutable(now):
             self.last_set = (now, matched)
         return matched

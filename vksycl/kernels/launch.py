@@ -32,9 +32,9 @@ from .device_checks import check_supported, group_counts
 from .fusion import Origin
 from .marshal import ADDRESS, ArgumentBlock, Prepared
 from .plans import (
-    FREED,
     Plan,
     accessor_command,
+    any_freed,
     arguments_record,
     block_variant,
     changed_numbers,
@@ -283,7 +283,7 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
                 last = kept_launch(plan, args) or last  # one of a few launched in turn
                 arg_record = last[5]
             if arg_record is not None and arg_record[0] is args and last[4] is not None \
-                    and last[3] is context and not any(map(FREED, arg_record[1])) and \
+                    and last[3] is context and not any_freed(arg_record[1]) and \
                     repeats(info.function, plan, last, required):
                 plan.last = last  # a kept one too: its repeats find it first from now on
                 return last[2]

@@ -37,8 +37,10 @@ _FORMAT64 = {"i": "q", "u": "Q", "f": "d"}
 ADDRESS = struct.Struct("<Q")
 # where an argument read straight from a closure cell, module global or explicit argument
 # lies in the push constants: (byte offset, its packer, "ptr" / "bool" / "scalar",
-# alignment of the element type, element dtype, path)
-Slot = tuple[int, struct.Struct, str, int, Any, tuple]
+# alignment of the element type, element dtype, path). A plain `tuple` to the compiled
+# launch path (`mypyc_modules`), which would otherwise unpack each slot it reads and box
+# a new one for each comparison of identity
+Slot = tuple
 
 
 def _fmt(dtype: np.dtype) -> str:

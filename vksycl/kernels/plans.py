@@ -72,10 +72,9 @@ one's command by those keys (`accessor_command`).
 
 from __future__ import annotations
 
-import operator
 import types as pytypes
 from enum import Enum
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -103,9 +102,9 @@ def immutable(v: Any) -> bool:
 
 
 def all_immutable(values: tuple) -> bool:
-    """Whether every value is `immutable`: the common types asked in one pass first, a
-    call per value being what a launch with new argument values pays for each."""
-    return _IMMUTABLE_TYPES.issuperset(map(type, values)) or all(map(immutable, values))
+    """Whether every value is `immutable`."""
+    return all(type(v) in _IMMUTABLE_TYPES or isinstance(v, _OTHER_IMMUTABLE)
+               for v in values)
 
 
 def _stable(v: Any) -> bool:
@@ -180,8 +179,37 @@ def _all_captured_alike(last: tuple, now: tuple) -> bool:
     return all(map(_captured_alike, last, now))
 
 
-# a closure cell's object
-CONTENTS = operator.attrgetter("cell_contents")
+# The identity checks every launch makes, as generator loops: compiled (`mypyc_modules`),
+# such a loop over a tuple is C, where `all(map(operator.is_, ...))` calls through the
+# builtins.
+
+
+def same_objects(kept: tuple, now: tuple) -> bool:
+    """Whether `now` holds the very objects `kept` holds, index by index."""
+    n = len(kept)
+    if len(now) != n:
+        return False
+    return all(kept[i] is now[i] for i in range(n))
+
+
+def contents(cells: tuple | None) -> tuple:
+    """The objects in a function's closure cells."""
+    return () if cells is None else tuple([c.cell_contents for c in cells])
+
+
+def globals_read(fn: Any, names: tuple[str, ...]) -> tuple:
+    """The module globals `names` of a function, None for one not bound."""
+    if not names:
+        return ()
+    found = fn.__globals__
+    return tuple([found.get(name) for name in names])
+
+
+def any_freed(pointers: tuple) -> bool:
+    """Whether the allocation of one of `pointers` was freed."""
+    return any(p.allocation.freed for p in pointers)
+
+
 _PREPARED: dict[Any, Prepared] = {}
 # (code, launch variant) -> (captured objects, globals, Prepared) of the last launch whose
 # captures were all `_keyed`: a launch capturing objects keyed alike skips the key
@@ -191,9 +219,9 @@ _LAST: dict[Any, tuple] = {}
 def _prepare(pyfn: Any, captured: tuple, globals_: tuple, spec_key: tuple, spec_fn: Any
              ) -> Prepared:
     last = _LAST.get((pyfn.__code__, spec_key))
-    if last is not None and (all(map(operator.is_, last[0], captured)) or
+    if last is not None and (same_objects(last[0], captured) or
                              _all_captured_alike(last[0], captured)) and \
-            (all(map(operator.is_, last[1], globals_)) or _all_keyed_alike(last[1], globals_)):
+            (same_objects(last[1], globals_) or _all_keyed_alike(last[1], globals_)):
         p = last[2]
     else:
         key = (pyfn.__code__, spec_key, tuple(signature(v) for v in captured),
@@ -214,7 +242,7 @@ def _prepare(pyfn: Any, captured: tuple, globals_: tuple, spec_key: tuple, spec_
     if p.spec_getters:  # compiled with captured values as constants: one variant per value
         values = tuple(frozen(get(pyfn, ())) for get in p.spec_getters)
         spec_last = p.last_spec
-        if spec_last is not None and all(map(operator.is_, spec_last[0], values)):
+        if spec_last is not None and same_objects(spec_last[0], values):
             return spec_last[1]
         keys = value_key(values)
         variant = p.variants.get(keys)
@@ -227,6 +255,27 @@ def _prepare(pyfn: Any, captured: tuple, globals_: tuple, spec_key: tuple, spec_
         p.last_spec = (values, variant)
         return variant
     return p
+
+
+class Ways:
+    """How many launches went past a repeat's identity checks, by the way they looked
+    further: plans made, repacks of changed captures or arguments tried, the kept launches
+    and the commands kept by accessors looked among. Compiled code calls the functions
+    that take these ways directly, so this is how tests, and `launch_opcodes.py`, see
+    which way a spelling takes."""
+
+    def __init__(self) -> None:
+        self.plans = 0
+        self.repacks = 0
+        self.kept = 0
+        self.by_accessors = 0
+
+    def counts(self) -> dict[str, int]:
+        return {"plans": self.plans, "repacks": self.repacks, "kept": self.kept,
+                "by_accessors": self.by_accessors}
+
+
+WAYS: Final = Ways()
 
 
 class Plan:
@@ -346,6 +395,7 @@ def plan_for(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) ->
 def new_plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any,
              shape: tuple) -> Plan:
     """A plan for a launch of this shape: its push-constant and argument-block variants."""
+    WAYS.plans += 1
     return Plan(pyfn, launch, info, shape[0], (
         launch_variant(pyfn, info, shape, launch, device, properties),
         launch_variant(pyfn, info, shape, launch, device, properties, True)))
@@ -356,14 +406,11 @@ def prepared_for(pyfn: Any, plan: Plan, device: Any) -> tuple[Prepared, tuple | 
     the device's, else the variant reading them from an argument block. With it, the
     plan's record of the captured objects when they are the very objects it holds
     (immutable, so the same arguments unless a pointer was freed since), else None."""
-    cells = pyfn.__closure__
-    captured = tuple(map(CONTENTS, cells)) if cells else ()
-    names = plan.names
-    globals_ = tuple(map(pyfn.__globals__.get, names)) if names else ()
+    captured = contents(pyfn.__closure__)
+    globals_ = globals_read(pyfn, plan.names)
     known = plan.prepared
     if known is not None:
-        if all(map(operator.is_, known[0], captured)) and \
-                all(map(operator.is_, known[1], globals_)):
+        if same_objects(known[0], captured) and same_objects(known[1], globals_):
             return known[2], known
         if _all_captured_alike(known[0], captured) and _all_keyed_alike(known[1], globals_):
             if known[3] is None:  # accessors among the captures: a record of this launch
@@ -430,8 +477,8 @@ def _attribute_record(pyfn: Any, captured: tuple, globals_: tuple, p: Prepared
 def _same_attributes(pyfn: Any, record: tuple) -> bool:
     """Whether the attributes an attribute record kept are the very objects read now."""
     try:
-        return all(map(operator.is_, record[4], (get(pyfn, ()) for get in
-                                                 record[2].attr_getters)))
+        return same_objects(record[4], tuple([get(pyfn, ()) for get in
+                                              record[2].attr_getters]))
     except AttributeError:  # one was deleted: the full launch says which
         return False
 
@@ -440,7 +487,8 @@ def _stable_record(plan: Plan, captured: tuple, globals_: tuple, p: Prepared) ->
     """The plan's record of a launch whose captures are all `_stable`: repeats of it may
     get its command back once its pointers are checked for being freed."""
     pointers = tuple(v for v in (*captured, *globals_) if type(v) is usm_ptr)
-    record = plan.prepared = (captured, globals_, p, pointers)
+    record: tuple = (captured, globals_, p, pointers)  # one object: its identity counts
+    plan.prepared = record
     return record
 
 
@@ -471,7 +519,7 @@ def repeats(pyfn: Any, plan: Plan, last: tuple, required: list | None) -> bool:
         if last[0].globals:
             return False
         cells = pyfn.__closure__
-        if cells is not None and not _launch_alike(record[0], map(CONTENTS, cells),
+        if cells is not None and not _launch_alike(record[0], contents(cells),
                                                    required):
             return False
         names = plan.names
@@ -479,11 +527,7 @@ def repeats(pyfn: Any, plan: Plan, last: tuple, required: list | None) -> bool:
                                           required)
     return same_captures(pyfn, record, plan.names) and not last[0].globals and \
         (len(record) == 4 or _same_attributes(pyfn, record)) and \
-        not any(map(FREED, record[3]))
-
-
-# whether a pointer's allocation was freed
-FREED = operator.attrgetter("allocation.freed")
+        not any_freed(record[3])
 
 
 def _repackable(kept: Any, now: Any) -> bool:
@@ -521,17 +565,17 @@ def new_captures(kernel: Any, plan: Plan, last: tuple) -> tuple | None:
     only in `_repackable` values that are closure cells or module globals read straight
     into one slot each (a new time step each launch, the other of two buffers): its
     record, made the plan's, and the (slot, value) pairs to repack; else None."""
+    WAYS.repacks += 1
     if not _repacked_record(last):
         return None
     record, p = last[4], last[0]
-    cells = kernel.__closure__
-    captured = tuple(map(CONTENTS, cells)) if cells else ()
+    captured = contents(kernel.__closure__)
     changes: list[tuple[Slot, Any]] = []
     if not _changes(record[0], captured, p.cell_slots, changes):
         return None
     names = plan.names
-    globals_ = tuple(map(kernel.__globals__.get, names)) if names else ()
-    if not all(map(operator.is_, record[1], globals_)):
+    globals_ = globals_read(kernel, names)
+    if not same_objects(record[1], globals_):
         for name, kept, now in zip(names, record[1], globals_, strict=True):
             if kept is not now:  # a number among them is compiled in
                 slot = p.global_slots.get(name)
@@ -541,7 +585,8 @@ def new_captures(kernel: Any, plan: Plan, last: tuple) -> tuple | None:
     pointers = _pointers(record[3], changes, captured + globals_)
     if pointers is None:
         return None
-    plan.prepared = record = (captured, globals_, p, pointers)
+    record = (captured, globals_, p, pointers)
+    plan.prepared = record
     return record, changes
 
 
@@ -563,6 +608,7 @@ def new_arguments(kernel: Any, plan: Plan, last: tuple, args: tuple) -> tuple | 
     captures the very objects of `last`'s, its arguments differing from `last`'s (all
     `immutable`) only in `_repackable` values read straight into one slot each: the
     (slot, value) pairs to repack; else None."""
+    WAYS.repacks += 1
     known = last[5]
     if known is None or len(known[0]) != len(args) or not _repacked_record(last) or \
             not repeats(kernel, plan, last, None):  # a record without accessors
@@ -581,7 +627,7 @@ def _pointers(kept: tuple, changes: list, values: tuple) -> tuple | None:
         if type(v) is usm_ptr:
             kept = tuple(c for c in values if type(c) is usm_ptr)
             break
-    return None if any(map(FREED, kept)) else kept
+    return None if any_freed(kept) else kept
 
 
 def remember_last(plan: Plan, last: tuple, kernel: Any) -> None:
@@ -602,6 +648,7 @@ def remember_last(plan: Plan, last: tuple, kernel: Any) -> None:
 
 def kept_launch(plan: Plan, key: Any) -> tuple | None:
     """The `last` of a recent launch kept by `key` (its arguments object or function)."""
+    WAYS.kept += 1
     entry = plan.kept.get(id(key))
     return None if entry is None or entry[0] is not key else entry[1]
 
@@ -635,13 +682,14 @@ def accessor_command(pyfn: Any, plan: Plan, context: Any, required: list | None
     launch's (whose launch checks then run), made the plan's last launch so that repeats
     of this one find it at once (a chain of command groups on a buffer after a loop over
     others); None if there was none."""
+    WAYS.by_accessors += 1
     record = plan.prepared
     if record is None or record[3] is not None or record[2].globals or not plan.by_accessors:
         return None
     keys: list[tuple] = []
     accessors: list[Any] = []
     cells = pyfn.__closure__
-    if cells is not None and not _keyed_by_accessors(record[0], map(CONTENTS, cells), keys,
+    if cells is not None and not _keyed_by_accessors(record[0], contents(cells), keys,
                                                      accessors):
         return None
     names = plan.names
@@ -690,6 +738,6 @@ def same_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> bool:
     """Whether a closure holds the very objects a plan's record holds, in its cells and
     in the globals `names` its code reads."""
     cells = kernel.__closure__
-    if cells is not None and not all(map(operator.is_, record[0], map(CONTENTS, cells))):
+    if cells is not None and not same_objects(record[0], contents(cells)):
         return False
-    return not names or all(map(operator.is_, record[1], map(kernel.__globals__.get, names)))
+    return not names or same_objects(record[1], globals_read(kernel, names))

@@ -33,7 +33,7 @@ from ..runtime.handler import handler
 from ..runtime.usm import ptr as usm_ptr
 from .device_checks import check_supported, group_counts
 from .marshal import ADDRESS, ArgumentBlock, LaunchMemory
-from .plans import FREED, Plan, prepared_for, repeats
+from .plans import Plan, any_freed, prepared_for, repeats
 from .variants import launch_shape, launch_variant
 
 # work-groups of a one-dimensional range reduction: the first count that leaves each
@@ -395,7 +395,7 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
                 last[1] is device and \
                 last[2] is context and all(map(operator.is_, last[3], specs)) and \
                 all(map(operator.eq, last[4], targets)) and \
-                repeats(kernel, last[5], last[6], required) and not any(map(FREED, targets)):
+                repeats(kernel, last[5], last[6], required) and not any_freed(targets):
             return last[6][2]
     key = (id(kernel.__code__), id(device), specs, _launch_key(launch))
     entry = _PLANS.get(key) if properties is None else None

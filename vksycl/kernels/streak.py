@@ -6,16 +6,15 @@ launch's with the new numbers packed in at offsets fixed when the streak began: 
 general repack, no lookup among recent commands (each value is new to them), no launch
 kept by its bytes, function or arguments.
 
-Which values may change is one tuple compared in C: the identity of each value with the
-last launch's, false exactly at the changing indices. Where some of several changing
-values came back the very objects (a count changing every other launch beside a step
-changing at each), a second look allows it, so long as one of them is new; where all
-came back, the launch is a repeat, which the general path finds.
+Each value is compared with the last launch's by identity, in one loop: those outside
+the changing ones must be the very objects, and a changing one must be new. Where some of
+several changing values came back the very objects (a count changing every other launch
+beside a step changing at each), they pack as they did; where all came back, the launch
+is a repeat, which the general path finds.
 """
 
 from __future__ import annotations
 
-import operator
 import struct
 from typing import Any
 
@@ -24,9 +23,8 @@ import numpy as np
 from ..runtime.commands import KernelLaunch
 from .fusion import Origin
 from .marshal import Slot
-from .plans import CONTENTS, FREED, Plan, same_captures
+from .plans import Plan, any_freed, contents, globals_read, same_captures, same_objects
 
-_IS, _OR = operator.is_, operator.or_
 _MISFIT = (struct.error, OverflowError)
 
 
@@ -49,7 +47,7 @@ class Streak:
     for push constants). It holds only while `last` is the plan's last launch."""
 
     __slots__ = ("changes", "explicit", "head", "index", "last", "one", "pack", "pointers",
-                 "ring", "same", "tail", "type", "varies")
+                 "ring", "same", "tail", "type")
 
     def __init__(self, last: tuple, changing: tuple[tuple[int, Slot], ...], ring: Any
                  ) -> None:
@@ -58,7 +56,6 @@ class Streak:
         values = last[5][0] if self.explicit else last[4][0]
         indices = {i for i, _ in changing}
         self.same = tuple(i not in indices for i in range(len(values)))
-        self.varies = tuple(not s for s in self.same)
         self.changes = tuple(_Change(i, slot, values[i]) for i, slot in changing)
         # a single number, most streaks' case: its bytes go between fixed ones
         first = self.changes[0]
@@ -80,12 +77,11 @@ class Streak:
         if last[3] is not context or self.explicit:
             return None
         record = last[4]
-        captured = tuple(map(CONTENTS, kernel.__closure__))
-        same = tuple(map(_IS, record[0], captured))
-        if same != self.same and not self._partly(same):
+        captured = contents(kernel.__closure__)
+        if not self._continued(record[0], captured):
             return None
         names = plan.names
-        if names and not all(map(_IS, record[1], map(kernel.__globals__.get, names))):
+        if names and not same_objects(record[1], globals_read(kernel, names)):
             return None
         command = self._command(last, captured, kernel, launch)
         if command is None:
@@ -110,8 +106,7 @@ class Streak:
                 len(args) != len(self.same):
             return None
         known, record = last[5], last[4]
-        same = tuple(map(_IS, known[0], args))
-        if same != self.same and not self._partly(same):
+        if not self._continued(known[0], args):
             return None
         if not same_captures(kernel, record, plan.names):
             return None
@@ -123,20 +118,24 @@ class Streak:
         plan.last = self.last = done
         return command
 
-    def _partly(self, same: tuple) -> bool:
-        """Whether a launch whose values are the last launch's objects where `same` is
-        true continues the streak all the same: every value outside the changing ones is
-        the very object, and at least one changing value is new (the others came back,
-        and pack as they did)."""
-        return len(self.changes) > 1 and all(map(_OR, same, self.varies)) and not all(same)
+    def _continued(self, kept: tuple, now: tuple) -> bool:
+        """Whether values `now` after the last launch's `kept` continue the streak: every
+        value outside the changing ones is the very object, and a changing one is new
+        (where several change, the others may have come back, and pack as they did)."""
+        same, new = self.same, False
+        for i in range(len(same)):
+            if kept[i] is not now[i]:
+                if same[i]:
+                    return False
+                new = True
+        return new
 
     def _command(self, last: tuple, values: tuple, kernel: Any, launch: Any
                  ) -> KernelLaunch | None:
         """`last`'s command with the new numbers among `values` packed in; None if one is
         of another type or does not fit its slot (the full launch says why), or a
         pointer the launch reads was freed (the full launch raises)."""
-        pointers = self.pointers
-        if pointers and any(map(FREED, pointers)):
+        if any_freed(self.pointers):
             return None
         try:
             if self.one:
@@ -164,4 +163,4 @@ def with_push(last: tuple, push: bytes, pyfn: Any, launch: Any, ring: Any) -> Ke
     origin = last[2].origin  # of a launch of the plan's values
     if origin.function() is not pyfn:
         origin = Origin.of(pyfn, last[0].ck, launch)
-    return ring.launch(last[2], push, origin) if ring else last[2].with_push(push, origin)
+    return ring.launch(push, origin) if ring else last[2].with_push(push, origin)
