@@ -16,6 +16,10 @@ spellings run in one process and several launch one kernel over arrays of their 
 its plan carries what the earlier ones did (an argument ring, once pointers kept
 changing): a spelling run alone (`--spellings`) can count fewer.
 
+Each spelling's line also says how many of its counted launches went past the checks of
+a repeat, by way (`plans.WAYS`: plans made, repacks tried, kept launches or commands kept
+by accessors looked among); a streak or a repeat goes past none.
+
 With `--time ROUNDS` the launches are timed instead of counted: the launch path's
 modules compiled by mypyc (`vksycl/mypyc_modules.py`) run no opcodes to count.
 
@@ -41,6 +45,7 @@ from timing import engine_stubbed
 
 import vksycl as sycl
 from vksycl import mypyc_modules
+from vksycl.kernels import plans
 
 BUFFER_CHAIN, USM_CHAIN = "buffer command group (chain)", "USM command group, depends_on"
 
@@ -136,9 +141,13 @@ def main() -> None:
                 else launch
             for _ in range(20):  # settle what a run of launches settles (rings, streaks)
                 step()
+            before = plans.WAYS.counts()
             counts = count(step, args.launches)
             wait()
-            print(f"  {name:52s} {sum(counts.values()) / args.launches:7.1f}")
+            ways = ", ".join(f"{way} {n - before[way]}" for way, n in plans.WAYS.counts().items()
+                             if n != before[way])
+            print(f"  {name:52s} {sum(counts.values()) / args.launches:7.1f}"
+                  f"{'  (past the repeat checks: ' + ways + ')' if ways else ''}")
             for (file, fn), n in counts.most_common(args.top):
                 print(f"      {n / args.launches:7.1f}  {file}:{fn}")
 
