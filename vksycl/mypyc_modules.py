@@ -33,6 +33,7 @@ MODULES = (
     "vksycl.kernels.launch",
     "vksycl.kernels.free_function",
     "vksycl.kernels.plans",
+    "vksycl.runtime.engine",
 )
 GROUP = "vksycl_mypyc"  # the shared library of the group's code
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import logging
 import re
-import sys
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import NoReturn
 
 import numpy as np
+from mypy_extensions import mypyc_attr
 
 from spirv_gen.binary import rename_entry_point
 
@@ -28,6 +28,7 @@ from ..exceptions import errc, exception
 from . import faults
 from .devices import NativeHandles
 from .submission import Dispatch, ErrorReport, Part, Recording, Submission
+from .views import viewed
 
 _log = logging.getLogger("vksycl.engine")
 
@@ -55,6 +56,7 @@ _FOREVER_NS = 2**64 - 1  # a wait with no timeout
 _OUT_OF_MEMORY = re.compile(r"ErrorOutOf(Device|Host|Pool)Memory|ErrorFragmentedPool")
 
 
+@mypyc_attr(native_class=False)
 @dataclass(eq=False)
 class Buffer:
     """A Vulkan buffer of `nbytes` (rounded up to whole words) and its device address."""
@@ -69,6 +71,7 @@ class Buffer:
 Bound = tuple[Buffer, int, int]  # a descriptor binding: (buffer, byte offset, byte size)
 
 
+@mypyc_attr(native_class=False)
 @dataclass(eq=False)
 class Program:
     """SPIR-V ready for Kompute: its entry point renamed to "main" where needed. `name`
@@ -102,6 +105,9 @@ def _dispatch(algo: kp.Algorithm, push: np.ndarray, groups: tuple[int, int, int]
     return Dispatch(op, algo, push, groups, barrier, name)
 
 
+# a Python class when compiled (`mypyc_modules`): tests and fault injection replace its
+# methods on an instance
+@mypyc_attr(native_class=False)
 class Engine:
     """One Vulkan device driven through one `kp.Manager`."""
 
@@ -209,7 +215,7 @@ class Engine:
             if stale:
                 self._ops = {k: op for k, op in self._ops.items() if k[0] not in stale}
         host, buffer.host = buffer.host, None
-        if host is not None and _viewed(host.base):
+        if host is not None and viewed(host):
             return
         buffer.tensor.destroy()
 
@@ -350,6 +356,7 @@ class Engine:
         `report` receives the error should the batch they join fail to submit."""
         dispatches = tuple(dispatches)
         now = time.perf_counter()
+        part: Submission | Part
         lock = self.lock
         lock.acquire()  # not `with`: every launch passes here, and `with` costs more
         try:
@@ -514,7 +521,7 @@ class Engine:
         for batch in failed:
             for report, err in batch.reports.items():
                 try:
-                    report(err)
+                    report(err)  # type: ignore[arg-type]
                 except BaseException as ex:
                     raised = raised or ex
         if raised is not None:
@@ -526,15 +533,15 @@ class Engine:
         submitting, they send batches themselves, and this thread stays off the
         interpreter's lock (it sleeps, or blocks in Vulkan, with the lock released)."""
         while True:
-            with self.lock:
-                while self._batch is None:
-                    self._wakeup.wait()
+            self._await_batch()
             time.sleep(_WATCH_QUIET_S)
             with self.lock:
                 batch = self._batch
-                if batch is None or time.perf_counter() - self._last_submit_at < _WATCH_QUIET_S:
-                    continue
-                last = self._in_flight[-1] if self._in_flight else None
+                quiet = batch is not None and \
+                    time.perf_counter() - self._last_submit_at >= _WATCH_QUIET_S
+                last = self._in_flight[-1] if quiet and self._in_flight else None
+            if not quiet:
+                continue
             try:
                 if last is not None:
                     last.wait(spin=False)
@@ -544,6 +551,13 @@ class Engine:
                 _log.exception("waiting for the work before an open batch failed")
             with contextlib.suppress(exception):  # a timeout making room: as above
                 self.flush(batch)
+
+    def _await_batch(self) -> None:
+        """Returns once a batch is open. (A method of its own: compiled code would take
+        the batch seen here for the one read later.)"""
+        with self.lock:
+            while self._batch is None:
+                self._wakeup.wait()
 
     def record(self, dispatches: Iterable[Dispatch], timed: bool = False) -> Recording:
         """Dispatches to be recorded once and submitted by `replay` many times."""
@@ -899,13 +913,6 @@ def _record(seq: kp.Sequence, dispatches: tuple[Dispatch, ...]) -> None:
 
 def _dispatches(n: int) -> str:
     return f"{n} dispatch" if n == 1 else f"{n} dispatches"
-
-
-def _viewed(mapped: np.ndarray) -> bool:
-    """Whether numpy arrays besides the buffer's own view hold the mapped array: every
-    view's base is that array (numpy collapses chains of views). Three references are
-    ours: the buffer's own view, this parameter and getrefcount's argument."""
-    return sys.getrefcount(mapped) > 3
 
 
 _NO_PUSH = np.zeros(0, dtype=np.uint32)
