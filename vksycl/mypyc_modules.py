@@ -34,6 +34,8 @@ MODULES = (
     "vksycl.kernels.free_function",
     "vksycl.kernels.plans",
     "vksycl.runtime.engine",
+    "vksycl.kernels.bundle_members",
+    "vksycl.kernels.bundle",
 )
 GROUP = "vksycl_mypyc"  # the shared library of the group's code
 ROOT = Path(__file__).resolve().parent.parent

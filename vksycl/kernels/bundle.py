@@ -15,6 +15,8 @@ import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 import spirv_gen
 
 from .. import info
@@ -34,6 +36,9 @@ class bundle_state(enum.Enum):
 
 # -- kernel objects ----------------------------------------------------------------------------
 
+# Python classes when compiled (`mypyc_modules`): kernels and bundles are weakly
+# referenced
+@mypyc_attr(native_class=False)
 class kernel:
     """A kernel of an executable bundle: queried with `get_info`, enqueued through a handler
     with `set_arg` / `set_args` and `parallel_for(nd_range, k)` or `single_task(k)`."""
@@ -132,6 +137,7 @@ def _device_info(impl: Any, param: Any, device: Any) -> Any:
 
 # -- bundles -----------------------------------------------------------------------------------
 
+@mypyc_attr(native_class=False)
 class kernel_bundle:
     """A set of kernels for some devices of a context, in one `bundle_state`."""
 

@@ -5,6 +5,7 @@ the arguments set by index), and the `kernel_id` naming each.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .. import info
@@ -99,7 +100,7 @@ class FreeKernel:
         r = reflect(self.compiled(device).binary)
         return r.workgroup_bytes, r.private_bytes
 
-    def command(self, device: Any, launch: Any, args: dict[int, Any], properties: Any,
+    def command(self, device: Any, launch: Any, args: Mapping[int, Any], properties: Any,
                 context: Any, required: list | None, image: Any = None) -> Any:
         k = self.kernel
         if launch is not self._accepted:

@@ -205,6 +205,14 @@ def globals_read(fn: Any, names: tuple[str, ...]) -> tuple:
     return tuple([found.get(name) for name in names])
 
 
+def same_globals(kept: tuple, fn: Any, names: tuple[str, ...]) -> bool:
+    """Whether the module globals `names` of a function are the very objects `kept`
+    holds (`same_objects` with `globals_read`, making no tuple)."""
+    found = fn.__globals__
+    n = len(names)
+    return len(kept) == n and all(kept[i] is found.get(names[i]) for i in range(n))
+
+
 def any_freed(pointers: tuple) -> bool:
     """Whether the allocation of one of `pointers` was freed."""
     return any(p.allocation.freed for p in pointers)
@@ -738,6 +746,8 @@ def same_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> bool:
     """Whether a closure holds the very objects a plan's record holds, in its cells and
     in the globals `names` its code reads."""
     cells = kernel.__closure__
-    if cells is not None and not same_objects(record[0], contents(cells)):
-        return False
-    return not names or same_objects(record[1], globals_read(kernel, names))
+    if cells is not None:
+        kept, n = record[0], len(cells)
+        if len(kept) != n or not all(kept[i] is cells[i].cell_contents for i in range(n)):
+            return False
+    return not names or same_globals(record[1], kernel, names)

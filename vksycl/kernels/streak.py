@@ -23,7 +23,7 @@ import numpy as np
 from ..runtime.commands import KernelLaunch
 from .fusion import Origin
 from .marshal import Slot
-from .plans import Plan, any_freed, contents, globals_read, same_captures, same_objects
+from .plans import Plan, any_freed, contents, same_captures, same_globals
 
 _MISFIT = (struct.error, OverflowError)
 
@@ -81,7 +81,7 @@ class Streak:
         if not self._continued(record[0], captured):
             return None
         names = plan.names
-        if names and not same_objects(record[1], globals_read(kernel, names)):
+        if names and not same_globals(record[1], kernel, names):
             return None
         command = self._command(last, captured, kernel, launch)
         if command is None:
