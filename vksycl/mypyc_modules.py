@@ -1,7 +1,9 @@
 """The modules every launch runs through, compiled to C by mypyc from this very source,
 and how they are loaded. A launch is host Python from the user's call down to the Vulkan
-submission (queue, handler, plan lookup, argument packing, scheduler, event): compiled,
-its interpreter overhead roughly halves, with no second implementation to keep in step.
+submission (queue, handler, plan lookup and identity checks, argument rings, scheduler,
+engine): compiled, it costs the host a third fewer instructions, with no second
+implementation to keep in step. Argument packing (`kernels/marshal.py`) and `event` stay
+interpreted (docs/architecture.md, "Compiled modules", says why).
 
 `ci/build_mypyc.py` compiles `MODULES` as one group into `build/mypyc/<interpreter>/`
 and records each source's hash there. Importing vksycl puts a finder for them first on

@@ -205,6 +205,13 @@ def globals_read(fn: Any, names: tuple[str, ...]) -> tuple:
     return tuple([found.get(name) for name in names])
 
 
+def same_contents(kept: tuple, cells: tuple) -> bool:
+    """Whether a function's closure `cells` hold the very objects `kept` holds
+    (`same_objects` with `contents`, making no tuple)."""
+    n = len(cells)
+    return len(kept) == n and all(kept[i] is cells[i].cell_contents for i in range(n))
+
+
 def same_globals(kept: tuple, fn: Any, names: tuple[str, ...]) -> bool:
     """Whether the module globals `names` of a function are the very objects `kept`
     holds (`same_objects` with `globals_read`, making no tuple)."""
@@ -746,8 +753,6 @@ def same_captures(kernel: Any, record: tuple, names: tuple[str, ...]) -> bool:
     """Whether a closure holds the very objects a plan's record holds, in its cells and
     in the globals `names` its code reads."""
     cells = kernel.__closure__
-    if cells is not None:
-        kept, n = record[0], len(cells)
-        if len(kept) != n or not all(kept[i] is cells[i].cell_contents for i in range(n)):
-            return False
+    if cells is not None and not same_contents(record[0], cells):
+        return False
     return not names or same_globals(record[1], kernel, names)

@@ -33,7 +33,7 @@ from ..runtime.handler import handler
 from ..runtime.usm import ptr as usm_ptr
 from .device_checks import check_supported, group_counts
 from .marshal import ADDRESS, ArgumentBlock, LaunchMemory
-from .plans import Plan, any_freed, prepared_for, repeats
+from .plans import Plan, any_freed, prepared_for, repeats, same_objects
 from .variants import launch_shape, launch_variant
 
 # work-groups of a one-dimensional range reduction: the first count that leaves each
@@ -393,7 +393,7 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
         last = _LAST.get(id(kernel.__code__))
         if last is not None and last[5].code is kernel.__code__ and last[0] == launch and \
                 last[1] is device and \
-                last[2] is context and all(map(operator.is_, last[3], specs)) and \
+                last[2] is context and same_objects(last[3], specs) and \
                 all(map(operator.eq, last[4], targets)) and \
                 repeats(kernel, last[5], last[6], required) and not any_freed(targets):
             return last[6][2]
