@@ -23,7 +23,7 @@ from __future__ import annotations
 import collections
 import itertools
 import threading
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -34,11 +34,11 @@ from ..runtime.engine import Buffer, Engine
 from ..runtime.submission import Dispatch
 from .marshal import ADDRESS
 
-_SLOTS_PER_BLOCK = 64
+_SLOTS_PER_BLOCK: Final = 64
 _MOST_SLOTS = 1024
-_ALIGN = 16  # a slot's start: the widest argument field's alignment and more
+_ALIGN: Final = 16  # a slot's start: the widest argument field's alignment and more
 
-_claims = itertools.count(1)  # who wrote a slot last: a token per claim, never reused
+_claims: Final = itertools.count(1)  # who wrote a slot last: a token per claim, never reused
 
 
 class _Known:
@@ -172,8 +172,7 @@ class RingLaunch(KernelLaunch):
     that making one sets no more than what is its own: it costs less than the
     dataclass's `__init__`."""
 
-    _slot: _Slot | None = None
-    _claim = 0
+    _held: tuple[_Slot, int] | None = None  # the slot it claimed last, and that claim
 
     def __init__(self, ring: ArgumentRing, push_constants: bytes, origin: Any) -> None:
         self.ring, self.push_constants, self.origin = ring, push_constants, origin
@@ -195,9 +194,9 @@ class RingLaunch(KernelLaunch):
         return self.ring.first.groups
 
     def dispatch(self, engine: Engine) -> Dispatch:
-        slot, ring = self._slot, self.ring
-        if slot is not None and ring.keep(slot, self._claim):
-            return slot.dispatch  # it still holds our bytes
+        held, ring = self._held, self.ring
+        if held is not None and ring.keep(held[0], held[1]):
+            return held[0].dispatch  # it still holds our bytes
         if engine is not ring.engine:
             return super().dispatch(engine)
         claim = next(_claims)
@@ -205,7 +204,7 @@ class RingLaunch(KernelLaunch):
         if slot is None:  # every slot in flight: the push constants themselves
             self._like = ring.like
             return super().dispatch(engine)
-        self._slot, self._claim = slot, claim
+        self._held = (slot, claim)
         return slot.dispatch
 
     def for_graph(self) -> Command:

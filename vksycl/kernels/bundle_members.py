@@ -6,7 +6,7 @@ the arguments set by index), and the `kernel_id` naming each.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from .. import info
 from ..compiler.free_function import FreeFunctionKernel, registered_kernels
@@ -127,7 +127,7 @@ class FreeKernel:
                           f"{launch.dimensions}-dimensional nd_range")
 
 
-_FREE: dict[FreeFunctionKernel, FreeKernel] = {}
+_FREE: Final[dict[FreeFunctionKernel, FreeKernel]] = {}
 
 
 def free_member(k: FreeFunctionKernel) -> FreeKernel:

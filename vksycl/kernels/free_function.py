@@ -14,7 +14,7 @@ import inspect
 import math
 from collections.abc import Mapping
 from enum import Enum
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from ..runtime.queue import queue
 from ..runtime.usm import ptr as ptr_type
 from ..types import dtype_key
 from .launch import build_launch_args
-from .plans import all_immutable, same_objects
+from .plans import immutable, same_objects
 from .properties import launch_config, sub_group_size, work_group_size
 
 
@@ -97,8 +97,8 @@ def is_kernel(f: Any) -> bool:
 
 # the types the converters test for, made once: `str | bytes` in a call makes a union
 # object at each conversion of a new argument value
-_TEXT = (str, bytes)
-_FLOATS = (float, np.floating)
+_TEXT: Final = (str, bytes)
+_FLOATS: Final = (float, np.floating)
 
 
 def _scalar_converter(t: Scalar, where: str) -> Any:
@@ -229,14 +229,37 @@ def _kinds_match(t: Scalar, v: Any) -> bool:
     return isinstance(v, float)
 
 
-_RECENT_ARGUMENTS = 4  # argument tuples a plan keeps converted
+_RECENT_ARGUMENTS: Final = 4  # argument tuples a plan keeps converted
+_UNSET: Final = object()  # an index set_arg did not set
+
+
+def _converted(converters: list, values: tuple, latest: tuple[tuple, tuple] | None
+               ) -> tuple[tuple, bool]:
+    """`values` each through its converter, and whether they are all immutable (so that
+    the conversion may be kept). A value that is the very object at its index in
+    `latest` (immutable values and their conversion) takes that conversion: a launch
+    bringing one new number converts that number alone."""
+    out = []
+    kept = True
+    was, done = latest if latest is not None else ((), ())
+    reuse = len(was) == len(values)
+    for i in range(len(values)):
+        v = values[i]
+        if reuse and v is was[i]:
+            out.append(done[i])
+            continue
+        out.append(converters[i](v))
+        if kept and not immutable(v):
+            kept = False
+    return tuple(out), kept
 
 
 class Plan:
     """How one free function kernel takes its arguments and checks its launches."""
 
     __slots__ = ("checked_devices", "checked_launch", "convert", "enum_params", "kernel",
-                 "last", "last_set", "local", "match", "names", "sub_group", "types")
+                 "last", "last_set", "latest", "local", "match", "missed", "names",
+                 "sub_group", "types")
 
     def __init__(self, kernel: FreeFunctionKernel) -> None:
         self.kernel = kernel
@@ -245,6 +268,10 @@ class Plan:
         # immutable -> (arguments, converted), oldest first: a loop swapping two buffers
         # launches each pair again (the entry holds the arguments: their ids stay theirs)
         self.last: dict[tuple[int, ...], tuple[tuple, tuple]] = {}
+        # the arguments of the latest launch whose arguments were all immutable, and
+        # whether that launch found none of `last`
+        self.latest: tuple[tuple, tuple] | None = None
+        self.missed = False
         # (arguments set by index, matched) of the last kernel-object enqueue
         self.last_set: tuple[tuple, tuple] | None = None
         self.types = kernel.param_types()
@@ -315,37 +342,45 @@ class Plan:
 
     def converted(self, args: tuple) -> tuple:
         """The arguments of `nd_launch` / `single_task`, converted to the parameter types.
-        The very immutable objects of the last launch get its converted tuple back: the
-        launch glue then knows the arguments by identity alone."""
+        The very immutable objects of a recent launch get its converted tuple back: the
+        launch glue then knows the arguments by identity alone. A launch missing them
+        right after another did (a new number each launch) is not kept: it would only
+        push out the tuples of launches that do come back."""
+        latest = self.latest
+        if latest is not None and same_objects(args, latest[0]):
+            return latest[1]
         ids = tuple([id(a) for a in args])
-        known = self.last.get(ids)
+        last = self.last
+        known = last.get(ids)
         if known is not None:
+            self.latest, self.missed = known, False
             return known[1]
         n = len(args)
         if n != len(self.convert):
             raise invalid(f"{self.kernel.name} takes {len(self.convert)} arguments, got "
                           f"{n}")
-        convert = self.convert
-        converted = tuple([convert[i](args[i]) for i in range(n)])
-        if all_immutable(args):
-            last = self.last
-            if len(last) >= _RECENT_ARGUMENTS:
-                del last[next(iter(last))]
-            last[ids] = (args, converted)
+        converted, kept = _converted(self.convert, args, latest)
+        if kept:
+            entry = self.latest = (args, converted)
+            if not self.missed:
+                if len(last) >= _RECENT_ARGUMENTS:
+                    del last[next(iter(last))]
+                last[ids] = entry
+        self.missed = True
         return converted
 
     def matched(self, values: Mapping[int, Any]) -> tuple:
         """The arguments set by index: every one set, each matching its parameter."""
         last = self.last_set
         n = len(self.match)
-        now = tuple([values.get(i) for i in range(n)])
+        given: dict = values if type(values) is dict else dict(values)
+        now = tuple([given.get(i, _UNSET) for i in range(n)])
         if last is not None and len(values) == n and same_objects(now, last[0]):
             return last[1]
-        if len(values) != n or (values and max(values) >= n):  # the indices, distinct
-            check_set_args(values, self.names, self.kernel.name)  # and >= 0, are 0..n-1
-        match = self.match
-        matched = tuple([match[i](now[i]) for i in range(n)])
-        if all_immutable(now):
+        if len(values) != n or any(v is _UNSET for v in now):  # indices 0..n-1 only
+            check_set_args(values, self.names, self.kernel.name)
+        matched, kept = _converted(self.match, now, last)
+        if kept:
             self.last_set = (now, matched)
         return matched
 
@@ -365,7 +400,7 @@ class Plan:
                             f"work_group_size{self.local}, launched with local range {local}")
 
 
-_PLANS: dict[FreeFunctionKernel, Plan] = {}
+_PLANS: Final[dict[FreeFunctionKernel, Plan]] = {}
 
 
 def plan(kernel: FreeFunctionKernel) -> Plan:

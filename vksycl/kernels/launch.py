@@ -19,7 +19,7 @@ directly, with no layer between.
 from __future__ import annotations
 
 import types as pytypes
-from typing import Any
+from typing import Any, Final
 
 from ..compiler.free_function import FreeFunctionKernel
 from ..compiler.kernel import CompiledKernel
@@ -55,10 +55,10 @@ from .streak import Streak, with_push
 from .variants import launch_shape
 
 # commands a plan keeps by their push constants
-_RECENT = 16
+_RECENT: Final = 16
 # launches with values new to a plan's recent ones before the next run from its argument
 # ring: a loop stepping a value, not a few values in turn
-RING_AFTER = 4
+RING_AFTER: Final = 4
 
 
 def _kernel_function(kernel: Any) -> tuple[Any, Any]:

@@ -91,8 +91,8 @@ from .cache_keys import global_names, global_signature, signature, value_key
 from .marshal import Prepared, Slot
 from .variants import launch_shape, launch_variant
 
-_IMMUTABLE_TYPES = frozenset((int, float, bool, usm_ptr, type(None)))
-_OTHER_IMMUTABLE = (np.generic, Enum)
+_IMMUTABLE_TYPES: Final = frozenset((int, float, bool, usm_ptr, type(None)))
+_OTHER_IMMUTABLE: Final = (np.generic, Enum)
 
 
 def immutable(v: Any) -> bool:
@@ -160,7 +160,7 @@ def _keyed_alike(last: Any, now: Any) -> bool:
                                                         last.matches(now))
 
 
-_NUMBERS = (int, float, bool)
+_NUMBERS: Final = (int, float, bool)
 
 
 def _captured_alike(last: Any, now: Any) -> bool:
@@ -668,7 +668,7 @@ def kept_launch(plan: Plan, key: Any) -> tuple | None:
     return None if entry is None or entry[0] is not key else entry[1]
 
 
-_KEPT = 8
+_KEPT: Final = 8
 
 
 def arguments_record(args: tuple) -> tuple | None:

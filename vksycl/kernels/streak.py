@@ -16,16 +16,17 @@ is a repeat, which the general path finds.
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from ..runtime.commands import KernelLaunch
+from .argument_ring import ArgumentRing
 from .fusion import Origin
 from .marshal import Slot
 from .plans import Plan, any_freed, contents, same_captures, same_globals
 
-_MISFIT = (struct.error, OverflowError)
+_MISFIT: Final = (struct.error, OverflowError)
 
 
 class _Change:
@@ -61,8 +62,11 @@ class Streak:
         first = self.changes[0]
         self.one = len(self.changes) == 1 and not first.as_int
         packer = changing[0][1][1]
-        self.index, self.type, self.pack = first.index, first.type, packer.pack
+        self.index, self.type = first.index, first.type
         self.head, self.tail = last[1][:first.at], last[1][first.at + packer.size:]
+        # the bytes around it and the number, in one `pack` (slots pack little-endian)
+        self.pack = struct.Struct(f"<{len(self.head)}s{packer.format.lstrip('<')}"
+                                  f"{len(self.tail)}s").pack
         # the pointers the launch reads: the very objects all streak long, freed or not
         self.pointers = last[4][3] + (last[5][1] if self.explicit else ())
 
@@ -142,7 +146,7 @@ class Streak:
                 v = values[self.index]
                 if type(v) is not self.type:
                     return None
-                push = self.head + self.pack(v) + self.tail
+                push = self.pack(self.head, v, self.tail)
             else:
                 out = bytearray(last[1])
                 for c in self.changes:
@@ -163,4 +167,6 @@ def with_push(last: tuple, push: bytes, pyfn: Any, launch: Any, ring: Any) -> Ke
     origin = last[2].origin  # of a launch of the plan's values
     if origin.function() is not pyfn:
         origin = Origin.of(pyfn, last[0].ck, launch)
-    return ring.launch(push, origin) if ring else last[2].with_push(push, origin)
+    if isinstance(ring, ArgumentRing):
+        return ring.launch(push, origin)
+    return last[2].with_push(push, origin)

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import Final, NoReturn
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -37,21 +37,21 @@ import kp  # noqa: E402
 
 logging.getLogger("kp").setLevel(logging.ERROR)
 
-_WORD = 4
-_MAX_IN_FLIGHT = 64
-_PIPELINE_CACHE_SIZE = 1024
+_WORD: Final = 4
+_MAX_IN_FLIGHT: Final = 64
+_PIPELINE_CACHE_SIZE: Final = 1024
 # dispatches an open batch takes before it is submitted anyway (a timed one: as many as
 # its sequence has timestamps for, one after each)
-_BATCH_OPS = 512
+_BATCH_OPS: Final = 512
 # recordings of submissions of their own remembered by their dispatches
-_RECORDINGS = 64
+_RECORDINGS: Final = 64
 # timestamps a timed sequence has room for (one after each dispatch): a profiling queue's
 # commands batch too
-_BATCH_TIMESTAMPS = 129
+_BATCH_TIMESTAMPS: Final = 129
 # how long the submitting threads must have been quiet before the watcher thread sends an
 # open batch (while they submit, they send batches themselves)
-_WATCH_QUIET_S = 0.0005
-_FOREVER_NS = 2**64 - 1  # a wait with no timeout
+_WATCH_QUIET_S: Final = 0.0005
+_FOREVER_NS: Final = 2**64 - 1  # a wait with no timeout
 # the Vulkan results (as vulkan-hpp spells them in Kompute's errors) that mean no memory
 _OUT_OF_MEMORY = re.compile(r"ErrorOutOf(Device|Host|Pool)Memory|ErrorFragmentedPool")
 
@@ -87,7 +87,7 @@ class Program:
 
 # the dtype of push constants, passed positionally: `dtype=np.uint32` costs a keyword
 # and a conversion on every launch with new argument values
-_PUSH_WORD = np.dtype(np.uint32)
+_PUSH_WORD: Final = np.dtype(np.uint32)
 
 
 def _push_words(push_constants: bytes) -> np.ndarray:
@@ -915,4 +915,4 @@ def _dispatches(n: int) -> str:
     return f"{n} dispatch" if n == 1 else f"{n} dispatches"
 
 
-_NO_PUSH = np.zeros(0, dtype=np.uint32)
+_NO_PUSH: Final = np.zeros(0, dtype=np.uint32)

@@ -39,12 +39,14 @@ class event:
         "_times",
     )
 
-    def __init__(self, engine: Engine | None = None, profiling: bool = False) -> None:
+    def __init__(self, engine: Engine | None = None, profiling: bool = False,
+                 submission: Submission | Part | None = None) -> None:
         self._engine = engine
-        # every step handed to the device or run; a default-constructed event is complete
-        self._issued = engine is None
+        # every step handed to the device or run (`submission`, the work of a command of
+        # one submission); a default-constructed event is complete
+        self._issued = engine is None or submission is not None
         self._issued_signal: Any = None  # a threading.Event, only for deferred commands
-        self._submission: Submission | Part | None = None
+        self._submission = submission
         self._error: BaseException | None = None
         self._profiling = profiling
         # submit, start, end (ns), or a function computing them once the work is done

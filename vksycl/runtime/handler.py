@@ -7,7 +7,7 @@ import inspect
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from types import FunctionType, MappingProxyType, MethodType
-from typing import Any, NoReturn, Protocol
+from typing import Any, Final, NoReturn, Protocol
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -55,7 +55,7 @@ class interop_handle:
         return self._queue
 
 
-PYTHON_KERNELS = (FunctionType, MethodType)  # a closure or function, a kernel method
+PYTHON_KERNELS: Final = (FunctionType, MethodType)  # a closure or function, a kernel method
 KernelFrontEnd = Callable[..., Command]
 _kernel_front_end: KernelFrontEnd  # set by `use_kernel_front_end`, before any launch
 
@@ -80,7 +80,7 @@ def closure_launch(dev: device, ctx: context, kernel: Callable, launch: Any,
 
 
 # the arguments of a handler that set none
-_NO_ARGUMENTS: Mapping[int, Any] = MappingProxyType({})
+_NO_ARGUMENTS: Final[Mapping[int, Any]] = MappingProxyType({})
 
 
 # compiled (`mypyc_modules`), it stays a class command graphs' handlers derive from
@@ -189,9 +189,9 @@ class handler:
                 _refuse_dynamic_parameter()
         args = self._kernel_args
         if args is None:
-            self._kernel_args = dict(enumerate(values))
-        else:
-            args.update(enumerate(values))
+            args = self._kernel_args = {}
+        for i in range(len(values)):
+            args[i] = values[i]
 
     def single_task(self, kernel: Callable, properties: Any = None) -> None:
         self._set(self._launch(kernel, None, properties))
@@ -412,7 +412,7 @@ class handler:
 
 # argument types that are never dynamic parameters (asked before the attribute, which
 # a USM pointer or a number lacks, and a missing attribute costs an exception)
-_PLAIN_ARGUMENTS = frozenset((int, float, bool, usm_ptr))
+_PLAIN_ARGUMENTS: Final = frozenset((int, float, bool, usm_ptr))
 
 
 def _refuse_dynamic_parameter() -> NoReturn:

@@ -6,7 +6,7 @@ import enum
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 from .. import info
 from ..exceptions import errc, exception, exception_list
@@ -21,9 +21,9 @@ from .handler import PYTHON_KERNELS, closure_launch, handler
 from .platform import device, select_device
 
 _log = logging.getLogger("vksycl.queue")
-_RANGES = (sycl_range, nd_range)
-_SIZE_TYPES = (int, tuple)  # `parallel_for(n, body)`, `parallel_for((n, m), body)`
-_PRUNE_AT = 64  # outstanding events kept before completed ones are first dropped
+_RANGES: Final = (sycl_range, nd_range)
+_SIZE_TYPES: Final = (int, tuple)  # `parallel_for(n, body)`, `parallel_for((n, m), body)`
+_PRUNE_AT: Final = 64  # outstanding events kept before completed ones are first dropped
 
 
 class queue_state(enum.Enum):

@@ -56,10 +56,8 @@ class Scheduler:
             # The common eager launch, in short: what `_run` does for its dispatch,
             # submitted or batched, its errors raised to the caller (those of a batch it
             # joins, to the queue). The event is made once the dispatch is on its way.
-            sub = engine.submit((command.dispatch(engine),), False, on_error)
-            ev = event(engine)
-            ev._submission = sub
-            ev._issued = True
+            ev = event(engine, False,
+                       engine.submit((command.dispatch(engine),), False, on_error))
             if deps:
                 ev._deps = (weakref.ref(deps[0]),) if len(deps) == 1 else \
                     tuple(map(weakref.ref, deps))
