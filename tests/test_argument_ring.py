@@ -172,6 +172,17 @@ def test_the_ring_memory_is_released_with_its_plan(q):
     sycl.free(x, q)
 
 
+def test_the_ring_lies_in_memory_the_host_only_writes(q, float32_sum):
+    """The ring's slots are memory the host writes and the device reads as its own where
+    it maps it (a resizable BAR; all of lavapipe's memory): each launch reads its value
+    there."""
+    x, body, set_step, values = _ringing(q)
+    buffers = _plan_of(body, q).ring[1].buffers
+    assert buffers and {b.tensor.tensor_type().name for b in buffers} == {"host_device_local"}
+    assert np.array_equal(x[:N], np.full(N, float32_sum(values), np.float32))
+    sycl.free(x, q)
+
+
 def test_threads_launching_one_kernel_with_new_values_keep_each_value(q, float32_sum):
     """Two threads launch closures of one kernel with a new step each launch: the ring
     they share hands each claim a slot of its own."""

@@ -185,10 +185,15 @@ class Engine:
             collections.deque())
 
     # -- memory -----------------------------------------------------------------------
-    def buffer(self, nbytes: int, host_visible: bool) -> Buffer:
-        """A new buffer; raises errc.memory_allocation when the device cannot satisfy it."""
+    def buffer(self, nbytes: int, host_visible: bool, host_writes_only: bool = False
+               ) -> Buffer:
+        """A new buffer; raises errc.memory_allocation when the device cannot satisfy it.
+        `host_writes_only`: host-visible memory the host never reads goes in the device's
+        own memory where the device maps it (a resizable BAR), so that kernels read it
+        without a round trip over the bus; the host's reads of it would be slow."""
         words = max(1, -(-nbytes // _WORD))
-        kind = kp.TensorTypes.host if host_visible else kp.TensorTypes.storage
+        kind = kp.TensorTypes.storage if not host_visible else \
+            kp.TensorTypes.host_device_local if host_writes_only else kp.TensorTypes.host
         # np.zeros is lazily paged: for device-local buffers nothing is touched.
         try:
             if faults.armed:
