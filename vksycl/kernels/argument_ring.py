@@ -24,7 +24,6 @@ the push-constant launch it stands for (`for_graph`).
 from __future__ import annotations
 
 import collections
-import itertools
 import threading
 from typing import Any, Final
 
@@ -41,7 +40,6 @@ _SLOTS_PER_BLOCK: Final = 64
 _MOST_SLOTS = 1024
 _ALIGN: Final = 16  # a slot's start: the widest argument field's alignment and more
 
-_claims: Final = itertools.count(1)  # who wrote a slot last: a token per claim, never reused
 
 
 class _Known:
@@ -64,7 +62,7 @@ class _Slot:
     def __init__(self, dispatch: Dispatch, memory: memoryview, start: int, size: int
                  ) -> None:
         self.dispatch, self.memory, self.start, self.end = dispatch, memory, start, start + size
-        self.owner = 0  # the claim whose bytes it holds
+        self.owner: object = None  # the launch whose bytes it holds
 
 
 class ArgumentRing:
@@ -105,15 +103,15 @@ class ArgumentRing:
         bytes."""
         return RingLaunch(self, push, origin)
 
-    def claim(self, data: bytes, owner: int) -> _Slot | None:
-        """A slot holding `data` from now on, once the work that read it is known to be
-        finished: the newest (launches waited for one by one reuse one slot, and its
-        recording), else the oldest, else a new one; once `_MOST_SLOTS` were made, the
-        oldest if the device is done with it, else None. The slots stay in the order of
-        their claims, newest last. Threads launching the plan's kernel at once claim
-        one at a time. Finished is what the engine was told (the work was waited for, or
-        found done), never asked of Vulkan: a query costs microseconds on some drivers,
-        and finding the device idle would end the engine's batching."""
+    def claim(self, data: bytes, owner: object) -> _Slot | None:
+        """A slot holding `data` of launch `owner` from now on, once the work that read
+        it is known to be finished: the newest (launches waited for one by one reuse one
+        slot, and its recording), else the oldest, else a new one; once `_MOST_SLOTS`
+        were made, the oldest if the device is done with it, else None. The slots stay
+        in the order of their claims, newest last. Threads launching the plan's kernel
+        at once claim one at a time. Finished is what the engine was told (the work was
+        waited for, or found done), never asked of Vulkan: a query costs microseconds on
+        some drivers, and finding the device idle would end the engine's batching."""
         lock = self.lock
         lock.acquire()  # not `with`: every launch from the ring passes here
         try:
@@ -137,11 +135,11 @@ class ArgumentRing:
         finally:
             lock.release()
 
-    def keep(self, slot: _Slot, owner: int) -> bool:
-        """Whether `slot` still holds the bytes of claim `owner`; if it does, no claim
+    def keep(self, slot: _Slot, owner: object) -> bool:
+        """Whether `slot` still holds the bytes of launch `owner`; if it does, no claim
         takes it until the launch about to submit its dispatch was submitted."""
         with self.lock:
-            if slot.owner != owner:
+            if slot.owner is not owner:
                 return False
             slot.dispatch.part = _PENDING
             return True
@@ -176,7 +174,7 @@ class RingLaunch(KernelLaunch):
     that making one sets no more than what is its own: it costs less than the
     dataclass's `__init__`."""
 
-    _held: tuple[_Slot, int] | None = None  # the slot it claimed last, and that claim
+    _slot: _Slot | None = None  # the slot it claimed last
 
     def __init__(self, ring: ArgumentRing, push_constants: bytes, origin: Any) -> None:
         self.ring, self.push_constants, self.origin = ring, push_constants, origin
@@ -198,17 +196,16 @@ class RingLaunch(KernelLaunch):
         return self.ring.first.groups
 
     def dispatch(self, engine: Engine) -> Dispatch:
-        held, ring = self._held, self.ring
-        if held is not None and ring.keep(held[0], held[1]):
-            return held[0].dispatch  # it still holds our bytes
+        slot, ring = self._slot, self.ring
+        if slot is not None and ring.keep(slot, self):
+            return slot.dispatch  # it still holds our bytes
         if engine is not ring.engine:
             return super().dispatch(engine)
-        claim = next(_claims)
-        slot = ring.claim(self.push_constants, claim)
+        slot = ring.claim(self.push_constants, self)
         if slot is None:  # every slot in flight: the push constants themselves
             self._like = ring.like
             return super().dispatch(engine)
-        self._held = (slot, claim)
+        self._slot = slot
         return slot.dispatch
 
     def for_graph(self) -> Command:
