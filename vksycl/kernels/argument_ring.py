@@ -53,15 +53,16 @@ class _Known:
         return self.finished
 
 
-_NEVER_SUBMITTED, _PENDING = _Known(True), _Known(False)
+_NEVER_SUBMITTED: Final = _Known(True)
+_PENDING: Final = _Known(False)
 
 
 class _Slot:
-    __slots__ = ("dispatch", "end", "memory", "owner", "start")
+    __slots__ = ("dispatch", "memory", "owner", "span")
 
     def __init__(self, dispatch: Dispatch, memory: memoryview, start: int, size: int
                  ) -> None:
-        self.dispatch, self.memory, self.start, self.end = dispatch, memory, start, start + size
+        self.dispatch, self.memory, self.span = dispatch, memory, slice(start, start + size)
         self.owner: object = None  # the launch whose bytes it holds
 
 
@@ -127,7 +128,7 @@ class ArgumentRing:
                         return None
                     made = slots.popleft()
                 slot = made
-            slot.memory[slot.start:slot.end] = data
+            slot.memory[slot.span] = data
             slot.owner = owner
             slot.dispatch.part = _PENDING
             slots.append(slot)

@@ -215,7 +215,7 @@ def same_contents(kept: tuple, cells: tuple) -> bool:
 def same_globals(kept: tuple, fn: Any, names: tuple[str, ...]) -> bool:
     """Whether the module globals `names` of a function are the very objects `kept`
     holds (`same_objects` with `globals_read`, making no tuple)."""
-    found = fn.__globals__
+    found: dict = fn.__globals__
     n = len(names)
     return len(kept) == n and all(kept[i] is found.get(names[i]) for i in range(n))
 
