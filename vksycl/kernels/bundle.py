@@ -43,12 +43,13 @@ class kernel:
     """A kernel of an executable bundle: queried with `get_info`, enqueued through a handler
     with `set_arg` / `set_args` and `parallel_for(nd_range, k)` or `single_task(k)`."""
 
-    __slots__ = ("__weakref__", "_bundle", "_device_ids", "_impl")
+    __slots__ = ("__weakref__", "_accepted", "_bundle", "_device_ids", "_impl")
 
     def __init__(self, impl: Any, bundle: kernel_bundle) -> None:
         self._impl = impl
         self._bundle = bundle
         self._device_ids = frozenset(id(d.vulkan) for d in bundle.get_devices())
+        self._accepted: Any = None  # the device of the last enqueue (devices stay theirs)
 
     def get_context(self) -> Any:
         return self._bundle.get_context()
@@ -75,8 +76,11 @@ class kernel:
         """The command of one enqueue (called by the handler); pointer arguments must
         belong to `context`, the queue's, and accessors be among the command group's
         `required`."""
-        if id(device.vulkan) not in self._device_ids:
-            raise invalid(f"kernel {self._impl.name} was not built for {device.vulkan.name}")
+        if device is not self._accepted:
+            if id(device.vulkan) not in self._device_ids:
+                raise invalid(f"kernel {self._impl.name} was not built for "
+                              f"{device.vulkan.name}")
+            self._accepted = device
         return self._impl.command(device, launch, args, properties, context, required,
                                   self._bundle)
 

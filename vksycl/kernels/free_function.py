@@ -257,9 +257,9 @@ def _converted(converters: list, values: tuple, latest: tuple[tuple, tuple] | No
 class Plan:
     """How one free function kernel takes its arguments and checks its launches."""
 
-    __slots__ = ("checked_devices", "checked_launch", "convert", "enum_params", "kernel",
-                 "last", "last_set", "latest", "local", "match", "missed", "names",
-                 "sub_group", "types")
+    __slots__ = ("checked_device", "checked_devices", "checked_launch", "convert",
+                 "enum_params", "kernel", "last", "last_set", "latest", "local", "match",
+                 "missed", "names", "sub_group", "types")
 
     def __init__(self, kernel: FreeFunctionKernel) -> None:
         self.kernel = kernel
@@ -303,6 +303,7 @@ class Plan:
         sgs = next((p for p in kernel.properties if isinstance(p, sub_group_size)), None)
         self.sub_group = sgs.size if sgs is not None else None
         self.checked_devices: set[int] = set()
+        self.checked_device: Any = None  # the last device launched on, checked
 
     def _enum_aware(self, i: int, conv: Any, where: str) -> Any:
         cls = self.enum_params.get(i)
@@ -416,8 +417,10 @@ def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: t
     """The command of one launch of a free function kernel, arguments already converted,
     in a command group requiring the accessors `required` (None outside one); `image` is
     the kernel bundle it is launched from, if any."""
-    if id(device.vulkan) not in p.checked_devices:
-        p.check_device(device)
+    if device is not p.checked_device:
+        if id(device.vulkan) not in p.checked_devices:
+            p.check_device(device)
+        p.checked_device = device
     if launch is not None and launch is not p.checked_launch and \
             launch != p.checked_launch:  # a new nd_range of the same values: checked
         if launch.dimensions != kernel.dims:
