@@ -176,7 +176,7 @@ def test_the_ring_lies_in_memory_the_host_only_writes(q, float32_sum):
     """The ring's slots are memory the host writes and the device reads as its own where
     it maps it (a resizable BAR; all of lavapipe's memory): each launch reads its value
     there."""
-    x, body, set_step, values = _ringing(q)
+    x, body, _, values = _ringing(q)
     buffers = _plan_of(body, q).ring[1].buffers
     assert buffers and {b.tensor.tensor_type().name for b in buffers} == {"host_device_local"}
     assert np.array_equal(x[:N], np.full(N, float32_sum(values), np.float32))
