@@ -316,6 +316,37 @@ def test_arguments_convert_as_cpp_converts(q, alloc):
         assert view(out, 8)[3] == -7, narrow
 
 
+def test_a_launch_converts_what_changed_and_every_mutable_value(q, alloc):
+    """Values that are the very immutable objects of the launch before keep their
+    conversion; a new number converts alone, a mutable one (a 0-d array) converts at
+    every launch, whatever it holds then, and a new value that cannot convert still
+    raises after a run of ones that did."""
+    out = alloc(4, np.float32)
+    step = np.array(1.0)  # mutable: the same object, another value each launch
+    for k in range(6):
+        step[()] = k + 0.5
+        syclexp.nd_launch(q, sycl.nd_range((4,), (4,)), iota, step, out)
+        q.wait()
+        np.testing.assert_array_equal(view(out, 4), np.arange(4, dtype=np.float32) + k + 0.5)
+    for k in range(6):  # new floats, the pointer the very object each time
+        syclexp.nd_launch(q, sycl.nd_range((4,), (4,)), iota, 10.0 + k, out)
+        q.wait()
+        np.testing.assert_array_equal(view(out, 4), np.arange(4, dtype=np.float32) + 10 + k)
+    with pytest.raises(sycl.exception) as ei:
+        syclexp.nd_launch(q, sycl.nd_range((4,), (4,)), iota, "1.0", out)
+    assert ei.value.code() == sycl.errc.invalid and "argument 0 (start)" in str(ei.value)
+    kernel = syclexp.get_kernel_bundle(q.get_context(), iota, sycl.bundle_state.executable
+                                       ).ext_oneapi_get_kernel(iota)
+    for k in range(6):  # by index: the pointer set again each time, a new number
+        q.submit(lambda h, k=k: (h.set_args(20.0 + k, out),
+                                 h.parallel_for(sycl.nd_range((4,), (4,)), kernel))).wait()
+        np.testing.assert_array_equal(view(out, 4), np.arange(4, dtype=np.float32) + 20 + k)
+    with pytest.raises(sycl.exception) as ei:
+        q.submit(lambda h: (h.set_args(np.int64(1), out),
+                            h.parallel_for(sycl.nd_range((4,), (4,)), kernel)))
+    assert ei.value.code() == sycl.errc.invalid and "got int64" in str(ei.value)
+
+
 @pytest.mark.parametrize(("args", "needle"), [
     ((0.1, 1, 1, 1, Op.ADD, 9, Affine(1.0, 1), True), "is a Scoped"),
     ((0.1, 1, 1, 1, Op.ADD, Scoped.NEG, (1.0, 1), True), "is a Affine"),
