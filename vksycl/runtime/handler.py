@@ -219,8 +219,7 @@ class handler:
         dev, ctx = q._device, q._context
         # a `sycl.kernel` object builds its command from the arguments set by index (a
         # Python function has no such attribute, and asking it would cost an exception)
-        kind = type(kernel)
-        command = None if kind is FunctionType or kind is MethodType else \
+        command = None if type(kernel) in PYTHON_KERNELS else \
             getattr(kernel, "_vksycl_command", None)
         if command is None:
             return _kernel_front_end(dev, kernel, launch, properties, ctx, self.reductions,
