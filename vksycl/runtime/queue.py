@@ -299,25 +299,33 @@ class queue:
         lost."""
         if self.recording_graph is not None:
             raise exception(errc.invalid, "wait on a queue recording to a command_graph")
-        lock = self._lock  # not `with`: a launch + wait passes here, and `with` costs more
-        lock.acquire()
-        pending = self._outstanding[:]
-        lock.release()
-        if pending:
+        pending = self._outstanding[:]  # one step (the list copies itself): no lock
+        if len(pending) > 1:
             # The latest command waiting in an open batch goes to the device now, behind
-            # the work it runs, rather than once the waits reach it.
+            # the work it runs, rather than once the waits reach it (a wait submits its
+            # own batch).
             last = pending[-1]._submission
             if last is not None and not last.submitted:
                 last.flush()
         for e in pending:
-            e.wait()
+            if type(e) is event and e._issued:  # what its `wait` does, without its call
+                sub: Any = e._submission  # its class's `wait`, looked up as event's does
+                if sub is not None:
+                    sub.wait()
+            else:
+                e.wait()
+        lock = self._lock  # not `with`: a launch + wait passes here, and `with` costs more
         lock.acquire()
         try:
-            n = len(pending)
-            if self._outstanding[:n] == pending:
-                del self._outstanding[:n]
+            outstanding, n = self._outstanding, len(pending)
+            # Events are only appended, each a new one, so the same length and last event
+            # mean the very list seen before the waits: nothing came or went since.
+            if len(outstanding) == n and (not n or outstanding[-1] is pending[-1]):
+                outstanding.clear()
+            elif outstanding[:n] == pending:
+                del outstanding[:n]
             else:  # pruned meanwhile
-                self._outstanding = [e for e in self._outstanding if not e.is_complete()]
+                self._outstanding = [e for e in outstanding if not e.is_complete()]
             self._prune_at = max(_PRUNE_AT, 2 * len(self._outstanding))
         finally:
             lock.release()
