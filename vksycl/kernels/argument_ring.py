@@ -118,20 +118,21 @@ class ArgumentRing:
         try:
             slots = self.slots
             if slots and slots[-1].dispatch.part.finished:
-                slot = slots.pop()
-            elif slots and slots[0].dispatch.part.finished:
-                slot = slots.popleft()
+                slot = slots[-1]  # the newest: it stays last
             else:
-                made = self._new_slot()
-                if made is None:
-                    if not slots[0].dispatch.part.done():
-                        return None
-                    made = slots.popleft()
-                slot = made
+                if slots and slots[0].dispatch.part.finished:
+                    slot = slots.popleft()
+                else:
+                    made = self._new_slot()
+                    if made is None:
+                        if not slots[0].dispatch.part.done():
+                            return None
+                        made = slots.popleft()
+                    slot = made
+                slots.append(slot)
             slot.memory[slot.span] = data
             slot.owner = owner
             slot.dispatch.part = _PENDING
-            slots.append(slot)
             return slot
         finally:
             lock.release()
