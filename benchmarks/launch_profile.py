@@ -2,8 +2,8 @@
 (`x[i] += 1` over 64 items) taken apart stage by stage on the current device. Each stage
 is timed alone, in a loop, as the median of rounds:
 
-- python: `q.parallel_for(range, body)` with the engine's submission replaced by a no-op
-  (the queue, handler, launch glue, scheduler and event);
+- python: `q.parallel_for(range, body)` with Kompute's submission replaced by a no-op
+  (the queue, handler, launch glue, scheduler, event and the engine's own Python);
 - build_launch: the launch glue alone (for this repeated launch, the identity checks that
   find the last launch's command);
 - submit alone: `Engine.submit` of the kernel's dispatch, one submission each (record
@@ -170,7 +170,7 @@ def main() -> None:
         return total / (args.n // 10)
 
     stages = {
-        "python (queue to engine)": python_path,
+        "python (queue to Vulkan)": python_path,
         "build_launch (glue alone)": lambda: per_call(
             lambda: build_launch(dev, body, rng, None, context=ctx), args.n),
         "engine submit, one submission each": submit_alone,

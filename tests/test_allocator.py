@@ -468,15 +468,18 @@ def test_a_numpy_view_outlives_free_and_release(q):
 # -- 4. running out of memory ------------------------------------------------------------------
 
 class LittleMemory:
-    """The engine's `buffer` as on a device with `limit` bytes: buffers made while it is in
-    place count against the limit until released; one past it raises
-    errc.memory_allocation, as Vulkan's failures do."""
+    """The engine as the USM allocators see it on a device with `limit` bytes: buffers
+    made while it is in place count against the limit until released; one past it raises
+    errc.memory_allocation, as Vulkan's failures do. Everything else is the engine's."""
 
     def __init__(self, engine, limit: int) -> None:
         self.engine, self.limit = engine, limit
         self.held: dict[int, int] = {}  # id(buffer) -> bytes
         self.calls = self.refused = self.released = 0
         self._buffer, self._release = engine.buffer, engine.release
+
+    def __getattr__(self, name: str):
+        return getattr(self.engine, name)
 
     def buffer(self, nbytes: int, host_visible: bool):
         self.calls += 1
@@ -505,8 +508,8 @@ def little_memory(q, monkeypatch):
 
     def install(limit: int) -> LittleMemory:
         fake = LittleMemory(engine, limit)
-        monkeypatch.setattr(engine, "buffer", fake.buffer)
-        monkeypatch.setattr(engine, "release", fake.release)
+        for allocator in scheduler_for(q.get_device()).allocators.values():
+            monkeypatch.setattr(allocator, "engine", fake)
         return fake
 
     yield install

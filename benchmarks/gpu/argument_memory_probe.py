@@ -19,7 +19,7 @@ import numpy as np
 
 import vksycl as sycl
 from vksycl.kernels import plans
-from vksycl.runtime.context import scheduler_for
+from vksycl.runtime import engine as engine_module
 
 N, SINGLES, ROUNDS = 64, 300, 7
 
@@ -39,13 +39,8 @@ def reading(q: sycl.queue, x: sycl.ptr, a: sycl.ptr | None) -> Callable[[], obje
 def stepping(q: sycl.queue, x: sycl.ptr, ring_in_host_memory: bool
              ) -> tuple[Callable[[], object], list[float]]:
     """A new captured step each launch; its ring made during the warm-up, in host memory
-    when asked (the engine's buffer told nothing of how the host uses it)."""
+    when asked (Kompute's device-local host-visible tensor type taken for its host one)."""
     step, steps = 1.0, []
-    engine = scheduler_for(q.get_device()).engine
-    real = engine.buffer
-
-    def host_memory(nbytes: int, host_visible: bool, host_writes_only: bool = False):
-        return real(nbytes, host_visible)
 
     def ring_as_made(i):
         x[i] = x[i] + step
@@ -61,14 +56,16 @@ def stepping(q: sycl.queue, x: sycl.ptr, ring_in_host_memory: bool
         steps.append(step)
         return q.parallel_for(N, body)
 
+    types = engine_module.kp.TensorTypes
+    device_local = types.host_device_local
     if ring_in_host_memory:
-        engine.buffer = host_memory
+        types.host_device_local = types.host
     try:
         for _ in range(20):
             launch()
             q.wait()
     finally:
-        engine.__dict__.pop("buffer", None)
+        types.host_device_local = device_local
     plan = plans._PLANS[(id(body.__code__), id(q.get_device()))]
     kinds = {b.tensor.tensor_type().name for b in plan.ring[1].buffers}
     print(f"ring {'forced into host memory' if ring_in_host_memory else 'as made'}: "

@@ -105,9 +105,6 @@ def _dispatch(algo: kp.Algorithm, push: np.ndarray, groups: tuple[int, int, int]
     return Dispatch(op, algo, push, groups, barrier, name)
 
 
-# a Python class when compiled (`mypyc_modules`): tests and fault injection replace its
-# methods on an instance
-@mypyc_attr(native_class=False)
 class Engine:
     """One Vulkan device driven through one `kp.Manager`."""
 
@@ -191,6 +188,8 @@ class Engine:
         `host_writes_only`: host-visible memory the host never reads goes in the device's
         own memory where the device maps it (a resizable BAR), so that kernels read it
         without a round trip over the bus; the host's reads of it would be slow."""
+        if self.lost is not None or self.closed:
+            self._refuse()
         words = max(1, -(-nbytes // _WORD))
         kind = kp.TensorTypes.storage if not host_visible else \
             kp.TensorTypes.host_device_local if host_writes_only else kp.TensorTypes.host
@@ -359,6 +358,8 @@ class Engine:
                report: ErrorReport | None = None) -> Submission | Part:
         """Records the dispatches and hands them to the device, now or in a batch.
         `report` receives the error should the batch they join fail to submit."""
+        if self.lost is not None or self.closed:
+            self._refuse()
         dispatches = tuple(dispatches)
         now = time.perf_counter()
         part: Submission | Part
@@ -590,6 +591,8 @@ class Engine:
 
     def replay(self, recording: Recording) -> Submission:
         """Submits a recording as it was recorded, after every command before it."""
+        if self.lost is not None or self.closed:
+            self._refuse()
         try:
             with self.lock:
                 if self._batch is not None:
@@ -652,10 +655,8 @@ class Engine:
         in an empty submission when none is open. What is returned completes with the
         submission that carries them."""
         with self.lock:
-            if self.lost is not None:
-                raise self.lost_error()
-            if self.closed:
-                self._refuse_closed()
+            if self.lost is not None or self.closed:
+                self._refuse()
             batch = self._batch
             if waits:
                 if batch is not None:
@@ -822,20 +823,14 @@ class Engine:
                 return
             self.synchronize()
             self.closed = True
-            self.submit = self.replay = self.buffer = self._refuse_closed  # type: ignore[method-assign]
             self._manager.destroy()
-
-    def _refuse_closed(self, *args: object, **kwargs: object) -> NoReturn:
-        """What a closed engine answers to anything that would give its device work."""
-        raise exception(errc.invalid, "vksycl released its use of this device "
-                        "(release_native_device): nothing more runs on it")
 
     # -- errors ---------------------------------------------------------------------------
     # A lost device stays lost: whatever was in flight or batched fails (errc.runtime,
     # reported to the queues of batched commands), and each later call that would give it
-    # work raises. Those calls are replaced on the lost engine's instance, so the working
-    # path tests nothing. A wait that outlasts the timeout raises but loses nothing: the
-    # work goes on, and a later wait waits for it again.
+    # work raises (`submit`, `replay` and `buffer` test `lost` and `closed` first: two
+    # attribute reads of a compiled class). A wait that outlasts the timeout raises but
+    # loses nothing: the work goes on, and a later wait waits for it again.
     def _failure(self, err: BaseException, what: str, code: errc = errc.runtime
                  ) -> exception:
         """The sycl.exception for an error Kompute raised while doing `what`: out of
@@ -865,16 +860,19 @@ class Engine:
                     self._abandoned.append(sub._sequence)
                     sub.fail(errc.runtime, message)
                     self._failed.append(sub)
-                self.submit = self.replay = self.buffer = self._refuse  # type: ignore[method-assign]
         return self.lost_error()
 
     def lost_error(self) -> exception:
         return exception(errc.runtime, f"the device was lost ({self.lost}); nothing more "
                          "runs on it")
 
-    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
-        """What a lost engine answers to anything that would give its device work."""
-        raise self.lost_error()
+    def _refuse(self) -> NoReturn:
+        """What a lost or closed engine answers to anything that would give its device
+        work."""
+        if self.lost is not None:
+            raise self.lost_error()
+        raise exception(errc.invalid, "vksycl released its use of this device "
+                        "(release_native_device): nothing more runs on it")
 
     def wait_failed(self, err: BaseException, sub: Submission) -> exception:
         """The error of a wait for `sub` (or of a question whether it is done) that
