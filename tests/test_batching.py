@@ -220,6 +220,37 @@ def test_queue_wait_sends_its_open_batch_before_waiting_for_earlier_work(ordered
     sycl.free(x, q)
 
 
+def test_a_wait_forgets_only_what_it_waited_for(q, flag, monkeypatch):
+    """`q.wait()` forgets the commands it found, and only those: one submitted by another
+    thread while it waited stays for the next wait."""
+    from vksycl.runtime.submission import Part, Submission
+
+    x = sycl.malloc_device(N, sycl.uint32, q)
+    q.memset(x, 0, 4 * N).wait()
+    waiting = threading.Event()
+    for kind in (Submission, Part):
+        real = kind.wait
+
+        def wait(self, spin=True, real=real):
+            waiting.set()
+            return real(self, spin)
+        monkeypatch.setattr(kind, "wait", wait)
+    first = busy(q, flag)
+    waiter = threading.Thread(target=q.wait)
+    waiter.start()
+    assert waiting.wait(30)
+    later = step(q, x, 5)
+    waiter.join(60)
+    assert not waiter.is_alive() and first.is_complete()
+    assert [e is later for e in q._outstanding] == [True]
+    q.wait()
+    assert q._outstanding == []
+    out = np.zeros(N, np.uint32)
+    q.memcpy(out, x, 4 * N).wait()
+    np.testing.assert_array_equal(out, expected_steps([5]))
+    sycl.free(x, q)
+
+
 def test_a_batch_runs_when_the_device_idles_with_no_queue_call(q, flag):
     """A program that submits while the device is busy and then only polls memory sees
     its commands run: the engine submits the batch once the work before it is done."""
