@@ -22,9 +22,12 @@ def best_seconds(fn: Callable[[], object], repeat: int) -> float:
     return min(times)
 
 
+WARM_UP = 20  # calls `median_us` makes before it times any
+
+
 def median_us(fn: Callable[[], object], n: int) -> float:
-    """The median of n calls in microseconds, after 20 warm-up calls."""
-    for _ in range(20):
+    """The median of n calls in microseconds, after `WARM_UP` warm-up calls."""
+    for _ in range(WARM_UP):
         fn()
     times = []
     for _ in range(n):

@@ -12,10 +12,15 @@ single launches each waited for, results checked.
 from __future__ import annotations
 
 import statistics
-import time
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from timing import WARM_UP, median_us
 
 import vksycl as sycl
 from vksycl.kernels import plans
@@ -100,21 +105,16 @@ def main() -> None:
             cases["torch x.add_(1)"] = (lambda: t.add_(1.0), torch.cuda.synchronize)
     except ImportError:
         pass
-    for launch, wait in cases.values():
+    waited = {name: (lambda launch=launch, wait=wait: (launch(), wait()))
+              for name, (launch, wait) in cases.items()}
+    for once in waited.values():
         for _ in range(50):
-            launch()
-        wait()
-    rounds: dict[str, list[float]] = {k: [] for k in cases}
+            once()
+    rounds: dict[str, list[float]] = {k: [] for k in waited}
     for _ in range(ROUNDS):
-        for name, (launch, wait) in cases.items():
-            times = []
-            for _ in range(SINGLES):
-                t0 = time.perf_counter()
-                launch()
-                wait()
-                times.append(time.perf_counter() - t0)
-            rounds[name].append(statistics.median(times))
-    launched = 50 + ROUNDS * SINGLES
+        for name, once in waited.items():
+            rounds[name].append(median_us(once, SINGLES))
+    launched = 50 + ROUNDS * (WARM_UP + SINGLES)
     for name in ("none", "device", "host"):
         assert np.all(_read(q, arrays[name]) == launched), name
     for name, steps in (("ring", ring_steps), ("ring in host memory", host_steps)):
@@ -127,7 +127,7 @@ def main() -> None:
     print("| | launch + wait µs |")
     print("|---|---:|")
     for name, r in rounds.items():
-        print(f"| {name} | {statistics.median(r) * 1e6:.2f} |")
+        print(f"| {name} | {statistics.median(r):.2f} |")
 
 
 def _read(q: sycl.queue, x: sycl.ptr) -> np.ndarray:

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, NoReturn
+from typing import Final
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -188,8 +188,7 @@ class Engine:
         `host_writes_only`: host-visible memory the host never reads goes in the device's
         own memory where the device maps it (a resizable BAR), so that kernels read it
         without a round trip over the bus; the host's reads of it would be slow."""
-        if self.lost is not None or self.closed:
-            self._refuse()
+        self._check_usable()
         words = max(1, -(-nbytes // _WORD))
         kind = kp.TensorTypes.storage if not host_visible else \
             kp.TensorTypes.host_device_local if host_writes_only else kp.TensorTypes.host
@@ -358,8 +357,7 @@ class Engine:
                report: ErrorReport | None = None) -> Submission | Part:
         """Records the dispatches and hands them to the device, now or in a batch.
         `report` receives the error should the batch they join fail to submit."""
-        if self.lost is not None or self.closed:
-            self._refuse()
+        self._check_usable()
         dispatches = tuple(dispatches)
         now = time.perf_counter()
         part: Submission | Part
@@ -591,8 +589,7 @@ class Engine:
 
     def replay(self, recording: Recording) -> Submission:
         """Submits a recording as it was recorded, after every command before it."""
-        if self.lost is not None or self.closed:
-            self._refuse()
+        self._check_usable()
         try:
             with self.lock:
                 if self._batch is not None:
@@ -655,8 +652,7 @@ class Engine:
         in an empty submission when none is open. What is returned completes with the
         submission that carries them."""
         with self.lock:
-            if self.lost is not None or self.closed:
-                self._refuse()
+            self._check_usable()
             batch = self._batch
             if waits:
                 if batch is not None:
@@ -828,7 +824,7 @@ class Engine:
     # -- errors ---------------------------------------------------------------------------
     # A lost device stays lost: whatever was in flight or batched fails (errc.runtime,
     # reported to the queues of batched commands), and each later call that would give it
-    # work raises (`submit`, `replay` and `buffer` test `lost` and `closed` first: two
+    # work raises (`submit`, `replay` and `buffer` ask `_check_usable` first: two
     # attribute reads of a compiled class). A wait that outlasts the timeout raises but
     # loses nothing: the work goes on, and a later wait waits for it again.
     def _failure(self, err: BaseException, what: str, code: errc = errc.runtime
@@ -866,13 +862,14 @@ class Engine:
         return exception(errc.runtime, f"the device was lost ({self.lost}); nothing more "
                          "runs on it")
 
-    def _refuse(self) -> NoReturn:
+    def _check_usable(self) -> None:
         """What a lost or closed engine answers to anything that would give its device
-        work."""
+        work: an exception."""
         if self.lost is not None:
             raise self.lost_error()
-        raise exception(errc.invalid, "vksycl released its use of this device "
-                        "(release_native_device): nothing more runs on it")
+        if self.closed:
+            raise exception(errc.invalid, "vksycl released its use of this device "
+                            "(release_native_device): nothing more runs on it")
 
     def wait_failed(self, err: BaseException, sub: Submission) -> exception:
         """The error of a wait for `sub` (or of a question whether it is done) that
