@@ -386,7 +386,7 @@ def test_a_copy_waiting_on_a_host_task_reaches_the_first_instance(q, mem):
 # -- copies: defaults, offsets, events, handlers -------------------------------------------
 
 arr = syclexp.device_global(sycl.int32, shape=(8,))
-evens = syclexp.device_global(sycl.int32, shape=(1000,), properties=syclexp.properties(
+evens = syclexp.device_global(sycl.int32, shape=(3000,), properties=syclexp.properties(
     syclexp.init_mode_reprogram))
 lone = syclexp.device_global(sycl.int32, properties=syclexp.device_image_scope)
 
@@ -397,9 +397,9 @@ def test_every_work_item_of_a_range_kernel_writes_its_element(q):
     def k(i):
         evens[i] = i * 2
 
-    assert compiled(q.get_device(), k, sycl.range(1000)).coarsen > 1
-    q.parallel_for(sycl.range(1000), k).wait()
-    assert np.array_equal(read_back(q, evens), np.arange(1000) * 2)
+    assert compiled(q.get_device(), k, sycl.range(3000)).coarsen > 1
+    q.parallel_for(sycl.range(3000), k).wait()
+    assert np.array_equal(read_back(q, evens), np.arange(3000) * 2)
     assert evens.init_mode == "reprogram" and lone.image_scope
 ro = syclexp.device_global(sycl.int32, properties=[syclexp.host_access_read])
 wo = syclexp.device_global(sycl.int32, properties=[syclexp.host_access_write])

@@ -303,11 +303,12 @@ def test_fused_graph_as_sub_graph_and_profiling(q, mem):
     np.testing.assert_array_equal(mem.view(y, N), np.arange(N, dtype=np.float32) * 4)
 
 
-@pytest.mark.parametrize("n", [1, 1000, 1024 * 4, 1000003])
+@pytest.mark.parametrize("n", [1, 1000, 1024, 1024 * 4 + 1, 1000003])
 def test_independent_straight_line_bodies_fuse_coarsened(q, mem, n):
     """Fused bodies of independent work-items run four ids per work-item (as one such
-    kernel alone does), their loads first where all four are in range and one by one at
-    the range's end: every element once, whatever the size."""
+    kernel alone does, from one work-group's 1024 ids up), their loads first where all
+    four are in range and one by one at the range's end: every element once, whatever
+    the size."""
     x = mem.of(np.arange(n, dtype=np.float32))
     t, y = mem.zeros(n, np.float32), mem.zeros(n, np.float32)
     r = sycl.range(n)
@@ -316,7 +317,7 @@ def test_independent_straight_line_bodies_fuse_coarsened(q, mem, n):
     exe, want = both(q, g, [t, y], n)
     np.testing.assert_array_equal(want[1], np.arange(n, dtype=np.float32) * 6 + 1)
     notes = " ".join(exe.fusion_report().notes[0])
-    assert "4 ids per work-item" in notes
+    assert ("4 ids per work-item" in notes) == (n >= 1024)
 
 
 def test_bodies_with_barriers_are_not_coarsened(q, mem):

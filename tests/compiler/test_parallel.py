@@ -413,8 +413,12 @@ def test_captured_sizes_specialise_the_kernel(q, mem):
 def test_coarsened_kernels_cover_every_item_exactly_once(q, mem):
     from vksycl.kernels.launch import compiled
 
-    for n, launch_of in ((1000, sycl.range), (4096, lambda n: sycl.nd_range((n,), (64,))),
-                         (64 * 5, lambda n: sycl.nd_range((n,), (64,)))):
+    nd64 = lambda n: sycl.nd_range((n,), (64,))
+    # a work-group runs four ids per work-item: a range's 1024 ids, this nd_range's 256;
+    # launches with fewer items than that run one id per work-item
+    for n, launch_of, coarsened in ((3000, sycl.range, True), (1024, sycl.range, True),
+                                    (1000, sycl.range, False), (4096, nd64, True),
+                                    (64 * 5, nd64, True), (192, nd64, False)):
         src = mem.of(np.arange(n, dtype=np.int32))
         hits = mem.zeros(n, np.int32)
         dst = mem.zeros(n, np.int32)
@@ -430,7 +434,7 @@ def test_coarsened_kernels_cover_every_item_exactly_once(q, mem):
             sycl.atomic_ref(hits + i).fetch_add(1)  # noqa: B023
 
         k = plain if launch_of is sycl.range else nd
-        assert compiled(q.get_device(), k, launch_of(n)).coarsen > 1
+        assert (compiled(q.get_device(), k, launch_of(n)).coarsen > 1) == coarsened, n
         q.parallel_for(launch_of(n), k).wait()
         q.parallel_for(sycl.range(n), counted).wait()
         np.testing.assert_array_equal(mem.view(dst, n), np.arange(n) * 3 + 1)

@@ -97,6 +97,11 @@ class KernelSpec:
     # whether the device's sub-groups add, multiply, ... (reductions then combine a
     # work-group's values with them rather than with a tree of barriers)
     group_arithmetic: bool = False
+    # whether a one-dimensional kernel of independent work-items may run COARSEN ids
+    # per work-item: not for launches smaller than one work-group's chunk, whose
+    # copies past the range's end only add masked work (on lavapipe's SIMD lanes a
+    # 64-item launch's work-group ran 3x the instructions of the kernel uncoarsened)
+    coarsenable: bool = True
 
 
 @dataclass
@@ -227,7 +232,8 @@ class KernelModule(DeviceCalls):
             spec.fold_groups
         if reductions is not None:
             fn = reductions.kernel(fl, fn, guarded, node)
-        elif independent and spec.dims == 1 and coarsening.eligible(fn.body):
+        elif independent and spec.dims == 1 and spec.coarsenable and \
+                coarsening.eligible(fn.body):
             fn = self.coarsened(fn, src, bound)
             coarsen = coarsening.COARSEN
         elif guarded:

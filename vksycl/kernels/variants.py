@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..compiler import coarsen as coarsening
 from ..compiler import virtual
 from ..compiler.kernel import kernel_name
 from ..compiler.matrix_code import MatrixTarget
@@ -38,6 +39,13 @@ def launch_shape(launch: Any, device: Any) -> tuple[str, int, tuple[int, ...], b
     big = vk.max_compute_work_group_invocations >= 256 and \
         vk.max_compute_work_group_size[0] >= 256
     return "range", dims, (RANGE_LOCAL if big else RANGE_LOCAL_SMALL)[dims], False
+
+
+def _items(launch: Any) -> int:
+    """The work-items of a one-dimensional launch."""
+    if hasattr(launch, "get_global_range"):
+        return launch.get_global_range()[0]
+    return launch[0]
 
 
 def _scratch(properties: Any) -> int:
@@ -74,11 +82,14 @@ def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
     name = info.name if info is not None else kernel_name(pyfn)
     matrix = matrix_target(device)
     arithmetic = bool(reductions) and group_arithmetic(device)
+    coarsenable = kind != "single_task" and dims == 1 and \
+        _items(launch) >= local[0] * coarsening.COARSEN
 
     def spec() -> KernelSpec:
         return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold,
                           args_in_memory, sets, virtual.digest(sets) if sets else "", has,
-                          reductions, matrix, arithmetic)
+                          reductions, matrix, arithmetic, coarsenable)
 
     return (kind, dims, local, has_offset, scratch, param_types, fold, args_in_memory, sets,
-            virtual.version() if sets else 0, has, reductions, matrix, arithmetic), spec
+            virtual.version() if sets else 0, has, reductions, matrix, arithmetic,
+            coarsenable), spec
