@@ -410,6 +410,31 @@ def test_captured_sizes_specialise_the_kernel(q, mem):
                                       np.tile(np.arange(bins)[::-1] * 3, 2))
 
 
+def test_small_ranges_run_one_work_group_of_their_size(q, mem):
+    """A one-dimensional range smaller than the usual work-group runs one work-group of
+    the next power of two (at least a sub-group), every item once; larger ones keep the
+    usual size."""
+    from vksycl.kernels.launch import compiled
+
+    sub_group = q.get_device().vulkan.subgroup_size
+    usual = compiled(q.get_device(), lambda i: None, sycl.range(4096)).spec.local[0]
+    for n in (1, 5, 64, 100, usual - 1, usual, 1000):
+        hits = mem.zeros(n, np.int32)
+
+        def counted(i):
+            sycl.atomic_ref(hits + i).fetch_add(1)  # noqa: B023
+
+        (local,) = compiled(q.get_device(), counted, sycl.range(n)).spec.local
+        if n < usual:
+            assert local & (local - 1) == 0 and local >= max(n, sub_group), (n, local)
+            assert local < 2 * n or local == sub_group, (n, local)
+        else:
+            assert local == usual, (n, local)
+        q.parallel_for(sycl.range(n), counted).wait()
+        np.testing.assert_array_equal(mem.view(hits, n), np.ones(n))
+    assert compiled(q.get_device(), lambda i: None, sycl.range(64)).spec.local == (64,)
+
+
 def test_coarsened_kernels_cover_every_item_exactly_once(q, mem):
     from vksycl.kernels.launch import compiled
 
