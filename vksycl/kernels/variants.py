@@ -47,13 +47,6 @@ def launch_shape(launch: Any, device: Any) -> tuple[str, int, tuple[int, ...], b
     return "range", dims, local, False
 
 
-def _items(launch: Any) -> int:
-    """The work-items of a one-dimensional launch."""
-    if hasattr(launch, "get_global_range"):
-        return launch.get_global_range()[0]
-    return launch[0]
-
-
 def _scratch(properties: Any) -> int:
     for p in properties or ():
         if isinstance(p, work_group_scratch_size):
@@ -89,7 +82,8 @@ def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
     matrix = matrix_target(device)
     arithmetic = bool(reductions) and group_arithmetic(device)
     coarsenable = kind != "single_task" and dims == 1 and \
-        _items(launch) >= local[0] * coarsening.COARSEN
+        (launch.get_global_range() if kind == "nd_range" else launch)[0] >= \
+        local[0] * coarsening.COARSEN
 
     def spec() -> KernelSpec:
         return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold,
