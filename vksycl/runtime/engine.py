@@ -27,7 +27,7 @@ from .. import config
 from ..exceptions import errc, exception
 from . import faults
 from .devices import NativeHandles
-from .submission import Dispatch, ErrorReport, Part, Recording, Submission
+from .submission import Dispatch, ErrorReport, Part, Recording, Submission, Submitter
 from .views import viewed
 
 _log = logging.getLogger("vksycl.engine")
@@ -105,7 +105,7 @@ def _dispatch(algo: kp.Algorithm, push: np.ndarray, groups: tuple[int, int, int]
     return Dispatch(op, algo, push, groups, barrier, name)
 
 
-class Engine:
+class Engine(Submitter):
     """One Vulkan device driven through one `kp.Manager`."""
 
     def __init__(self, index: int, queue_family: int, timestamp_period: float = 1.0,

@@ -8,8 +8,8 @@ waiting submits the batch first if it is still open. A batch's timestamps hold o
 after each dispatch, so a part's own start and end are the entries around its dispatches.
 
 The engine sits above this module and makes these objects; they reach back to it only
-through `Submitter`, what they ask of it. Kompute's objects (sequences, ops, pipelines)
-pass through here untouched: only the engine imports `kp`.
+through `Submitter`, what they ask of it, a base class of the engine's. Kompute's objects
+(sequences, ops, pipelines) pass through here untouched: only the engine imports `kp`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from __future__ import annotations
 import collections
 import threading
 import time
+from abc import abstractmethod
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -59,10 +60,12 @@ class Dispatch:
         self.part: Any = None
 
 
-class Submitter(Protocol):
+class Submitter:
     """What submissions and recordings ask of the engine that made them: its lock, how
     long a wait polls and may block, its clock, its pool of sequences, the submission of
-    its open batch, and the errors of waits that fail."""
+    its open batch, and the errors of waits that fail. The engine derives from it, so
+    that compiled code reads these attributes and calls these methods directly: a wait's
+    return to its caller is part of every launch + wait."""
 
     lock: threading.RLock
     spin_wait_s: float
@@ -70,18 +73,25 @@ class Submitter(Protocol):
     wait_timeout_ns: int
     timestamp_period: float
 
+    @abstractmethod
     def flush(self, batch: Submission | None = None) -> None: ...
 
+    @abstractmethod
     def timed_out(self, sub: Submission) -> BaseException: ...
 
+    @abstractmethod
     def wait_failed(self, err: BaseException, sub: Submission) -> BaseException: ...
 
+    @abstractmethod
     def calibrate(self, offset_ns: int) -> int: ...
 
+    @abstractmethod
     def recycle(self, seq: Any, timed: bool) -> None: ...
 
+    @abstractmethod
     def spare_sequence(self, timestamps: int | None = None) -> Any: ...
 
+    @abstractmethod
     def adopt(self, seq: Any, recording: Recording) -> None: ...
 
 
