@@ -623,7 +623,10 @@ class Engine(Submitter):
             raise self._failure(err, "the device refused a submission") from None
         self.submissions += 1
         sub = Submission(self, seq, timed, owner)
-        self._in_flight.append(sub)
+        in_flight = self._in_flight
+        in_flight.append(sub)
+        if len(in_flight) >= _MAX_IN_FLIGHT:  # once the device has the work, not before
+            self._forget_finished()
         return sub
 
     def _send(self, seq: kp.Sequence, waits: Sequence[tuple[int, int]],
@@ -682,14 +685,22 @@ class Engine(Submitter):
 
     def _make_room(self) -> None:
         """Bounds the submissions in flight: past the limit, forgets those at the front
-        known to be finished, all at once (launches waited for one by one would
-        otherwise forget one each), else waits for the oldest."""
+        known to be finished, else waits for the oldest."""
         in_flight = self._in_flight
         if len(in_flight) >= _MAX_IN_FLIGHT:
-            while in_flight and in_flight[0].finished:
-                in_flight.popleft()
+            self._forget_finished()
             if len(in_flight) >= _MAX_IN_FLIGHT:
                 self._pop_in_flight()
+
+    def _forget_finished(self) -> None:
+        """Forgets the submissions at the front known to be finished, all at once
+        (launches waited for one by one would otherwise forget one each). A submission
+        reaching the limit does it once it was handed to the device: freeing the ones
+        forgotten then costs a launch + wait nothing, where before it, it delayed one
+        submission in `_MAX_IN_FLIGHT` by their deallocation."""
+        in_flight = self._in_flight
+        while in_flight and in_flight[0].finished:
+            in_flight.popleft()
 
     def _take_sequence(self, timed: bool, n_ops: int) -> kp.Sequence:
         self._make_room()
