@@ -8,7 +8,14 @@ slow (a virtual machine's idle vCPU), a few microseconds more host work before a
 cost several times that in launch + wait, which is how spellings whose host paths differ
 by a few microseconds come apart by more on such a machine.
 
+`--gaps` measures the gap itself instead, for every spelling in turn (ten launches each,
+round after round): the time from the wait seeing the device done to the next launch's
+`vkQueueSubmit`, found by timing Kompute's fence poll and submission (the two calls are
+wrapped, which adds the same fraction of a microsecond to every spelling), beside the
+spelling's launch + wait.
+
     python3 benchmarks/host_gap_probe.py [--spelling "same range object"] [--rounds 60]
+    python3 benchmarks/host_gap_probe.py --gaps [--rounds 100]
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import time
 from eager_launch import SPELLINGS, vksycl_case
 
 import vksycl as sycl
+from vksycl.runtime import engine
 
 DELAYS_US = (0, 1, 2, 3, 4, 6, 8, 12)
 
@@ -29,8 +37,12 @@ def main() -> None:
     ap.add_argument("--spelling", default=SPELLINGS[0], choices=SPELLINGS)
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--per-round", type=int, default=25)
+    ap.add_argument("--gaps", action="store_true", help="each spelling's gap instead")
     args = ap.parse_args()
     q = sycl.queue()
+    if args.gaps:
+        gaps(q, args.rounds)
+        return
     launch, wait, _ = vksycl_case(q, args.spelling)
     for _ in range(200):
         launch()
@@ -57,6 +69,53 @@ def main() -> None:
         p = statistics.quantiles(got, n=10)
         print(f"| {delay} | {p[0] * 1e6:.1f} | {p[4] * 1e6:.1f} | {p[8] * 1e6:.1f} | "
               f"{(statistics.median(got) - base) * 1e6:+.1f} |")
+
+
+def gaps(q: sycl.queue, rounds: int) -> None:
+    clock = time.perf_counter
+    seen = {"done": 0.0, "submitted": 0.0}
+    sequence = engine.kp.Sequence
+    poll, submit = sequence.finish_if_signaled, sequence.eval_async
+
+    def timed_poll(seq):
+        done = poll(seq)
+        if done:
+            seen["done"] = clock()
+        return done
+
+    def timed_submit(seq, *rest):
+        seen["submitted"] = clock()
+        return submit(seq, *rest)
+
+    cases = [(s, *vksycl_case(q, s)[:2]) for s in SPELLINGS]
+    sequence.finish_if_signaled, sequence.eval_async = timed_poll, timed_submit
+    try:
+        for _, launch, wait in cases:
+            for _ in range(50):
+                launch()
+                wait()
+        found: dict[str, tuple[list[float], list[float]]] = {s: ([], []) for s in SPELLINGS}
+        for _ in range(rounds):
+            for s, launch, wait in cases:
+                gap, took = found[s]
+                for _ in range(10):
+                    done = seen["done"]
+                    t0 = clock()
+                    launch()
+                    submitted = seen["submitted"]
+                    wait()
+                    took.append(clock() - t0)
+                    gap.append(submitted - done)
+    finally:
+        sequence.finish_if_signaled, sequence.eval_async = poll, submit
+    best = min(statistics.median(took) for _, took in found.values())
+    print(f"device: {q.get_device().get_info(sycl.info.device.name)}; {rounds} rounds of "
+          "10 launches per spelling")
+    print("| spelling | gap p50 µs | launch + wait p50 µs | vs the best |")
+    print("|---|---:|---:|---:|")
+    for s, (gap, took) in found.items():
+        print(f"| {s} | {statistics.median(gap) * 1e6:.1f} | "
+              f"{statistics.median(took) * 1e6:.1f} | {statistics.median(took) / best:.2f}x |")
 
 
 if __name__ == "__main__":
