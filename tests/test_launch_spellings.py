@@ -13,7 +13,7 @@ import pytest
 import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
-from vksycl.kernels import cache_keys, marshal, plans
+from vksycl.kernels import cache_keys, free_function, marshal, plans
 from vksycl.kernels.launch import RING_AFTER
 from vksycl.runtime import engine
 
@@ -43,6 +43,13 @@ def bump_all(x: sycl.ptr[sycl.int32], n: sycl.int32):
 
 @syclexp.nd_range_kernel(1)
 def add_value(x: sycl.ptr[sycl.float32], v: sycl.float32):
+    i = this_work_item.get_nd_item(1).get_global_id(0)
+    x[i] = x[i] + v
+
+
+@syclexp.nd_range_kernel(1)
+def add_step(x: sycl.ptr[sycl.float32], v: sycl.float32):
+    """`add_value` for one test alone: its plan starts with no launches kept."""
     i = this_work_item.get_nd_item(1).get_global_id(0)
     x[i] = x[i] + v
 
@@ -632,6 +639,33 @@ def test_a_free_function_converts_each_new_value(q):
     syclexp.nd_launch(q, ndr, add_value, x, float("inf")).wait()  # infinities convert
     assert np.isinf(np.asarray(x)).all()
     sycl.free(x, q)
+
+
+def test_new_numbers_alone_convert_by_themselves_and_are_not_kept(q):
+    """nd_launch bringing only new numbers against the launch before converts those
+    alone, the other arguments keeping their converted objects, and leaves the plan's
+    recent argument tuples (which two buffers launched in turn find theirs in) as they
+    were; a new pointer is looked up there and kept as before."""
+    x = sycl.malloc_shared(N, sycl.float32, q)
+    y = sycl.malloc_shared(N, sycl.float32, q)
+    q.memset(x, 0, N * 4).wait()
+    q.memset(y, 0, N * 4).wait()
+    ndr = sycl.nd_range((N,), (16,))
+    p = free_function.plan(free_function.free_function_kernel(add_step))
+    for pointer in (x, y, x, y, x):  # two buffers in turn: both found and kept
+        syclexp.nd_launch(q, ndr, add_step, pointer, 0.5)
+    kept = dict(p.last)
+    assert sorted(id(entry[0][0]) for entry in kept.values()) == sorted([id(x), id(y)])
+    pointer = p.latest[1][0]
+    for v in (0.25, 0.125, 1.0, 2):
+        syclexp.nd_launch(q, ndr, add_step, x, v)
+        assert p.latest[1][0] is pointer and p.latest[0] == (x, v)
+    assert p.last == kept
+    q.wait()
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, 4.875, np.float32))
+    np.testing.assert_array_equal(np.asarray(y), np.full(N, 1.0, np.float32))
+    sycl.free(x, q)
+    sycl.free(y, q)
 
 
 def test_depends_on_a_plain_event_orders_the_command_group_after_it(q, packed):

@@ -233,6 +233,31 @@ _RECENT_ARGUMENTS: Final = 4  # argument tuples a plan keeps converted
 _UNSET: Final = object()  # an index set_arg did not set
 
 
+_SAME: Final = 0
+_NUMBERS: Final = 1  # only numbers differ
+_OTHERS: Final = 2
+_NUMBER_TYPES: Final = frozenset({int, float, bool})
+
+
+def _differing(values: tuple, kept: tuple) -> int:
+    """How `values` differ from the very objects `kept`: not at all (`_SAME`), in plain
+    Python numbers alone (`_NUMBERS`), or otherwise (`_OTHERS`, a length too). Numbers
+    that changed convert as fast as a lookup among recent argument tuples would find
+    them (a new time step never comes again), so such a launch is not looked up there,
+    nor kept."""
+    n = len(values)
+    if len(kept) != n:
+        return _OTHERS
+    found = _SAME
+    for i in range(n):
+        v = values[i]
+        if v is not kept[i]:
+            if type(v) not in _NUMBER_TYPES:
+                return _OTHERS
+            found = _NUMBERS
+    return found
+
+
 def _converted(converters: list, values: tuple, latest: tuple[tuple, tuple] | None
                ) -> tuple[tuple, bool]:
     """`values` each through its converter, and whether they are all immutable (so that
@@ -344,12 +369,19 @@ class Plan:
     def converted(self, args: tuple) -> tuple:
         """The arguments of `nd_launch` / `single_task`, converted to the parameter types.
         The very immutable objects of a recent launch get its converted tuple back: the
-        launch glue then knows the arguments by identity alone. A launch missing them
-        right after another did (a new number each launch) is not kept: it would only
-        push out the tuples of launches that do come back."""
+        launch glue then knows the arguments by identity alone. Against the latest
+        launch, new numbers alone convert by themselves (`_differing`); a launch missing
+        the recent ones right after another did is not kept: it would only push out the
+        tuples of launches that do come back."""
         latest = self.latest
-        if latest is not None and same_objects(args, latest[0]):
-            return latest[1]
+        if latest is not None:
+            differ = _differing(args, latest[0])
+            if differ == _SAME:
+                return latest[1]
+            if differ == _NUMBERS:  # the common new time step: only those convert
+                converted, _ = _converted(self.convert, args, latest)
+                self.latest = (args, converted)
+                return converted
         ids = tuple([id(a) for a in args])
         last = self.last
         known = last.get(ids)
