@@ -19,7 +19,7 @@ import pytest
 
 import vksycl as sycl
 from vksycl import info
-from vksycl.runtime import faults
+from vksycl.runtime import engine, faults
 
 sys.path.append(str(Path(__file__).parent))  # the busy kernel beside this file
 import busy_kernel
@@ -449,3 +449,31 @@ def test_profiled_and_plain_commands_alternate_behind_a_busy_device(flag):
     for (s0, e0), (s1, _) in itertools.pairwise(spans):
         assert s0 < e0 <= s1
     sycl.free(x, plain)
+
+
+def test_finished_submissions_are_forgotten_once_the_submission_reaching_the_limit_went_out(
+        q, monkeypatch):
+    """Launches waited for one by one: the engine forgets the finished submissions it
+    tracks all at once when the one that reaches the limit was handed to the device, so
+    no launch's `vkQueueSubmit` waits behind that, and none is tracked past the limit."""
+    eng = q._scheduler.engine
+    limit = engine._MAX_IN_FLIGHT
+    tracked_at_submission: list[int] = []
+    submit = engine.kp.Sequence.eval_async
+
+    def counted(seq, *rest):
+        tracked_at_submission.append(len(eng._in_flight))
+        return submit(seq, *rest)
+
+    x = sycl.malloc_device(N, np.uint32, q)
+    q.memset(x, 0, N * 4).wait()
+    eng.synchronize()
+    monkeypatch.setattr(engine.kp.Sequence, "eval_async", counted)
+    for k in range(3 * limit):
+        step(q, x, k).wait()
+        assert len(eng._in_flight) < limit
+    assert max(tracked_at_submission) == limit - 1  # never trimmed before a submission
+    out = np.zeros(N, np.uint32)
+    q.memcpy(out, x, N * 4).wait()
+    np.testing.assert_array_equal(out, expected_steps(range(3 * limit)))
+    sycl.free(x, q)
