@@ -25,6 +25,7 @@ import statistics
 import time
 
 from eager_launch import SPELLINGS, vksycl_case
+from timing import sequence_methods
 
 import vksycl as sycl
 from vksycl.runtime import engine
@@ -88,13 +89,12 @@ def gaps(q: sycl.queue, rounds: int) -> None:
         return submit(seq, *rest)
 
     cases = [(s, *vksycl_case(q, s)[:2]) for s in SPELLINGS]
-    sequence.finish_if_signaled, sequence.eval_async = timed_poll, timed_submit
-    try:
+    found: dict[str, tuple[list[float], list[float]]] = {s: ([], []) for s in SPELLINGS}
+    with sequence_methods(finish_if_signaled=timed_poll, eval_async=timed_submit):
         for _, launch, wait in cases:
             for _ in range(50):
                 launch()
                 wait()
-        found: dict[str, tuple[list[float], list[float]]] = {s: ([], []) for s in SPELLINGS}
         for _ in range(rounds):
             for s, launch, wait in cases:
                 gap, took = found[s]
@@ -106,8 +106,6 @@ def gaps(q: sycl.queue, rounds: int) -> None:
                     wait()
                     took.append(clock() - t0)
                     gap.append(submitted - done)
-    finally:
-        sequence.finish_if_signaled, sequence.eval_async = poll, submit
     best = min(statistics.median(took) for _, took in found.values())
     print(f"device: {q.get_device().get_info(sycl.info.device.name)}; {rounds} rounds of "
           "10 launches per spelling")

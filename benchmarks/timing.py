@@ -38,21 +38,30 @@ def median_us(fn: Callable[[], object], n: int) -> float:
 
 
 @contextlib.contextmanager
-def engine_stubbed(engine: Any) -> Iterator[None]:
-    """Kompute's submissions stubbed for the block: what remains of a launch is the
-    host's Python, the engine's included, down to the hand-off to Vulkan. The engine
-    submits each command at once, as to an idle device, and finds each submission done
-    when it asks."""
+def sequence_methods(**methods: Callable[..., Any]) -> Iterator[None]:
+    """Kompute's sequence methods named by `methods` replaced by them for the block."""
     sequence = engine_module.kp.Sequence
-    stubs = {"eval_async": lambda self: self, "finish_if_signaled": lambda self: True,
-             "is_running": lambda self: False}
-    real = {name: getattr(sequence, name) for name in stubs}
-    window, engine.batch_window_s = engine.batch_window_s, 0.0
-    for name, stub in stubs.items():
-        setattr(sequence, name, stub)
+    real = {name: getattr(sequence, name) for name in methods}
+    for name, method in methods.items():
+        setattr(sequence, name, method)
     try:
         yield
     finally:
         for name, method in real.items():
             setattr(sequence, name, method)
+
+
+@contextlib.contextmanager
+def engine_stubbed(engine: Any) -> Iterator[None]:
+    """Kompute's submissions stubbed for the block: what remains of a launch is the
+    host's Python, the engine's included, down to the hand-off to Vulkan. The engine
+    submits each command at once, as to an idle device, and finds each submission done
+    when it asks."""
+    window, engine.batch_window_s = engine.batch_window_s, 0.0
+    try:
+        with sequence_methods(eval_async=lambda self: self,
+                              finish_if_signaled=lambda self: True,
+                              is_running=lambda self: False):
+            yield
+    finally:
         engine.batch_window_s = window

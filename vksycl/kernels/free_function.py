@@ -36,7 +36,7 @@ from ..runtime.queue import queue
 from ..runtime.usm import ptr as ptr_type
 from ..types import dtype_key
 from .launch import build_launch_args
-from .plans import immutable, same_objects
+from .plans import NUMBER_TYPES, immutable, same_objects
 from .properties import launch_config, sub_group_size, work_group_size
 
 
@@ -236,7 +236,6 @@ _UNSET: Final = object()  # an index set_arg did not set
 _SAME: Final = 0
 _NUMBERS: Final = 1  # only numbers differ
 _OTHERS: Final = 2
-_NUMBER_TYPES: Final = frozenset({int, float, bool})
 
 
 def _differing(values: tuple, kept: tuple) -> int:
@@ -252,7 +251,7 @@ def _differing(values: tuple, kept: tuple) -> int:
     for i in range(n):
         v = values[i]
         if v is not kept[i]:
-            if type(v) not in _NUMBER_TYPES:
+            if type(v) not in NUMBER_TYPES:
                 return _OTHERS
             found = _NUMBERS
     return found

@@ -160,14 +160,15 @@ def _keyed_alike(last: Any, now: Any) -> bool:
                                                         last.matches(now))
 
 
-_NUMBERS: Final = (int, float, bool)
+# plain Python numbers: a new one each launch is a new value, never a new kernel
+NUMBER_TYPES: Final = frozenset((int, float, bool))
 
 
 def _captured_alike(last: Any, now: Any) -> bool:
     """`_keyed_alike` for a captured value, where a number is also keyed by its type alone
     (it is an argument; a global number is compiled in): a new value each launch, the
     time step of a simulation, runs the same kernel."""
-    return last is now or (type(now) is type(last) and type(now) in _NUMBERS) or \
+    return last is now or (type(now) is type(last) and type(now) in NUMBER_TYPES) or \
         _keyed_alike(last, now)
 
 
@@ -553,7 +554,7 @@ def _repackable(kept: Any, now: Any) -> bool:
         return False
     if t is usm_ptr:
         return now.dtype is kept.dtype
-    return t in _NUMBERS or isinstance(now, np.number | np.bool_)
+    return t in NUMBER_TYPES or isinstance(now, np.number | np.bool_)
 
 
 def changed_numbers(slots: dict[int, Slot], changes: list
