@@ -440,6 +440,7 @@ def forget_compiled_kernels(monkeypatch) -> None:
     for module, name in ((kernel_cache, "_MEMORY"), (launch_cache, "_PREPARED"),
                          (launch_cache, "_LAST"), (launch_cache, "_PLANS")):
         monkeypatch.setattr(module, name, {})
+    monkeypatch.setattr(launch_cache._LATEST, "entry", (None, None, None))
 
 
 @pytest.mark.parametrize("corruption", list(CORRUPTIONS))

@@ -269,6 +269,32 @@ def test_set_arg_and_parallel_for(q, ctx, shared):
     np.testing.assert_array_equal(np.asarray(y)[:32], 0.5 * np.arange(32, dtype=np.float32))
 
 
+def test_set_args_and_set_arg_mixed_in_one_command_group(q, ctx, shared):
+    """`set_args` sets arguments 0, 1, ... and leaves any later one as it was; `set_arg`
+    then replaces one by index; either order, and `set_args` twice."""
+    k = syclexp.get_kernel_bundle(ctx, scale, ex).ext_oneapi_get_kernel(scale)
+    x, y, z = shared(8, np.float32), shared(8, np.float32), shared(8, np.float32)
+    np.asarray(x)[:8] = np.arange(8)
+    nd = sycl.nd_range((8,), (8,))
+
+    def result(cgf):
+        np.asarray(y)[:8] = 0
+        np.asarray(z)[:8] = 0
+        q.submit(lambda h: (cgf(h), h.parallel_for(nd, k))).wait()
+        return np.asarray(y)[:8].copy(), np.asarray(z)[:8].copy()
+
+    ramp = np.arange(8, dtype=np.float32)
+    got_y, got_z = result(lambda h: (h.set_args(2.0, x, y), h.set_arg(2, z)))
+    np.testing.assert_array_equal(got_z, 2 * ramp)
+    assert not got_y.any()
+    got_y, got_z = result(lambda h: (h.set_arg(2, z), h.set_args(3.0, x)))
+    np.testing.assert_array_equal(got_z, 3 * ramp)
+    assert not got_y.any()
+    got_y, got_z = result(lambda h: (h.set_args(1.0, x, y), h.set_args(4.0)))
+    np.testing.assert_array_equal(got_y, 4 * ramp)
+    assert not got_z.any()
+
+
 def test_kernel_objects_in_two_dimensions_and_single_task(q, ctx, shared):
     b = sycl.get_kernel_bundle(ctx, [syclexp.get_kernel_id(index2),
                                      syclexp.get_kernel_id(store)], ex)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import threading
+from collections.abc import Callable
 from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
@@ -83,9 +84,13 @@ class ArgumentRing:
         self.size = ck.args_size
         self.stride = -(-self.size // _ALIGN) * _ALIGN
         self.slots: collections.deque[_Slot] = collections.deque()
+        self.newest: _Slot | None = None  # the last of `slots`
         self.buffers: list[Buffer] = []
         self.free: list[_Slot] = []  # made, never claimed
         self.lock = threading.Lock()
+        # its methods, bound once: every launch from the ring takes the lock
+        self._acquire: Callable[[], Any] = self.lock.acquire
+        self._release: Callable[[], Any] = self.lock.release
 
     @property
     def made(self) -> int:
@@ -113,13 +118,11 @@ class ArgumentRing:
         at once claim one at a time. Finished is what the engine was told (the work was
         waited for, or found done), never asked of Vulkan: a query costs microseconds on
         some drivers, and finding the device idle would end the engine's batching."""
-        lock = self.lock
-        lock.acquire()  # not `with`: every launch from the ring passes here
+        self._acquire()  # not `with`: every launch from the ring passes here
         try:
-            slots = self.slots
-            if slots and slots[-1].dispatch.part.finished:
-                slot = slots[-1]  # the newest: it stays last
-            else:
+            slot = self.newest  # it stays last
+            if slot is None or not slot.dispatch.part.finished:
+                slots = self.slots
                 if slots and slots[0].dispatch.part.finished:
                     slot = slots.popleft()
                 else:
@@ -130,12 +133,13 @@ class ArgumentRing:
                         made = slots.popleft()
                     slot = made
                 slots.append(slot)
+                self.newest = slot
             slot.memory[slot.span] = data
             slot.owner = owner
             slot.dispatch.part = _PENDING
             return slot
         finally:
-            lock.release()
+            self._release()
 
     def keep(self, slot: _Slot, owner: object) -> bool:
         """Whether `slot` still holds the bytes of launch `owner`; if it does, no claim

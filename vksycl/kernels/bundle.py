@@ -71,7 +71,7 @@ class kernel:
         """`spirv()` as SPIR-V assembly text."""
         return spirv_gen.disassemble(self.spirv(device))
 
-    def _vksycl_command(self, device: Any, launch: Any, args: Mapping[int, Any],
+    def _vksycl_command(self, device: Any, launch: Any, args: Mapping[int, Any] | tuple,
                         properties: Any, context: Any, required: list | None) -> Any:
         """The command of one enqueue (called by the handler); pointer arguments must
         belong to `context`, the queue's, and accessors be among the command group's

@@ -100,8 +100,9 @@ class FreeKernel:
         r = reflect(self.compiled(device).binary)
         return r.workgroup_bytes, r.private_bytes
 
-    def command(self, device: Any, launch: Any, args: Mapping[int, Any], properties: Any,
-                context: Any, required: list | None, image: Any = None) -> Any:
+    def command(self, device: Any, launch: Any, args: Mapping[int, Any] | tuple,
+                properties: Any, context: Any, required: list | None, image: Any = None
+                ) -> Any:
         k = self.kernel
         if launch is not self._accepted:
             self._check_launch(launch)

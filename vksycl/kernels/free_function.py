@@ -401,16 +401,22 @@ class Plan:
         self.missed = True
         return converted
 
-    def matched(self, values: Mapping[int, Any]) -> tuple:
-        """The arguments set by index: every one set, each matching its parameter."""
+    def matched(self, values: Mapping[int, Any] | tuple) -> tuple:
+        """The arguments set by index (a tuple: arguments 0, 1, ... set by `set_args`):
+        every one set, each matching its parameter."""
         last = self.last_set
         n = len(self.match)
-        given: dict = values if type(values) is dict else dict(values)
-        now = tuple([given.get(i, _UNSET) for i in range(n)])
-        if last is not None and len(values) == n and same_objects(now, last[0]):
+        if isinstance(values, tuple):
+            now: tuple = values
+            if len(now) != n:
+                check_set_args(dict(enumerate(now)), self.names, self.kernel.name)
+        else:
+            given: dict = values if type(values) is dict else dict(values)
+            now = tuple([given.get(i, _UNSET) for i in range(n)])
+            if len(values) != n or any(v is _UNSET for v in now):  # indices 0..n-1 only
+                check_set_args(values, self.names, self.kernel.name)
+        if last is not None and same_objects(now, last[0]):
             return last[1]
-        if len(values) != n or any(v is _UNSET for v in now):  # indices 0..n-1 only
-            check_set_args(values, self.names, self.kernel.name)
         matched, kept = _converted(self.match, now, last)
         if kept:
             self.last_set = (now, matched)
@@ -475,7 +481,7 @@ class Relaunch:
     def __init__(self, kernel: FreeFunctionKernel, args: tuple, p: Plan) -> None:
         self.kernel, self.args, self.plan = kernel, args, p
 
-    def _vksycl_command(self, device: Any, launch: Any, values: Mapping[int, Any],
+    def _vksycl_command(self, device: Any, launch: Any, values: Mapping[int, Any] | tuple,
                         properties: Any, context: Any, required: list | None) -> Any:
         return launch_command(device, self.kernel, launch, self.args, properties, self.plan,
                               context, required)

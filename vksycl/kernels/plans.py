@@ -371,6 +371,18 @@ class Plan:
 _PLANS: dict[tuple[int, int], Plan] = {}
 
 
+class _Latest:
+    """The entry of `_PLANS` found or made last, (code, device, plan): a loop launching
+    one kernel finds its plan by identity alone, before the dict's hashing. One tuple,
+    replaced whole, so that threads never see one entry's plan with another's code."""
+
+    def __init__(self) -> None:
+        self.entry: tuple[Any, Any, Plan | None] = (None, None, None)
+
+
+_LATEST: Final = _Latest()
+
+
 def known_plan(pyfn: Any, info: Any, launch: Any, device: Any) -> Plan | None:
     """The plan of the last launch of this kernel on this device, if it was made for a
     launch of the same type and values (a new `sycl.range(n)` per call, the common
@@ -378,7 +390,12 @@ def known_plan(pyfn: Any, info: Any, launch: Any, device: Any) -> Plan | None:
     virtual calls know are unchanged. The plan takes the newest launch object, so a
     launch repeating it is found by identity."""
     code = pyfn.__code__
-    plan = _PLANS.get((id(code), id(device)))
+    latest_code, latest_device, plan = _LATEST.entry
+    if latest_code is not code or latest_device is not device:
+        plan = _PLANS.get((id(code), id(device)))
+        if plan is None:
+            return None
+        _LATEST.entry = (code, device, plan)
     if plan is None or plan.code is not code or plan.info is not info or \
             plan.classes != classes_version[0]:
         return None
@@ -404,7 +421,9 @@ def plan_for(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) ->
         info.check_launch(shape[0], shape[1])
     plan = new_plan(pyfn, info, launch, device, properties, shape)
     if properties is None:
-        _PLANS[(id(pyfn.__code__), id(device))] = plan
+        code = pyfn.__code__
+        _PLANS[(id(code), id(device))] = plan
+        _LATEST.entry = (code, device, plan)
     return plan
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
@@ -272,12 +272,16 @@ class SourceKernel:
                             f"local range is {local}")
         return self.local_xyz
 
-    def command(self, device: Any, launch: Any, args: dict[int, Any], properties: Any,
-                context: Any, required: list | None, image: Any = None) -> Any:
-        """The command of one launch (`required`, the command group's accessors, and
-        `image`, the bundle, matter to Python kernels only: GLSL and SPIR-V source takes
-        USM pointers and declares no device_globals)."""
+    def command(self, device: Any, launch: Any, args: Mapping[int, Any] | tuple,
+                properties: Any, context: Any, required: list | None, image: Any = None
+                ) -> Any:
+        """The command of one launch, `args` by index or as the tuple `set_args` took
+        (`required`, the command group's accessors, and `image`, the bundle, matter to
+        Python kernels only: GLSL and SPIR-V source takes USM pointers and declares no
+        device_globals)."""
         self._local(launch)
+        if type(args) is tuple:
+            args = dict(enumerate(args))
         check_set_args(args, [a.name for a in self.reflection.args], f"kernel {self.name}")
         if id(device.vulkan) not in self._compat:
             why = self.why_incompatible(device)

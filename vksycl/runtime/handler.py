@@ -97,8 +97,11 @@ class handler:
     launch_recipe: tuple | None = None
     # the reductions of the kernel enqueued (parallel_for(range, reduction..., kernel))
     reductions: tuple = ()
-    # the arguments set by index (`set_arg`), once one is set
-    _kernel_args: dict[int, Any] | None = None
+    # the arguments of a `sycl.kernel` object: the very tuple `set_args` took when it
+    # alone set them (arguments 0, 1, ..., the common spelling, passed on as it is), a
+    # dict by index once `set_arg` set one, or None (typed Any: mypyc leaves a class
+    # default of None undefined on an attribute typed as a union of dict and tuple)
+    _kernel_args: Any = None
 
     def __init__(self, q: Queue) -> None:
         self._queue = q
@@ -173,10 +176,7 @@ class handler:
                             f"{index!r}")
         if type(value) not in _PLAIN_ARGUMENTS and hasattr(value, "_vksycl_dynamic_parameter"):
             _refuse_dynamic_parameter()
-        args = self._kernel_args
-        if args is None:
-            args = self._kernel_args = {}
-        args[index] = value
+        self._arguments_by_index()[index] = value
 
     def set_args(self, *values: Any) -> None:
         """Sets arguments 0, 1, ... of the `sycl.kernel` object this command group enqueues."""
@@ -187,11 +187,21 @@ class handler:
         for v in values:
             if type(v) not in _PLAIN_ARGUMENTS and hasattr(v, "_vksycl_dynamic_parameter"):
                 _refuse_dynamic_parameter()
-        args = self._kernel_args
-        if args is None:
-            args = self._kernel_args = {}
+        if self._kernel_args is None:
+            self._kernel_args = values
+            return
+        args = self._arguments_by_index()
         for i in range(len(values)):
             args[i] = values[i]
+
+    def _arguments_by_index(self) -> dict[int, Any]:
+        """The kernel arguments set so far as a dict by index, from now on."""
+        args = self._kernel_args
+        if isinstance(args, dict):
+            return args
+        by_index: dict[int, Any] = dict(enumerate(args or ()))
+        self._kernel_args = by_index
+        return by_index
 
     def single_task(self, kernel: Callable, properties: Any = None) -> None:
         self._set(self._launch(kernel, None, properties))
