@@ -14,9 +14,9 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 from mypy_extensions import mypyc_attr
@@ -142,6 +142,9 @@ class Engine(Submitter):
         self._anchor: kp.Sequence | None = None
         # the batch, the in-flight list and the Vulkan queue (submissions from any thread)
         self.lock = threading.RLock()
+        # its methods, bound once: every submission takes the lock
+        self._acquire: Callable[[], Any] = self.lock.acquire
+        self._release: Callable[[], Any] = self.lock.release
         self._wakeup = threading.Condition(self.lock)  # a batch opened: the watcher runs
         self._watcher: threading.Thread | None = None
         self._batch: Submission | None = None  # open: commands join it until it is flushed
@@ -361,8 +364,7 @@ class Engine(Submitter):
         dispatches = tuple(dispatches)
         now = time.perf_counter()
         part: Submission | Part
-        lock = self.lock
-        lock.acquire()  # not `with`: every launch passes here, and `with` costs more
+        self._acquire()  # not `with`: every launch passes here, and `with` costs more
         try:
             burst = now - self._last_submit_at < self.batch_window_s
             self._last_submit_at = now
@@ -389,7 +391,7 @@ class Engine(Submitter):
                 if d.part is not None:  # its owner follows its submissions
                     d.part = part
         finally:
-            lock.release()
+            self._release()
             if self._failed:  # a batch it flushed failed, or the device was lost
                 self.report_failures()
         return part

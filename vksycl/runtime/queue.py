@@ -68,6 +68,9 @@ class queue:
         self._async_handler = async_handler
         self._scheduler = scheduler_for(dev)
         self._lock = threading.RLock()  # errors of eager work are reported while held
+        # its methods, bound once: every launch and wait takes the lock
+        self._acquire: Callable[[], Any] = self._lock.acquire
+        self._release: Callable[[], Any] = self._lock.release
         self._last: event | None = None
         self._outstanding: list[event] = []
         # pruning scans every outstanding event: it waits until their number doubled since
@@ -142,8 +145,7 @@ class queue:
         return ev
 
     def execute(self, command: Command, deps: list[event]) -> event:
-        lock = self._lock
-        lock.acquire()  # not `with`: every launch passes here, and `with` costs more
+        self._acquire()  # not `with`: every launch passes here, and `with` costs more
         try:
             if self._in_order and self._last is not None:
                 deps = [*deps, self._last]
@@ -154,7 +156,7 @@ class queue:
                 self._prune()
             self._outstanding.append(ev)
         finally:
-            lock.release()
+            self._release()
         return ev
 
     def _prune(self) -> None:
@@ -314,8 +316,7 @@ class queue:
                     sub.wait()
             else:
                 e.wait()
-        lock = self._lock  # not `with`: a launch + wait passes here, and `with` costs more
-        lock.acquire()
+        self._acquire()  # not `with`: a launch + wait passes here, and `with` costs more
         try:
             outstanding, n = self._outstanding, len(pending)
             # Events are only appended, each a new one, so the same length and last event
@@ -328,7 +329,7 @@ class queue:
                 self._outstanding = [e for e in outstanding if not e.is_complete()]
             self._prune_at = max(_PRUNE_AT, 2 * len(self._outstanding))
         finally:
-            lock.release()
+            self._release()
         if self._scheduler.engine.lost is not None:
             self._device_lost(pending)
 
