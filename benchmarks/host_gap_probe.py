@@ -12,6 +12,7 @@ by a few microseconds come apart by more on such a machine.
 round after round): the time from the wait seeing the device done to the next launch's
 `vkQueueSubmit`, found by timing Kompute's fence poll and submission (the two calls are
 wrapped, which adds the same fraction of a microsecond to every spelling), beside the
+time the `vkQueueSubmit` itself took (where the driver's threads are woken) and the
 spelling's launch + wait.
 
     python3 benchmarks/host_gap_probe.py [--spelling "same range object"] [--rounds 60]
@@ -74,7 +75,7 @@ def main() -> None:
 
 def gaps(q: sycl.queue, rounds: int) -> None:
     clock = time.perf_counter
-    seen = {"done": 0.0, "submitted": 0.0}
+    seen = {"done": 0.0, "submitted": 0.0, "in_submit": 0.0}
     sequence = engine.kp.Sequence
     poll, submit = sequence.finish_if_signaled, sequence.eval_async
 
@@ -85,11 +86,15 @@ def gaps(q: sycl.queue, rounds: int) -> None:
         return done
 
     def timed_submit(seq, *rest):
-        seen["submitted"] = clock()
-        return submit(seq, *rest)
+        seen["submitted"] = start = clock()
+        try:
+            return submit(seq, *rest)
+        finally:
+            seen["in_submit"] = clock() - start
 
     cases = [(s, *vksycl_case(q, s)[:2]) for s in SPELLINGS]
-    found: dict[str, tuple[list[float], list[float]]] = {s: ([], []) for s in SPELLINGS}
+    found: dict[str, tuple[list[float], list[float], list[float]]] = {
+        s: ([], [], []) for s in SPELLINGS}
     with sequence_methods(finish_if_signaled=timed_poll, eval_async=timed_submit):
         for _, launch, wait in cases:
             for _ in range(50):
@@ -97,7 +102,7 @@ def gaps(q: sycl.queue, rounds: int) -> None:
                 wait()
         for _ in range(rounds):
             for s, launch, wait in cases:
-                gap, took = found[s]
+                gap, in_submit, took = found[s]
                 for _ in range(10):
                     done = seen["done"]
                     t0 = clock()
@@ -106,13 +111,16 @@ def gaps(q: sycl.queue, rounds: int) -> None:
                     wait()
                     took.append(clock() - t0)
                     gap.append(submitted - done)
-    best = min(statistics.median(took) for _, took in found.values())
+                    in_submit.append(seen["in_submit"])
+    best = min(statistics.median(took) for _, _, took in found.values())
     print(f"device: {q.get_device().get_info(sycl.info.device.name)}; {rounds} rounds of "
           "10 launches per spelling")
-    print("| spelling | gap p50 µs | launch + wait p50 µs | vs the best |")
-    print("|---|---:|---:|---:|")
-    for s, (gap, took) in found.items():
+    print("| spelling | gap p50 µs | vkQueueSubmit p50 µs | launch + wait p50 µs | "
+          "vs the best |")
+    print("|---|---:|---:|---:|---:|")
+    for s, (gap, in_submit, took) in found.items():
         print(f"| {s} | {statistics.median(gap) * 1e6:.1f} | "
+              f"{statistics.median(in_submit) * 1e6:.1f} | "
               f"{statistics.median(took) * 1e6:.1f} | {statistics.median(took) / best:.2f}x |")
 
 
