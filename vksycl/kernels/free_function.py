@@ -409,7 +409,7 @@ class Plan:
         if isinstance(values, tuple):
             now: tuple = values
             if len(now) != n:
-                check_set_args(dict(enumerate(now)), self.names, self.kernel.name)
+                check_set_args(now, self.names, self.kernel.name)
         else:
             given: dict = values if type(values) is dict else dict(values)
             now = tuple([given.get(i, _UNSET) for i in range(n)])

@@ -280,8 +280,6 @@ class SourceKernel:
         Python kernels only: GLSL and SPIR-V source takes USM pointers and declares no
         device_globals)."""
         self._local(launch)
-        if type(args) is tuple:
-            args = dict(enumerate(args))
         check_set_args(args, [a.name for a in self.reflection.args], f"kernel {self.name}")
         if id(device.vulkan) not in self._compat:
             why = self.why_incompatible(device)
@@ -313,7 +311,7 @@ class SourceKernel:
         self._last = (made_of, command)
         return command
 
-    def _push(self, args: dict[int, Any]) -> bytes:
+    def _push(self, args: Mapping[int, Any] | tuple) -> bytes:
         if not self._slots:
             return b""
         flat: dict[int, list] = {}

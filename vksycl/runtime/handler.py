@@ -432,15 +432,16 @@ def _refuse_dynamic_parameter() -> NoReturn:
                     "submitted to a queue")
 
 
-def check_set_args(values: Mapping[int, Any], names: list[str], what: str) -> None:
-    """Every argument of a kernel object set by index (`set_arg`), and none beyond its
-    count; `what` names the kernel in the messages."""
+def check_set_args(values: Mapping[int, Any] | tuple, names: list[str], what: str) -> None:
+    """Every argument of a kernel object set, by index (`set_arg`) or as the tuple
+    `set_args` took, and none beyond its count; `what` names the kernel in the messages."""
     n = len(names)
-    extra = sorted(i for i in values if not 0 <= i < n)
+    indices = range(len(values)) if isinstance(values, tuple) else values
+    extra = sorted(i for i in indices if not 0 <= i < n)
     if extra:
         raise exception(errc.invalid, f"{what} has {n} arguments; set_arg set index "
                         f"{extra[0]}")
-    unset = [i for i, _ in enumerate(names) if i not in values]
+    unset = [i for i, _ in enumerate(names) if i not in indices]
     if unset:
         raise exception(errc.invalid, f"argument {unset[0]} ({names[unset[0]]}) of {what} is "
                         "not set (handler.set_arg)")
