@@ -27,6 +27,7 @@ from typing import Any
 
 MODULES = (
     "vksycl.runtime.submission",
+    "vksycl.runtime.commands",
     "vksycl.runtime.scheduler",
     "vksycl.runtime.queue",
     "vksycl.runtime.handler",

@@ -16,10 +16,11 @@ from typing import Any
 from ..exceptions import errc, exception
 from ..ranges import nd_range
 from ..ranges import range as sycl_range
-from ..runtime.commands import Barrier, Command
+from ..runtime.commands import Command
 from ..runtime.context import context
 from ..runtime.event import event
 from ..runtime.handler import handler
+from ..runtime.host_commands import Barrier
 from ..runtime.platform import device
 from ..runtime.queue import queue
 from .buffers import BufferUse

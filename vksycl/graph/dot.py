@@ -6,7 +6,8 @@ import os
 from typing import Any
 
 from ..exceptions import errc, exception
-from ..runtime.commands import Command, HostTask, KernelLaunch
+from ..runtime.commands import Command, KernelLaunch
+from ..runtime.host_commands import HostTask
 from .core import node
 from .properties import node_type
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from ..exceptions import errc, exception
 from ..runtime.aspects import aspect
-from ..runtime.commands import Barrier
 from ..runtime.context import context
+from ..runtime.host_commands import Barrier
 from ..runtime.platform import device
 from ..runtime.queue import queue
 from .buffers import BufferUse

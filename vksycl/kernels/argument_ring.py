@@ -28,8 +28,6 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
-from mypy_extensions import mypyc_attr
-
 from ..compiler.kernel import CompiledKernel
 from ..runtime.commands import Command, KernelLaunch
 from ..runtime.context import scheduler_for
@@ -171,35 +169,18 @@ class ArgumentRing:
             self.engine.release_after(buffer)
 
 
-# a Python class when compiled (`mypyc_modules`), as the commands it derives from are
-@mypyc_attr(native_class=False)
 class RingLaunch(KernelLaunch):
     """A push-constant kernel launch (`push_constants`) that eager submissions run through
     its plan's argument ring, `ring`. What every launch of the plan's kernel shares (its
-    name, module, entry point and work-groups) it reads from the ring's first launch, so
-    that making one sets no more than what is its own: it costs less than the
-    dataclass's `__init__`."""
+    name, module, entry point and work-groups) it takes from the ring's first launch."""
 
     _slot: _Slot | None = None  # the slot it claimed last
 
     def __init__(self, ring: ArgumentRing, push_constants: bytes, origin: Any) -> None:
+        first = ring.first
+        self.name, self.spirv, self.entry, self.groups = \
+            first.name, first.spirv, first.entry, first.groups
         self.ring, self.push_constants, self.origin = ring, push_constants, origin
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.ring.first.name
-
-    @property
-    def spirv(self) -> bytes:  # type: ignore[override]
-        return self.ring.first.spirv
-
-    @property
-    def entry(self) -> str:  # type: ignore[override]
-        return self.ring.first.entry
-
-    @property
-    def groups(self) -> tuple[int, int, int]:  # type: ignore[override]
-        return self.ring.first.groups
 
     def dispatch(self, engine: Engine) -> Dispatch:
         slot, ring = self._slot, self.ring

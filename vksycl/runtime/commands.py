@@ -5,13 +5,22 @@ A command lowers to steps: `GpuStep`s (dispatches that can be recorded into any 
 `SemaphoreStep`s (an application's semaphores, waited for and signalled on the device). The
 scheduler runs the steps of eager commands at once; a graph lowers its commands once and
 pre-records the GPU steps between host steps.
+
+Compiled (`mypyc_modules`), `Command` and the kernel launches are native classes: a launch
+repeated with new arguments makes one command per launch, and a native object costs a
+fraction of a Python one to make, read and free. `Command` stays open to subclasses in
+interpreted modules (copies, fills, host tasks, graph runs). Its flags are class
+variables, so that such a subclass sets them in its class body, or on an instance of its
+own, and compiled code reads what it set.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from mypy_extensions import mypyc_attr
 
 from .engine import Bound, Buffer, Engine
 from .submission import Dispatch, Recording
@@ -60,16 +69,17 @@ class LowerContext:
         self.staging = staging
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Command:
     """A unit of work with a SYCL command type; subclasses say how it lowers."""
 
-    command_type = "command"
-    needs_staging = False
-    runs_on_host = False  # some step must run on the host: the scheduler defers it
+    command_type: ClassVar[str] = "command"
+    needs_staging: ClassVar[bool] = False
+    runs_on_host: ClassVar[bool] = False  # some step must run on the host: deferred
     # it lowers to one `GpuStep` of one dispatch, `dispatch(engine)`: the scheduler's
     # shortest path submits that alone
-    one_dispatch = False
-    profiled = True  # whether a profiling queue may time it
+    one_dispatch: ClassVar[bool] = False
+    profiled: ClassVar[bool] = True  # whether a profiling queue may time it
 
     def lower(self, ctx: LowerContext) -> list[Step]:
         return []
@@ -86,31 +96,37 @@ class Command:
         return self
 
 
-@dataclass
 class KernelLaunch(Command):
     """A compute dispatch of a compiled kernel. Kernels reach memory through device
     addresses in their push constants; kernels from source with descriptor bindings bind
     byte ranges of buffers (`bound`). `keep_alive` holds what the dispatch reads that
-    nothing else keeps (an argument block) until the command is done with."""
+    nothing else keeps (an argument block) until the command is done with. `origin` is
+    what the kernel front end built it from (its Python kernel, compiled variant and
+    launch), for graphs that fuse kernels; None for kernels it did not compile."""
 
-    name: str
-    spirv: bytes
-    entry: str
-    push_constants: bytes
-    groups: tuple[int, int, int]
+    command_type: ClassVar[str] = "kernel"
+    one_dispatch: ClassVar[bool] = True
+    # what a subclass setting its own fields may leave as they are
     bound: tuple[Bound, ...] = ()
     keep_alive: tuple = ()
-    # what the kernel front end built it from (its Python kernel, compiled variant and
-    # launch), for graphs that fuse kernels; None for kernels it did not compile
-    origin: Any = field(default=None, repr=False, compare=False)
-    command_type = "kernel"
-    one_dispatch = True
+    origin: Any = None
     # (engine, its dispatch): a command submitted again (a launch repeated with the same
     # arguments) reuses its dispatch
-    _dispatched: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    _dispatched: tuple | None = None
     # (engine, a dispatch of the same pipeline and work-groups) for a command made by
     # `with_push`: its own dispatch is made from that one's pipeline
-    _like: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    _like: tuple | None = None
+
+    def __init__(self, name: str, spirv: bytes, entry: str, push_constants: bytes,
+                 groups: tuple[int, int, int], bound: tuple[Bound, ...] = (),
+                 keep_alive: tuple = (), origin: Any = None) -> None:
+        self.name, self.spirv, self.entry = name, spirv, entry
+        self.push_constants, self.groups = push_constants, groups
+        self.bound, self.keep_alive, self.origin = bound, keep_alive, origin
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(name={self.name!r}, groups={self.groups}, "
+                f"push_constants={self.push_constants!r})")
 
     def dispatch(self, engine: Engine) -> Dispatch:
         done = self._dispatched
@@ -139,49 +155,16 @@ class KernelLaunch(Command):
         return [GpuStep([self.dispatch(ctx.engine)])]
 
 
-@dataclass
 class ReductionLaunch(KernelLaunch):
     """A reduction kernel's launch: one dispatch whose work-groups share scratch memory
     (partials and a counter) of the command's own, so a graph records a copy with its
-    own."""
+    own (`copy` makes one)."""
 
-    # a copy of the launch with scratch memory of its own (for_graph)
-    copy: Callable[[], ReductionLaunch] | None = field(default=None, repr=False,
-                                                       compare=False)
+    def __init__(self, name: str, spirv: bytes, entry: str, push_constants: bytes,
+                 groups: tuple[int, int, int], keep_alive: tuple = (), origin: Any = None,
+                 copy: Callable[[], ReductionLaunch] | None = None) -> None:
+        super().__init__(name, spirv, entry, push_constants, groups, (), keep_alive, origin)
+        self.copy = copy
 
     def for_graph(self) -> Command:
         return self if self.copy is None else self.copy()
-
-
-@dataclass
-class HostTask(Command):
-    """`handler.host_task`: Python run on the host once its dependencies completed."""
-
-    fn: Callable[..., Any]
-    args: tuple = field(default=())
-    # the command group's accessors: those made for the host task read the host copy
-    # while it runs, and only then (its dependencies are done only then)
-    accessors: list = field(default_factory=list)
-    command_type = "host_task"
-    runs_on_host = True
-
-    def lower(self, ctx: LowerContext) -> list[Step]:
-        return [HostStep(self.run)]
-
-    def run(self) -> None:
-        own = [a for a in self.accessors if a._host_task]
-        for a in own:
-            a._in_task += 1
-        try:
-            self.fn(*self.args)
-        finally:
-            for a in own:
-                a._in_task -= 1
-
-
-@dataclass
-class Barrier(Command):
-    """No work: an empty command group ("barrier"), `ext_oneapi_submit_barrier`
-    ("ext_oneapi_barrier"), prefetch, mem_advise."""
-
-    command_type: str = "barrier"

@@ -16,9 +16,10 @@ from ..exceptions import errc, exception
 from ..ranges import nd_range
 from ..ranges import range as sycl_range  # not the builtin
 from . import crossdevice, device_globals, external_semaphores, memops
-from .commands import Barrier, Command, HostTask
+from .commands import Command
 from .context import context
 from .event import event
+from .host_commands import Barrier, HostTask
 from .memops import Span
 from .platform import backend, device
 from .usm import ptr as usm_ptr
@@ -379,9 +380,7 @@ class handler:
 
     def memset(self, ptr: Any, value: Any, num_bytes: Any) -> None:
         d = memops.resolve(ptr, _size(num_bytes, "memset"), self._queue, "memset", writable=True)
-        fill = memops.Fill(d, bytes([int(value) & 0xFF]))
-        fill.command_type = "memset"
-        self._set(fill)
+        self._set(memops.Fill(d, bytes([int(value) & 0xFF]), "memset"))
 
     def prefetch(self, ptr: Any, num_bytes: Any) -> None:
         memops.resolve(ptr, _size(num_bytes, "prefetch"), self._queue, "prefetch", writable=False)

@@ -257,10 +257,8 @@ def paired(sources: list[Span], targets: list[Span], nbytes: int) -> list[tuple[
 class Fill(Command):
     """`fill`/`memset`: count copies of a pattern of bytes."""
 
-    command_type = "fill"
-
-    def __init__(self, dst: Span, pattern: bytes) -> None:
-        self.dst, self.pattern = dst, pattern
+    def __init__(self, dst: Span, pattern: bytes, command_type: str = "fill") -> None:
+        self.dst, self.pattern, self.command_type = dst, pattern, command_type
         self.needs_staging = dst.host_view() is None and len(pattern) > _MAX_PUSH_PATTERN
 
     def lower(self, ctx: LowerContext) -> list[Step]:

@@ -14,10 +14,11 @@ from ..properties import find, property
 from ..ranges import nd_range
 from ..ranges import range as sycl_range  # not the builtin
 from . import buffers
-from .commands import Barrier, Command
+from .commands import Command
 from .context import context, default_context, scheduler_for
 from .event import consume, event
 from .handler import PYTHON_KERNELS, closure_launch, handler
+from .host_commands import Barrier
 from .platform import device, select_device
 
 _log = logging.getLogger("vksycl.queue")
