@@ -684,3 +684,19 @@ def test_ranges_take_integer_sizes(make):
     assert e.value.code() == sycl.errc.invalid
     assert tuple(sycl.range(np.int64(5), True)) == (5, 1)  # numpy ints and bools are ints
     assert sycl.range(64.0) is sycl.range(64) and tuple(sycl.range(np.float32(3))) == (3,)
+
+
+def test_ranges_and_ids_of_equal_sizes_are_made_once_per_class():
+    """Equal sizes give the object made before, however they are spelled, but a range and
+    an id of the same sizes stay objects of their own class; sizes in a list (not
+    hashable) still make one."""
+    r = sycl.range(4, 2)
+    assert sycl.range((4, 2)) is r and sycl.range(np.int64(4), 2) is r
+    i = sycl.id(4, 2)
+    assert type(i) is sycl.id and type(r) is sycl.range and i is not r and i == r
+    assert sycl.id(4, 2) is i
+    listed = sycl.range([4, 2])
+    assert type(listed) is sycl.range and tuple(listed) == (4, 2)
+    assert sycl.nd_range([64], [8]).get_global_range() == sycl.range(64)
+    with pytest.raises(sycl.exception, match="cannot be negative"):
+        sycl.range([4, -2])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -39,8 +39,7 @@ def _dims(values: tuple[Any, ...], what: str) -> tuple[int, ...]:
     return out
 
 
-# (class, sizes) of ranges and ids, and the arguments of nd_ranges -> the object made
-_INDICES: dict[tuple, Any] = {}
+# the arguments of nd_ranges -> the object made
 _ND_RANGES: dict[tuple, Any] = {}
 
 
@@ -77,24 +76,29 @@ class _Index(tuple):
     repetition: `range(n) * 2` is `range(2 * n)`)."""
 
     what = "index"
+    _made: ClassVar[dict[tuple, Any]] = {}  # each subclass its own (`__init_subclass__`)
 
     def __new__(cls, *values: Any) -> Any:
         # Indices are immutable: equal sizes give the very object made before, which a
-        # repeated launch then recognises by identity.
-        key = (cls, values)
+        # repeated launch then recognises by identity. Each class keeps its own objects by
+        # the arguments that made them: the arguments' tuple is the key as it comes.
+        made = cls._made
         try:
-            made = _INDICES.get(key)
+            found = made.get(values)
         except TypeError:  # a list among the sizes
             return super().__new__(cls, _dims(values, cls.what))
-        if made is None:
+        if found is None:
             sizes = tuple(_dims(values, cls.what))
-            made = _INDICES.get((cls, sizes))  # `range((4, 2))` is `range(4, 2)`
-            if made is None:
-                made = super().__new__(cls, sizes)
-            if len(_INDICES) >= 512:
-                _INDICES.clear()
-            _INDICES[key] = _INDICES[(cls, sizes)] = made
-        return made
+            found = made.get(sizes)  # `range((4, 2))` is `range(4, 2)`
+            if found is None:
+                found = super().__new__(cls, sizes)
+            if len(made) >= 512:
+                made.clear()
+            made[values] = made[sizes] = found
+        return found
+
+    def __init_subclass__(cls) -> None:
+        cls._made = {}
 
     @property
     def dimensions(self) -> int:

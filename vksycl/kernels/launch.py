@@ -205,7 +205,8 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
     elif type(kernel) in PYTHON_KERNELS:
         plan = known_plan(kernel, None, launch, device)
         if plan is not None:
-            streak = plan.streak  # read once: another thread may end it meanwhile
+            # read once (another thread may end it meanwhile), as a Streak: a call in C
+            streak: Streak | None = plan.streak
             if streak is not None:  # asked first: while one runs, none repeats
                 command = streak.closure(plan, kernel, launch, context)
                 if command is not None:
@@ -272,7 +273,7 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
             getattr(kernel, "__vksycl_kernel__", None)
         plan = None if info is None else known_plan(info.function, info, launch, device)
         if plan is not None:
-            streak = plan.streak
+            streak: Streak | None = plan.streak  # as a Streak: a call in C
             if streak is not None:
                 command = streak.arguments(plan, info.function, launch, args, context)
                 if command is not None:
