@@ -16,7 +16,9 @@ waiting then one wait (per launch). The variants run in alternating rounds so a 
 the machine's load hits all alike; medians over rounds are reported, with each vksycl
 spelling's ratio to torch and to the fastest vksycl spelling. `--items` sizes the
 kernel (default 64): with millions of items each launch keeps the GPU busy for a while,
-which shows whether submitting in batches ever leaves the device idle.
+which shows whether submitting in batches ever leaves the device idle. `--awake` is a
+diagnostic of the machine (root, Linux): idle CPUs poll rather than halt meanwhile, which
+shows what a virtual machine's slow wake-ups of the driver's threads add.
 
     python3 benchmarks/eager_launch.py [--async-launches 1000] [--rounds 5] [--items 64]
 """
@@ -30,6 +32,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from timing import cpus_awake
 
 import vksycl as sycl
 from vksycl import mypyc_modules
@@ -290,6 +293,8 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=N)
     ap.add_argument("--spellings", nargs="*", default=SPELLINGS, metavar="SPELLING",
                     help="vksycl spellings to run (default: all)")
+    ap.add_argument("--awake", action="store_true",
+                    help="diagnostic: idle CPUs poll rather than halt (timing.cpus_awake)")
     args = ap.parse_args()
     N = args.items
     q = sycl.queue()
@@ -300,22 +305,25 @@ def main() -> None:
     cases |= {"raw kp": raw_kp_case(q), "torch": torch_case(), "cupy RawKernel": cupy_case()}
     cases = {k: v for k, v in cases.items() if v is not None}
     launched = dict.fromkeys(cases, 0)
-    for name, (launch, wait, _) in cases.items():  # warm-up: compile, pipelines, pools
-        for _ in range(50):
-            launch()
-        wait()
-        launched[name] += 50
     results: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
-    for _ in range(args.rounds):
-        for name, (launch, wait, _) in cases.items():
-            results[name].append(one_round(launch, wait, args.singles, args.async_launches))
-            launched[name] += args.singles + args.async_launches
+    with cpus_awake(args.awake):
+        for name, (launch, wait, _) in cases.items():  # warm-up: compile, pipelines, pools
+            for _ in range(50):
+                launch()
+            wait()
+            launched[name] += 50
+        for _ in range(args.rounds):
+            for name, (launch, wait, _) in cases.items():
+                results[name].append(one_round(launch, wait, args.singles,
+                                               args.async_launches))
+                launched[name] += args.singles + args.async_launches
     for name, (_, _, check) in cases.items():
         if check is not None:
             check(launched[name])
     med = {k: (statistics.median(r[0] for r in v), statistics.median(r[1] for r in v))
            for k, v in results.items()}
-    print(f"median of {args.rounds} rounds; async: {args.async_launches} launches, one wait")
+    print(f"median of {args.rounds} rounds; async: {args.async_launches} launches, one wait"
+          + ("; CPUs kept from halting (--awake, a diagnostic)" if args.awake else ""))
     # the fastest vksycl spelling of each measure: what every spelling should come close to
     ours = [v for k, v in med.items() if k.startswith("vksycl")]
     best = (min(v[0] for v in ours), min(v[1] for v in ours)) if ours else None

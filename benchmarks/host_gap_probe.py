@@ -16,7 +16,10 @@ time the `vkQueueSubmit` itself took (where the driver's threads are woken) and 
 spelling's launch + wait.
 
     python3 benchmarks/host_gap_probe.py [--spelling "same range object"] [--rounds 60]
-    python3 benchmarks/host_gap_probe.py --gaps [--rounds 100]
+    python3 benchmarks/host_gap_probe.py --gaps [--rounds 100] [--awake]
+
+`--awake` (root, Linux) keeps idle CPUs polling rather than halted meanwhile
+(`timing.cpus_awake`): a diagnostic of what slow wake-ups add, never a measure.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import statistics
 import time
 
 from eager_launch import SPELLINGS, vksycl_case
-from timing import sequence_methods
+from timing import cpus_awake, sequence_methods
 
 import vksycl as sycl
 from vksycl.runtime import engine
@@ -40,20 +43,27 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--per-round", type=int, default=25)
     ap.add_argument("--gaps", action="store_true", help="each spelling's gap instead")
+    ap.add_argument("--awake", action="store_true",
+                    help="diagnostic: idle CPUs poll rather than halt (timing.cpus_awake)")
     args = ap.parse_args()
     q = sycl.queue()
-    if args.gaps:
-        gaps(q, args.rounds)
-        return
-    launch, wait, _ = vksycl_case(q, args.spelling)
+    with cpus_awake(args.awake):
+        if args.gaps:
+            gaps(q, args.rounds)
+        else:
+            delays(q, args.spelling, args.rounds, args.per_round)
+
+
+def delays(q: sycl.queue, spelling: str, rounds: int, per_round: int) -> None:
+    launch, wait, _ = vksycl_case(q, spelling)
     for _ in range(200):
         launch()
         wait()
     clock = time.perf_counter
     times: dict[int, list[float]] = {d: [] for d in DELAYS_US}
-    for _ in range(args.rounds):
+    for _ in range(rounds):
         for delay, got in times.items():
-            for _ in range(args.per_round):
+            for _ in range(per_round):
                 until = clock() + delay * 1e-6
                 while clock() < until:
                     pass
@@ -61,8 +71,8 @@ def main() -> None:
                 launch()
                 wait()
                 got.append(clock() - t0)
-    print(f"device: {q.get_device().get_info(sycl.info.device.name)}; {args.spelling}; "
-          f"{args.rounds} rounds of {args.per_round} launches per delay")
+    print(f"device: {q.get_device().get_info(sycl.info.device.name)}; {spelling}; "
+          f"{rounds} rounds of {per_round} launches per delay")
     print("| host delay before each launch µs | launch + wait p10 µs | p50 | p90 | "
           "p50 more than with no delay |")
     print("|---:|---:|---:|---:|---:|")

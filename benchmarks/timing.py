@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import statistics
+import struct
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -65,3 +67,24 @@ def engine_stubbed(engine: Any) -> Iterator[None]:
             yield
     finally:
         engine.batch_window_s = window
+
+
+@contextlib.contextmanager
+def cpus_awake(on: bool) -> Iterator[None]:
+    """With `on`, a Linux PM QoS request of zero wake-up latency held for the block
+    (`/dev/cpu_dma_latency`, root only): idle CPUs poll rather than halt, so that waking a
+    driver thread costs nothing. A diagnostic of the machine, never how a measure is
+    taken: on a virtual machine whose halted vCPUs wake slowly, it shows what the
+    measure is without that cost."""
+    if not on:
+        yield
+        return
+    try:
+        fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+    except OSError as err:
+        raise SystemExit(f"--awake needs /dev/cpu_dma_latency (Linux, root): {err}") from None
+    try:
+        os.write(fd, struct.pack("<i", 0))
+        yield
+    finally:
+        os.close(fd)
