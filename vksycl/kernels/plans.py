@@ -372,9 +372,10 @@ _PLANS: dict[tuple[int, int], Plan] = {}
 
 
 class _Latest:
-    """The entry of `_PLANS` found or made last, (code, device, plan): a loop launching
-    one kernel finds its plan by identity alone, before the dict's hashing. One tuple,
-    replaced whole, so that threads never see one entry's plan with another's code."""
+    """What `_PLANS` held for the code and device looked up or planned last, (code,
+    device, plan or None): a loop launching one kernel finds its plan by identity alone,
+    before the dict's hashing. One tuple, replaced whole, so that threads never see one
+    entry's plan with another's code."""
 
     def __init__(self) -> None:
         self.entry: tuple[Any, Any, Plan | None] = (None, None, None)
@@ -393,8 +394,6 @@ def known_plan(pyfn: Any, info: Any, launch: Any, device: Any) -> Plan | None:
     latest_code, latest_device, plan = _LATEST.entry
     if latest_code is not code or latest_device is not device:
         plan = _PLANS.get((id(code), id(device)))
-        if plan is None:
-            return None
         _LATEST.entry = (code, device, plan)
     if plan is None or plan.code is not code or plan.info is not info or \
             plan.classes != classes_version[0]:
