@@ -1,5 +1,6 @@
 """Queues, events, host tasks, dependencies, profiling and asynchronous errors."""
 
+import _thread
 import threading
 import time
 
@@ -8,6 +9,7 @@ import pytest
 
 import vksycl as sycl
 from vksycl import info
+from vksycl.runtime import usm
 
 
 def test_queue_defaults(q):
@@ -93,6 +95,27 @@ def test_event_status_and_static_wait(q):
     gate.set()
     sycl.event.wait([e])
     assert e.get_info(info.event.command_execution_status) == info.event_command_status.complete
+
+
+def test_a_release_collected_on_a_thread_still_starting_runs_on_its_own():
+    """A buffer collected unreleased is released where the collection ran. A thread's
+    start waits until the thread runs, and the collections its start may make run on a
+    thread `threading` does not know yet, while the thread starting it may hold the
+    locks the release takes (a command group's over its buffers, starting the thread of
+    a host task): there the release runs on a thread of its own. A thread `threading`
+    does not know stands in for one still starting."""
+    ran_on: list[str] = []
+    done = threading.Event()
+
+    def release():
+        ran_on.append(threading.current_thread().name)
+        done.set()
+
+    _thread.start_new_thread(usm.release_collected, (release, "buffer-release"))
+    assert done.wait(5)
+    assert ran_on == ["buffer-release"]
+    usm.release_collected(release, "buffer-release")  # a thread of the user's: at once
+    assert ran_on[1] == threading.current_thread().name
 
 
 def test_host_task_with_interop_handle(q):

@@ -340,8 +340,11 @@ class PointerType:
 def release_collected(release: Callable[[], None], name: str) -> None:
     """Runs the release of an object collected unreleased, on a thread of its own when it
     was collected on one of the runtime's (named vksycl-...), which may be running the
-    very work the release waits for."""
-    if threading.current_thread().name.startswith("vksycl-"):
+    very work the release waits for, or on a thread `threading` does not know (one still
+    starting: the thread starting it waits for it, and may hold the locks the release
+    takes, a command group's over its buffers among them)."""
+    current = threading.current_thread()
+    if current.name.startswith("vksycl-") or isinstance(current, threading._DummyThread):
         threading.Thread(target=release, daemon=True, name=name).start()
     else:
         release()
