@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs everything vksycl needs on a Debian machine, idempotently: the Vulkan loader,
-# Mesa's lavapipe, headers and a compiler for Kompute, the virtual environment .venv,
-# the patched kp wheel (built once, then cached), and vksycl itself in editable mode with
-# its extras (MPI included: mpi4py and MPICH wheels).
+# Mesa's lavapipe, the Khronos validation layer, headers and a compiler for Kompute, the
+# virtual environment .venv, the patched kp wheel (built once, then cached), and vksycl
+# itself in editable mode with its extras (MPI included: mpi4py and MPICH wheels).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(libvulkan1 mesa-vulkan-drivers libvulkan-dev libfmt-dev g++ make cmake patch)
+# vulkan-validationlayers: the Khronos validation layer the test suite runs under
+# (VKSYCL_VALIDATE=1); nothing loads it otherwise
+packages=(libvulkan1 mesa-vulkan-drivers libvulkan-dev libfmt-dev vulkan-validationlayers g++
+          make cmake patch)
 python3 -c 'import ensurepip' 2>/dev/null || packages+=(python3-venv)
 # Kompute's Python module compiles against the interpreter's headers.
 python3 -c 'import os, sysconfig; exit(not os.path.exists(os.path.join(

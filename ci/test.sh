@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite on the default Vulkan device (lavapipe where there is no GPU),
-# after the same idempotent set-up the README's first command runs.
+# The whole test suite on the default Vulkan device (lavapipe where there is no GPU), under
+# the Khronos validation layer, after the same idempotent set-up the README's first
+# command runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
 .venv/bin/ruff check .
 set +e
-.venv/bin/python -m pytest "$@"
+# under the Khronos validation layer with synchronization validation: a validation
+# warning or error fails the test that caused it (tests/validation_hooks.py)
+VKSYCL_VALIDATE=${VKSYCL_VALIDATE:-1} .venv/bin/python -m pytest "$@"
 status=$?
 set -e
 if [ $status -eq 5 ]; then

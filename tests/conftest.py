@@ -3,13 +3,24 @@ work run on several threads at once."""
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import vksycl as sycl
+
+sys.path.append(str(Path(__file__).parent))  # the helper modules beside this file
+from validation_hooks import (
+    pytest_runtest_call,
+    pytest_runtest_setup,
+    pytest_runtest_teardown,
+)
+
+__all__ = ["pytest_runtest_call", "pytest_runtest_setup", "pytest_runtest_teardown"]
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Gathers, on a machine with the package registries, what running vksycl on a bare NVIDIA
 # machine needs (no Vulkan loader, no network, Python 3.12 with numpy 2, pybind11, cmake,
-# g++, torch): Debian's Vulkan loader, glvnd and fmt packages, the patched Kompute sdist,
-# and cp312 wheels of vksycl's dependencies and of mypy (which compiles the launch path,
-# ci/build_mypyc.py), into the ignored folder .gpu/.
+# g++, torch): Debian's Vulkan loader, glvnd, fmt and validation-layer packages, the
+# patched Kompute sdist, and cp312 wheels of vksycl's dependencies and of mypy (which
+# compiles the launch path, ci/build_mypyc.py), into the ignored folder .gpu/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 exclude=$(git rev-parse --git-path info/exclude)
@@ -13,7 +13,7 @@ mkdir -p .gpu/debs .gpu/whl /tmp/amd64/partial
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
 apt-get $o update -q >/dev/null
 (cd .gpu/debs && apt-get $o download libvulkan1 libvulkan-dev libfmt-dev libfmt9 \
-  libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2 >/dev/null)
+  libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2 vulkan-validationlayers >/dev/null)
 rm -f .gpu/kp-*.tar.gz
 third_party/kompute/build.sh .venv/bin/python .gpu --sdist-only
 .venv/bin/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \

@@ -10,6 +10,8 @@ from typing import Any
 from .. import config, info
 from ..exceptions import errc, exception
 from .devices import (
+    ATOMIC_FLOAT2_EXTENSION,
+    ATOMIC_FLOAT_EXTENSION,
     COOPERATIVE_MATRIX2_EXTENSION,
     COOPERATIVE_MATRIX_EXTENSION,
     EXTERNAL_MEMORY_FD_EXTENSION,
@@ -29,9 +31,10 @@ _schedulers_lock = threading.Lock()
 
 
 def optional_extensions(vk: Any) -> tuple[str, ...]:
-    """The device extensions enabled where the device offers them: cooperative matrices
-    (with NVIDIA's work-group-scope ones, which build on them) and memory export."""
-    wanted = (EXTERNAL_MEMORY_FD_EXTENSION,)
+    """The device extensions enabled where the device offers them: float atomics,
+    cooperative matrices (with NVIDIA's work-group-scope ones, which build on them) and
+    memory export."""
+    wanted = (ATOMIC_FLOAT_EXTENSION, ATOMIC_FLOAT2_EXTENSION, EXTERNAL_MEMORY_FD_EXTENSION)
     if vk.cooperative_matrices:
         wanted = (COOPERATIVE_MATRIX_EXTENSION, COOPERATIVE_MATRIX2_EXTENSION, *wanted)
     return tuple(e for e in wanted if e in vk.extensions)

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..exceptions import errc, exception
+from . import validation
 
 # (struct, sType constant, needed: a Vulkan (major, minor) or a device extension,
 #  superseded: the version from which an aggregate VulkanXY struct carries the same fields).
@@ -28,6 +29,10 @@ _V11, _V12, _V13 = (1, 1), (1, 2), (1, 3)
 COOPERATIVE_MATRIX_EXTENSION = "VK_KHR_cooperative_matrix"
 # work-group-scope cooperative matrices of flexible sizes (NVIDIA), enabled where offered
 COOPERATIVE_MATRIX2_EXTENSION = "VK_NV_cooperative_matrix2"
+# float atomics: add (32/64-bit) and, in float2, min/max and 16-bit ones; each enabled
+# where offered, with every feature the device reports (Kompute patch 0019)
+ATOMIC_FLOAT_EXTENSION = "VK_EXT_shader_atomic_float"
+ATOMIC_FLOAT2_EXTENSION = "VK_EXT_shader_atomic_float2"
 # opaque-fd export and import of memory (syclexp external memory), enabled where offered
 EXTERNAL_MEMORY_FD_EXTENSION = "VK_KHR_external_memory_fd"
 _PROPERTY_STRUCTS: tuple[tuple[str, str, tuple[int, int] | str, tuple[int, int] | None], ...] = (
@@ -69,7 +74,9 @@ _FEATURE_STRUCTS: tuple[tuple[str, str, tuple[int, int] | str, tuple[int, int] |
     ("VkPhysicalDeviceSubgroupSizeControlFeatures", "SUBGROUP_SIZE_CONTROL_FEATURES",
      "VK_EXT_subgroup_size_control", _V13),
     ("VkPhysicalDeviceShaderAtomicFloatFeaturesEXT", "SHADER_ATOMIC_FLOAT_FEATURES_EXT",
-     "VK_EXT_shader_atomic_float", None),
+     ATOMIC_FLOAT_EXTENSION, None),
+    ("VkPhysicalDeviceShaderAtomicFloat2FeaturesEXT", "SHADER_ATOMIC_FLOAT_2_FEATURES_EXT",
+     ATOMIC_FLOAT2_EXTENSION, None),
     ("VkPhysicalDeviceCooperativeMatrixFeaturesKHR", "COOPERATIVE_MATRIX_FEATURES_KHR",
      COOPERATIVE_MATRIX_EXTENSION, None),
 )
@@ -256,14 +263,27 @@ def _query() -> tuple[tuple[VulkanDeviceInfo, ...], tuple[int, int, int]]:
     api = vk.VK_MAKE_VERSION(*min(version[:2], _V13), 0)
     app = vk.VkApplicationInfo(sType=vk.VK_STRUCTURE_TYPE_APPLICATION_INFO,
                                pApplicationName="vksycl", pEngineName="vksycl", apiVersion=api)
-    create = vk.VkInstanceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
-                                     pApplicationInfo=app)
+    messenger = None
+    if validation.requested():
+        messenger = validation.debug_messenger_info(vk)
+        chain, layers, extensions = validation.instance_chain(vk, messenger)
+        create = vk.VkInstanceCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, pNext=chain,
+            pApplicationInfo=app, ppEnabledLayerNames=layers,
+            ppEnabledExtensionNames=extensions)
+    else:
+        create = vk.VkInstanceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                                         pApplicationInfo=app)
     try:
         instance = vk.vkCreateInstance(create, None)
     except vk.VkError as e:
         raise exception(errc.runtime, f"no Vulkan instance ({type(e).__name__}): is a "
                                       "Vulkan driver installed? VK_LOADER_DEBUG=error,warn "
                                       "shows why the loader found none") from e
+    reporter = None
+    if messenger is not None:
+        reporter = vk.vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT")(
+            instance, messenger, None)
     try:
         handles = vk.vkEnumeratePhysicalDevices(instance)
         devices = tuple(_describe(vk, i, h, version, instance)
@@ -271,6 +291,9 @@ def _query() -> tuple[tuple[VulkanDeviceInfo, ...], tuple[int, int, int]]:
     except vk.VkError as e:
         raise exception(errc.runtime, f"enumerating Vulkan devices failed: {e!r}") from e
     finally:
+        if reporter is not None:
+            vk.vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT")(
+                instance, reporter, None)
         vk.vkDestroyInstance(instance, None)
     return devices, version
 

@@ -25,7 +25,7 @@ from spirv_gen.binary import rename_entry_point
 
 from .. import config
 from ..exceptions import errc, exception
-from . import faults
+from . import faults, validation
 from .devices import NativeHandles
 from .submission import Dispatch, ErrorReport, Part, Recording, Submission, Submitter
 from .views import viewed
@@ -36,6 +36,10 @@ _log = logging.getLogger("vksycl.engine")
 import kp  # noqa: E402
 
 logging.getLogger("kp").setLevel(logging.ERROR)
+# VKSYCL_VALIDATE: every manager made from here on runs the Khronos validation layer,
+# its messages echoed to stderr and kept (Kompute patch 0018; runtime/validation.py)
+kp.Manager.enable_validation(validation.requested(), True)
+validation.add_source(kp.Manager.take_validation_messages)
 
 _WORD: Final = 4
 _MAX_IN_FLIGHT: Final = 64
