@@ -1,7 +1,8 @@
 """Whether a device can run a compiled kernel, and how many work-groups a launch
-dispatches: the aspects, Vulkan features and sub-group operations the kernel's SPIR-V
-needs, its push-constant and work-group sizes against the device's limits, and its
-work-group counts against maxComputeWorkGroupCount.
+dispatches: the aspects, Vulkan features (read from its SPIR-V by
+`runtime.shader_features`) and sub-group operations the kernel needs, its push-constant
+and work-group sizes against the device's limits, and its work-group counts against
+maxComputeWorkGroupCount.
 """
 
 from __future__ import annotations
@@ -11,28 +12,11 @@ from typing import Any
 
 from ..compiler.kernel import CompiledKernel
 from ..exceptions import errc, exception
-from ..runtime.aspects import aspect
+from ..runtime.aspects import FEATURE_ASPECTS, aspect
+from ..runtime.shader_features import required_features
 from .marshal import Prepared
 from .properties import device_has
 
-# SPIR-V capabilities and the Vulkan features a device needs to accept them
-_CAPABILITY_FEATURES = {
-    "Int64": "shaderInt64", "Int16": "shaderInt16", "Int8": "shaderInt8",
-    "Float64": "shaderFloat64", "Float16": "shaderFloat16",
-    "StorageBuffer8BitAccess": "storageBuffer8BitAccess",
-    "StorageBuffer16BitAccess": "storageBuffer16BitAccess",
-    "Int64Atomics": "shaderBufferInt64Atomics",
-    "AtomicFloat32AddEXT": "shaderBufferFloat32AtomicAdd",
-    "AtomicFloat64AddEXT": "shaderBufferFloat64AtomicAdd",
-    "AtomicFloat32MinMaxEXT": "shaderBufferFloat32AtomicMinMax",
-    "AtomicFloat64MinMaxEXT": "shaderBufferFloat64AtomicMinMax",
-    "PhysicalStorageBufferAddresses": "bufferDeviceAddress",
-    "VulkanMemoryModel": "vulkanMemoryModel",
-    "VulkanMemoryModelDeviceScope": "vulkanMemoryModelDeviceScope",
-    "CooperativeMatrixKHR": "cooperativeMatrix",
-}
-# SPIR-V capabilities of integer types and the aspects that name them
-_CAPABILITY_ASPECTS = {"Int64": "int64", "Int16": "int16", "Int8": "int8"}
 # sub-group capabilities and the operations (`VulkanDevice.subgroup_operations`) they need
 _SUBGROUP_OPERATIONS = {
     "GroupNonUniform": "basic", "GroupNonUniformVote": "vote",
@@ -108,17 +92,20 @@ def check_supported(p: Prepared, device: Any) -> None:
     has it); else marks the device checked for it, so later launches skip the checks."""
     ck = p.ck
     vk = device.vulkan
-    used = [a for a in ck.aspects if a in aspect.__members__] + \
-        [_CAPABILITY_ASPECTS[c] for c in ck.capabilities if c in _CAPABILITY_ASPECTS]
-    for a in used:
-        if not device.has(getattr(aspect, a)):
+    for feature in sorted(required_features(ck.binary)):
+        needs_aspect = FEATURE_ASPECTS.get(feature)
+        if needs_aspect is not None and not device.has(needs_aspect):
+            raise exception(errc.kernel_not_supported, f"kernel {ck.name} uses "
+                            f"{needs_aspect.name} (the Vulkan feature {feature}), which "
+                            f"{vk.name} does not support")
+        if not vk.features.get(feature, False):
+            raise exception(errc.kernel_not_supported, f"kernel {ck.name} needs the Vulkan "
+                            f"feature {feature}, which {vk.name} lacks")
+    for a in ck.aspects:
+        if a in aspect.__members__ and not device.has(aspect[a]):
             raise exception(errc.kernel_not_supported, f"kernel {ck.name} uses {a}, which "
                             f"{vk.name} does not support")
     for cap in ck.capabilities:
-        feature = _CAPABILITY_FEATURES.get(cap)
-        if feature is not None and not vk.features.get(feature, False):
-            raise exception(errc.kernel_not_supported, f"kernel {ck.name} needs the Vulkan "
-                            f"feature {feature} (SPIR-V {cap}), which {vk.name} lacks")
         needs = _SUBGROUP_OPERATIONS.get(cap)
         if needs is not None and needs not in vk.subgroup_operations:
             raise exception(errc.kernel_not_supported, f"kernel {ck.name} uses sub-group "

@@ -218,7 +218,7 @@ class SourceKernel:
     def why_incompatible(self, device: Any) -> exception | None:
         key = id(device.vulkan)
         if key not in self._compat:
-            ck = SimpleNamespace(name=self.name, aspects=frozenset(),
+            ck = SimpleNamespace(name=self.name, aspects=frozenset(), binary=self.spirv,
                                  capabilities=self.reflection.capabilities,
                                  push_size=self.reflection.push_size,
                                  local_bytes=self.reflection.workgroup_bytes,

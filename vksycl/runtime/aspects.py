@@ -47,7 +47,50 @@ class aspect(enum.Enum):
     # vksycl-specific: joint_matrix runs on cooperative matrices (tensor cores), not the
     # portable form every device has
     ext_oneapi_cooperative_matrix = "ext_oneapi_cooperative_matrix"
+    # vksycl-specific: what kernels may use beyond Vulkan 1.0's guarantees, each from the
+    # device feature of the same meaning (`FEATURE_ASPECTS`): float atomics on USM and
+    # accessors (atomic_ref fetch_add; fetch_min / fetch_max), 8- and 16-bit loads and
+    # stores, the Vulkan memory model, sub-group operations on 8/16/64-bit values
+    atomic_float16_add = "atomic_float16_add"
+    atomic_float32_add = "atomic_float32_add"
+    atomic_float64_add = "atomic_float64_add"
+    atomic_float16_minmax = "atomic_float16_minmax"
+    atomic_float32_minmax = "atomic_float32_minmax"
+    atomic_float64_minmax = "atomic_float64_minmax"
+    storage_buffer_8bit = "storage_buffer_8bit"
+    storage_buffer_16bit = "storage_buffer_16bit"
+    vulkan_memory_model = "vulkan_memory_model"
+    subgroup_extended_types = "subgroup_extended_types"
 
+
+# The aspect each device feature a kernel may need belongs to (Vulkan's feature names, as
+# `runtime.shader_features` reads them from SPIR-V). An aspect is present where its first
+# feature here is; a kernel using any feature of an aspect needs the aspect too, so
+# VKSYCL_HIDE_ASPECTS refuses it.
+FEATURE_ASPECTS = {
+    "shaderFloat16": aspect.fp16, "shaderFloat64": aspect.fp64,
+    "shaderInt64": aspect.int64, "shaderInt16": aspect.int16, "shaderInt8": aspect.int8,
+    "shaderBufferInt64Atomics": aspect.atomic64, "shaderSharedInt64Atomics": aspect.atomic64,
+    **{f"shader{where}Float{bits}Atomic{op}": aspect[f"atomic_float{bits}_{name}"]
+       for where in ("Buffer", "Shared") for bits in (16, 32, 64)
+       for op, name in (("Add", "add"), ("MinMax", "minmax"))},
+    "storageBuffer8BitAccess": aspect.storage_buffer_8bit,
+    "storageBuffer16BitAccess": aspect.storage_buffer_16bit,
+    "vulkanMemoryModel": aspect.vulkan_memory_model,
+    "vulkanMemoryModelDeviceScope": aspect.vulkan_memory_model,
+    "shaderSubgroupExtendedTypes": aspect.subgroup_extended_types,
+    "cooperativeMatrix": aspect.ext_oneapi_cooperative_matrix,
+}
+# the aspects granted by one feature alone
+_FEATURE_GRANTS = {
+    "shaderFloat16": aspect.fp16, "shaderFloat64": aspect.fp64, "shaderInt16": aspect.int16,
+    "shaderInt8": aspect.int8,
+    **{f"shaderBufferFloat{bits}Atomic{op}": aspect[f"atomic_float{bits}_{name}"]
+       for bits in (16, 32, 64) for op, name in (("Add", "add"), ("MinMax", "minmax"))},
+    "storageBuffer8BitAccess": aspect.storage_buffer_8bit,
+    "storageBuffer16BitAccess": aspect.storage_buffer_16bit,
+    "shaderSubgroupExtendedTypes": aspect.subgroup_extended_types,
+}
 
 _TYPE_ASPECT = {
     "discrete_gpu": aspect.gpu, "integrated_gpu": aspect.gpu, "virtual_gpu": aspect.gpu,
@@ -74,10 +117,9 @@ def vulkan_aspects(info: VulkanDeviceInfo) -> frozenset[aspect]:
     f = info.features
     found = set(_ALWAYS)
     found.add(_TYPE_ASPECT[info.device_type])
-    if f.get("shaderFloat16"):
-        found.add(aspect.fp16)
-    if f.get("shaderFloat64"):
-        found.add(aspect.fp64)
+    found.update(a for feature, a in _FEATURE_GRANTS.items() if f.get(feature))
+    if f.get("vulkanMemoryModel") and f.get("vulkanMemoryModelDeviceScope"):
+        found.add(aspect.vulkan_memory_model)
     if f.get("shaderInt64"):
         found.add(aspect.int64)
         # virtual calls reach objects through 64-bit device addresses and switch on the
@@ -85,10 +127,6 @@ def vulkan_aspects(info: VulkanDeviceInfo) -> frozenset[aspect]:
         found.add(aspect.ext_oneapi_virtual_functions)
         if f.get("shaderBufferInt64Atomics"):
             found.add(aspect.atomic64)
-    if f.get("shaderInt16"):
-        found.add(aspect.int16)
-    if f.get("shaderInt8"):
-        found.add(aspect.int8)
     # The compute family's own timestampValidBits decides; timestampComputeAndGraphics
     # only promises it for every family at once.
     if info.timestamp_valid_bits > 0:
