@@ -91,8 +91,9 @@ def analyse(kernel: ir.Function) -> Usage:
 
 class Codegen:
     def __init__(self, entry_name: str, local_size: tuple[int, int, int],
-                 args_in_memory: bool = False) -> None:
+                 args_in_memory: bool = False, ieee_floats: tuple[int, ...] = ()) -> None:
         self.b = ModuleBuilder(SPIRV_VERSION)
+        self.ieee_floats = ieee_floats
         self.b.capability("Shader")
         self.entry_name = entry_name
         self.local_size = local_size
@@ -220,7 +221,16 @@ class Codegen:
             self.shared_vars[id(root)] = b.variable(arr, "Workgroup", name=root.name)
         for fn in usage.functions:
             self.function(fn, fn is kernel)
+        self.keep_ieee_floats()
         return b.to_bytes()
+
+    def keep_ieee_floats(self) -> None:
+        """Asks the driver to keep infinities, NaNs and signed zeros of each float width
+        the module uses, where the device can (`KernelSpec.ieee_floats`)."""
+        used = sorted({t.bits for t, _ in self.types if isinstance(t, Scalar) and t.is_float})
+        for bits in used:
+            if bits in self.ieee_floats:
+                self.b.execution_mode(self.entry_fn, "SignedZeroInfNanPreserve", bits)
 
     # -- functions ------------------------------------------------------------------------
     def function(self, fn: ir.Function, is_kernel: bool) -> None:
@@ -255,6 +265,7 @@ class Codegen:
         b.end_function()
         if is_kernel:
             b.entry_point("GLCompute", f, self.entry_name)
+            self.entry_fn = f
             b.execution_mode(f, "LocalSize", *self.local_size)
 
     # -- statements -----------------------------------------------------------------------

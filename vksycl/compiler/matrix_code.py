@@ -137,8 +137,8 @@ def _new(fl: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Mat
     ty = MatrixType(elem, rows, cols, role.value)
     target = _target(fl)
     _check_group(fl, target, node)
+    _check_shape(fl, target, ty, node)
     if target.cooperative:
-        _check_shape(fl, target, ty, node)
         fl.m.aspects.add(COOPERATIVE_ASPECT)
         local = fl.new_local("joint_matrix", ty)
     else:
@@ -166,8 +166,10 @@ def _check_group(fl: Any, target: MatrixTarget, node: ast.AST) -> None:
 
 
 def _check_shape(fl: Any, target: MatrixTarget, ty: MatrixType, node: ast.AST) -> None:
-    """A cooperative tile must be the A, B or accumulator of a combination the device
-    multiplies."""
+    """A tile must be the A, B or accumulator of a combination the device multiplies,
+    cooperative or portable (a target of no device lists none, and checks nothing)."""
+    if not target.combinations:
+        return
     name = ty.elem.dtype.name
     for a, b, c, d, m, n, k in target.combinations:
         roles = {"a": ((a,), m, k), "b": ((b,), k, n), "accumulator": ((c, d), m, n)}
@@ -183,7 +185,7 @@ def _unsupported(fl: Any, node: ast.AST, what: str, target: MatrixTarget) -> Exc
                        target.combinations)
     return exception(errc.kernel_not_supported,
                      f"{fl.src.filename}:{getattr(node, 'lineno', 0)}: {what} is not among "
-                     f"the cooperative matrix combinations this device multiplies "
+                     f"the joint_matrix combinations this device multiplies "
                      f"({listed}); query them with "
                      "device.get_info(syclexp.info.device.matrix_combinations)")
 
@@ -545,13 +547,13 @@ def _mad(fl: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> PyV
         raise fl.err(node, f"joint_matrix_mad of {a.ty.rows}x{a.ty.cols} (a), "
                      f"{b.ty.rows}x{b.ty.cols} (b), {c.ty.rows}x{c.ty.cols} (c) into "
                      f"{d.ty.rows}x{d.ty.cols} (d): a is MxK, b KxN, c and d MxN")
-    if _cooperative(fl):
-        target = _target(fl)
-        combo = (a.ty.elem.dtype.name, b.ty.elem.dtype.name, c.ty.elem.dtype.name,
-                 d.ty.elem.dtype.name, rows, cols, inner)
-        if combo not in target.combinations:
-            raise _unsupported(fl, node, f"{combo[0]}x{combo[1]}+{combo[2]}->{combo[3]} at "
-                               f"{rows}x{cols}x{inner}", target)
+    target = _target(fl)
+    combo = (a.ty.elem.dtype.name, b.ty.elem.dtype.name, c.ty.elem.dtype.name,
+             d.ty.elem.dtype.name, rows, cols, inner)
+    if target.combinations and combo not in target.combinations:
+        raise _unsupported(fl, node, f"{combo[0]}x{combo[1]}+{combo[2]}->{combo[3]} at "
+                           f"{rows}x{cols}x{inner}", target)
+    if target.cooperative:
         mask = 0
         for bit, m in zip(_SIGNED_OPERANDS, (a, b, c, d), strict=True):
             if m.ty.elem.is_signed:

@@ -102,6 +102,11 @@ class KernelSpec:
     # copies past the range's end only add masked work (on lavapipe's SIMD lanes a
     # 64-item launch's work-group ran 3x the instructions of the kernel uncoarsened)
     coarsenable: bool = True
+    # the float widths whose infinities, NaNs and signed zeros the device keeps when a
+    # module asks (SignedZeroInfNanPreserve), as Python and SYCL keep them: without it
+    # Vulkan lets a driver assume none occur, and lavapipe then turned 0 * 2**44 in
+    # float16, reassociated past the overflow, into NaN
+    ieee_floats: tuple[int, ...] = ()
 
 
 @dataclass

@@ -54,13 +54,21 @@ def _scratch(properties: Any) -> int:
     return 0
 
 
+def ieee_floats(device: Any) -> tuple[int, ...]:
+    """The float widths whose infinities, NaNs and signed zeros the device can be asked to
+    keep (Vulkan 1.2's shaderSignedZeroInfNanPreserveFloat16/32/64)."""
+    props = device.vulkan.properties
+    return tuple(bits for bits in (16, 32, 64)
+                 if props.get(f"shaderSignedZeroInfNanPreserveFloat{bits}"))
+
+
 def matrix_target(device: Any) -> MatrixTarget:
-    """Cooperative matrices of the combinations the device lists where it has them (and
-    `VKSYCL_HIDE_ASPECTS` does not hide them), else the portable form."""
+    """Cooperative matrices where the device has them (and `VKSYCL_HIDE_ASPECTS` does not
+    hide them), else the portable form; either multiplies only the combinations
+    `info.device.matrix_combinations` lists."""
     vk = device.vulkan
-    if device.has(aspect.ext_oneapi_cooperative_matrix):
-        return MatrixTarget(True, vk.subgroup_size, matrix_combinations(vk))
-    return MatrixTarget(False, vk.subgroup_size)
+    cooperative = device.has(aspect.ext_oneapi_cooperative_matrix)
+    return MatrixTarget(cooperative, vk.subgroup_size, matrix_combinations(vk))
 
 
 def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
@@ -85,11 +93,13 @@ def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
         (launch.get_global_range() if kind == "nd_range" else launch)[0] >= \
         local[0] * coarsening.COARSEN
 
+    ieee = ieee_floats(device)
+
     def spec() -> KernelSpec:
         return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold,
                           args_in_memory, sets, virtual.digest(sets) if sets else "", has,
-                          reductions, matrix, arithmetic, coarsenable)
+                          reductions, matrix, arithmetic, coarsenable, ieee)
 
     return (kind, dims, local, has_offset, scratch, param_types, fold, args_in_memory, sets,
             virtual.version() if sets else 0, has, reductions, matrix, arithmetic,
-            coarsenable), spec
+            coarsenable, ieee), spec

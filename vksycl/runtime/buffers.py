@@ -74,6 +74,15 @@ class _Extent:
         return self.size() == 0
 
 
+def _element_type(dtype: np.dtype) -> np.dtype:
+    """`dtype` if kernels can hold it (numbers, bools, structs of them); a buffer of Python
+    objects, strings or dates would copy references or bytes no kernel can read."""
+    if dtype.hasobject or dtype.kind in "OSUMm" or (dtype.kind == "V" and not dtype.fields):
+        raise exception(errc.invalid, f"a buffer's elements must be numbers, bools or "
+                        f"structs, not {dtype} ({dtype.kind!r} numpy kind)")
+    return dtype
+
+
 class buffer(_Extent):
     """`buffer(array)` over a numpy array (written back into it on release; a read-only
     array is never written), `buffer(range, dtype)` without host data,
@@ -103,11 +112,12 @@ class buffer(_Extent):
         if dtype is None:
             raise exception(errc.invalid, "buffer(range) without host data needs an element "
                             "type: sycl.buffer(sycl.range(n), np.float32)")
-        self._dtype = as_dtype(dtype)
+        self._dtype = _element_type(as_dtype(dtype))
         self._range = _checked_shape(_as_tuple(data, "buffer"))
         self._storage = Storage(self.byte_size(), None, None)
 
     def _init_host(self, data: np.ndarray, args: tuple, dtype: Any) -> None:
+        _element_type(data.dtype)
         shape = data.shape
         if args:
             shape = _as_tuple(args[0], "buffer(array, range)")
@@ -117,7 +127,7 @@ class buffer(_Extent):
         if dtype is not None and as_dtype(dtype) != data.dtype:
             raise exception(errc.invalid, f"buffer over a {data.dtype} array with dtype "
                             f"{as_dtype(dtype)}: view the array as that type first")
-        self._dtype = data.dtype
+        self._dtype = _element_type(data.dtype)
         self._range = _checked_shape(tuple(shape))
         final = data if data.flags.writeable else None
         host = data if data.flags.c_contiguous and final is not None else data.copy(order="C")

@@ -95,10 +95,13 @@ class _Vulkan:
     def features(self, usage: int) -> int:
         """The VkExternalMemoryFeatureFlags of opaque-fd buffers of `usage`."""
         vk = self.vk
-        props = vk.vkGetPhysicalDeviceExternalBufferProperties(
+        # the package's own output struct would go without its sType
+        props = vk.ffi.new("VkExternalBufferProperties*", {
+            "sType": vk.VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES})
+        vk.vkGetPhysicalDeviceExternalBufferProperties(
             self.physical, vk.VkPhysicalDeviceExternalBufferInfo(
                 sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO, usage=usage,
-                handleType=vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT))
+                handleType=vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT), props)
         return props.externalMemoryProperties.externalMemoryFeatures
 
     def buffer(self, nbytes: int) -> Any:

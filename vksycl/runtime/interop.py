@@ -144,15 +144,35 @@ def make_device(*, instance: Any, physical_device: Any, device: Any,
     import vulkan as vk
     handles = (as_handle(instance, "instance"), as_handle(physical_device, "physical_device"),
                as_handle(device, "device"), int(queue_family_index), int(queue_index))
+    features, extensions = set(enabled_features), set(enabled_extensions)
     for d in adopted():
         n = d.vulkan.native
         if (n.instance, n.physical_device, n.device, n.queue_family_index,
                 n.queue_index) == handles:
+            _check_same_creation(d.vulkan, features, extensions)
             return d
     native = NativeHandles(*handles, serial=next(_serials))
     info = describe_native(vk, vk.ffi.cast("VkInstance", native.instance),
                            vk.ffi.cast("VkPhysicalDevice", native.physical_device))
-    return adopt(_adopted_info(info, native, set(enabled_features), set(enabled_extensions)))
+    return adopt(_adopted_info(info, native, features, extensions))
+
+
+def _check_same_creation(info: VulkanDeviceInfo, features: set[str],
+                         extensions: set[str]) -> None:
+    """A device is made once from its handles: a later make_device for them names the
+    features and extensions the VkDevice was created with, as the first call did."""
+    where = f"{info.name} (VkDevice {info.native.device:#x})" if info.native else info.name
+    unknown = sorted(f for f in features if f not in info.features)
+    if unknown:
+        raise exception(errc.invalid, f"enabled_features names {', '.join(unknown)}, which "
+                        f"are not Vulkan features of {where}")
+    before = {f for f, on in info.features.items() if on}
+    if features != before or extensions != set(info.extensions):
+        changed = sorted(features ^ before) + sorted(extensions ^ set(info.extensions))
+        raise exception(errc.invalid, f"{where} was already made into a device with other "
+                        f"enabled_features or enabled_extensions (differing: "
+                        f"{', '.join(changed)}): a VkDevice's features are fixed at its "
+                        "creation")
 
 
 def _adopted_info(info: VulkanDeviceInfo, native: NativeHandles, features: set[str],
