@@ -24,6 +24,25 @@ if VALIDATING and not os.environ.get(validation.LOG_ENV):
 _LOG = Path(os.environ[validation.LOG_ENV]) if VALIDATING else None
 _seen = 0  # bytes of the subprocesses' log already reported
 
+# Debian 12's layer (1.3.239) predates VK_KHR_cooperative_matrix and NVIDIA's
+# VK_NV_cooperative_matrix2. It says so when a device enables them ("... is not supported
+# by this layer"), then reports their feature structs (sTypes 1000506000, 1000593000) and
+# their SPIR-V (SPV_KHR_cooperative_matrix; capability 6022, which it cannot name) as
+# unknown. Those are the layer's gaps, not vksycl's errors: with it, cooperative matrices
+# go unvalidated. Every other message fails the test.
+LAYER_GAPS = tuple(re.compile(p) for p in (
+    r"Device Extension VK_(KHR|NV)_cooperative_matrix2? is not supported by this layer",
+    r"unknown VkStructureType \((1000506000|1000593000)\)",
+    r"SPIR-V Extension \(SPV_KHR_cooperative_matrix\) was declared that is not supported",
+    r"Invalid capability operand: 6022\b",
+    r"A SPIR-V Capability \(Unhandled OpCapability\) was declared",
+))
+
+
+def reportable(messages: list[str]) -> list[str]:
+    """The messages that are vksycl's to answer for: all but the layer's gaps."""
+    return [m for m in messages if not any(g.search(m) for g in LAYER_GAPS)]
+
 
 def _new_messages() -> list[str]:
     global _seen
@@ -42,7 +61,8 @@ def _checked(item: pytest.Item, phase: str) -> Generator[None, object, object]:
         if VALIDATING:
             expected = [re.compile(p) for mark in item.iter_markers("validation_expected")
                         for p in mark.args]
-            messages = [m for m in _new_messages() if not any(p.search(m) for p in expected)]
+            messages = [m for m in reportable(_new_messages())
+                        if not any(p.search(m) for p in expected)]
             if messages:
                 pytest.fail(f"{len(messages)} Vulkan validation message(s) during {phase}:\n"
                             + "\n".join(messages), pytrace=False)
