@@ -25,8 +25,16 @@ ASK = textwrap.dedent("""
 """)
 
 NO_LOADER = textwrap.dedent("""
-    import importlib.abc, sys
-    import vulkan._vulkancache as cache
+    import importlib.abc, importlib.util, os, sys
+
+    # the binding's cffi module, loaded (not its package, which would load the loader) and
+    # given a dlopen that fails, before anything imports the package
+    found = importlib.util.find_spec("vulkan")
+    spec = importlib.util.spec_from_file_location(
+        "vulkan._vulkancache", os.path.join(os.path.dirname(found.origin), "_vulkancache.py"))
+    cache = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cache)
+    sys.modules["vulkan._vulkancache"] = cache
 
     MISSING = "libvulkan.so.1: cannot open shared object file: No such file or directory"
 
