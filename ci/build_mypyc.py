@@ -77,7 +77,7 @@ def build() -> None:
         failed: BaseException | None = None
         with _output_to(log):
             try:
-                setup(name="vksycl-mypyc", script_args=[
+                setup(name="vksycl-mypyc", packages=[], py_modules=[], script_args=[
                     "build_ext", "--build-lib", str(out), "--build-temp", str(Path(tmp) / "t"),
                     "--parallel", str(os.cpu_count() or 1)],
                     ext_modules=mypycify([*sources, *MYPY_ARGS], group_name=mm.GROUP,

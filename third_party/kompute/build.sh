@@ -7,7 +7,9 @@
 # module from ~/.cache/vksycl/kp. SOURCES builds other (patched) Kompute sources, uncached.
 #   third_party/kompute/build.sh PYTHON OUT_DIR [SOURCES]
 set -euo pipefail
-python=$1 out=$2 sources=${3:-}
+out=$2 sources=${3:-}
+# absolute, for CMake, but not resolved: a virtual environment's python is a link
+case $1 in */*) python=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") ;; *) python=$(command -v "$1") ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 suffix=$("$python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
