@@ -118,7 +118,8 @@ def emit_cmake(out: Path) -> None:
         quoted = " ".join(f'"{Path(p).resolve()}"' for p in ext.sources)
         lines += [f"Python_add_library({target} MODULE WITH_SOABI {quoted})",
                   f'set_target_properties({target} PROPERTIES OUTPUT_NAME "{name}")',
-                  f"install(TARGETS {target} LIBRARY DESTINATION {package.replace('.', '/')})"]
+                  f"install(TARGETS {target} LIBRARY DESTINATION "
+                  f"{package.replace('.', '/') or '.'})"]
         if ext.include_dirs:
             dirs = " ".join(f'"{Path(d).resolve()}"' for d in ext.include_dirs)
             lines.append(f"target_include_directories({target} PRIVATE {dirs})")

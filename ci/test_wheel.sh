@@ -26,6 +26,8 @@ from vksycl import mypyc_modules
 venv = os.path.realpath(sys.argv[1])
 assert os.path.realpath(vksycl.__file__).startswith(venv + os.sep), vksycl.__file__
 assert mypyc_modules.loaded() == list(mypyc_modules.MODULES), mypyc_modules.loaded()
+files = [sys.modules[m].__file__ for m in mypyc_modules.MODULES]
+assert all(os.path.exists(f) for f in files), files
 print(f"vksycl {vksycl.__version__} from {os.path.dirname(vksycl.__file__)}, "
       f"{len(mypyc_modules.loaded())} modules compiled")
 EOF

