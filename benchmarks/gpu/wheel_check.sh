@@ -38,9 +38,15 @@ ls -l "$out"/vksycl-*.whl
 
 venv=/tmp/wheel_check_venv
 rm -rf "$venv"
-python3 -m venv --system-site-packages "$venv"
+# where the interpreter lacks ensurepip, a venv without pip, filled by the outer pip
+if python3 -m venv --system-site-packages "$venv" 2>/dev/null; then
+  pip=("$venv/bin/python" -m pip)
+else
+  python3 -m venv --system-site-packages --without-pip "$venv"
+  pip=(python3 -m pip --python "$venv/bin/python")
+fi
 # vksycl's dependencies from .gpu/whl (no index here); the wheel itself, alone
-"$venv/bin/python" -m pip install -q --no-index --find-links .gpu/whl "$out"/vksycl-*.whl
+"${pip[@]}" install -q --no-index --find-links .gpu/whl "$out"/vksycl-*.whl
 run=$(mktemp -d) && cd "$run"
 "$venv/bin/python" - "$venv" <<'EOF'
 import os, sys
