@@ -99,8 +99,7 @@ class _SourceFinder:
 
 def installed_compiled() -> bool:
     """Whether this is an installed wheel, its compiled modules beside their sources."""
-    group = GROUP.replace(".", "/") + "__mypyc" + importlib.machinery.EXTENSION_SUFFIXES[0]
-    return (ROOT / group).exists()
+    return (ROOT / (GROUP + "__mypyc" + importlib.machinery.EXTENSION_SUFFIXES[0])).exists()
 
 
 def install() -> None:

@@ -33,7 +33,6 @@ from .views import viewed
 _log = logging.getLogger("vksycl.engine")
 
 
-
 @mypyc_attr(native_class=False)
 class _NoKompute:
     """Stands for the Kompute module where it cannot load: it links the Vulkan loader, and
@@ -62,6 +61,7 @@ def kompute_module() -> str:
     if isinstance(kp, _NoKompute):
         return f"not loadable ({kp._reason})"
     return str(kp.__file__)
+
 
 _WORD: Final = 4
 _MAX_IN_FLIGHT: Final = 64
