@@ -98,8 +98,7 @@ def compile_times(q: sycl.queue, repeat: int, work: Path) -> list[tuple[int, flo
 
 
 def launch_overhead(q: sycl.queue, launches: int) -> tuple[float, float, float]:
-    import kp
-
+    from vksycl import _kp as kp
     from vksycl.runtime.engine import rename_entry_point
 
     n = 64

@@ -196,8 +196,7 @@ def vksycl_case(q: sycl.queue, spelling: str
 
 
 def raw_kp_case(q: sycl.queue):
-    import kp
-
+    from vksycl import _kp as kp
     from vksycl.kernels.launch import build_launch, compiled
     from vksycl.runtime.engine import rename_entry_point
 

@@ -70,8 +70,7 @@ def variants(q: sycl.queue, x: sycl.ptr) -> dict[str, object]:
 
 
 def raw_kp(q: sycl.queue):
-    import kp
-
+    from vksycl import _kp as kp
     from vksycl.kernels.launch import compiled
     from vksycl.runtime.engine import rename_entry_point
 

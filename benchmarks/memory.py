@@ -24,8 +24,7 @@ class RawKompute:
     """The same copy shader dispatched straight through kp, pipelines pre-built."""
 
     def __init__(self, device_index: int) -> None:
-        import kp
-
+        from vksycl import _kp as kp
         from vksycl.runtime.glsl import compile_glsl
         from vksycl.runtime.memops import _shader_source
 

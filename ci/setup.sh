@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything vksycl needs on a Debian machine, idempotently: the Vulkan loader,
 # Mesa's lavapipe, the Khronos validation layer, headers and a compiler for Kompute, the
-# virtual environment .venv, the patched kp wheel (built once, then cached), and vksycl
-# itself in editable mode with its extras (MPI included: mpi4py and MPICH wheels).
+# virtual environment .venv, vksycl itself in editable mode with its extras (MPI included:
+# mpi4py and MPICH wheels), its private patched Kompute module vksycl/_kp (built once, then
+# cached) and its mypyc modules. The wheel (ci/wheel.sh) builds the same two from the same
+# sources.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,12 +32,11 @@ py=.venv/bin/python
 # tests and examples/mpi_jacobi.py
 $py -m pip install -q --disable-pip-version-check -e '.[build,dev,mpi]'
 
-wheel=$(third_party/kompute/build.sh "$py" "${XDG_CACHE_HOME:-$HOME/.cache}/vksycl/wheels")
-installed=$($py -c 'import importlib.metadata as m; print(m.version("kp"))' 2>/dev/null || true)
-case "$wheel" in
-  *"kp-$installed-"*) ;;
-  *) $py -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$wheel" ;;
-esac
+# Kompute lives inside vksycl now: a separately installed kp from an older set-up goes
+if $py -c 'import importlib.metadata as m; m.version("kp")' 2>/dev/null; then
+  $py -m pip uninstall -q -y kp
+fi
+third_party/kompute/build.sh "$py" vksycl >/dev/null
 
 # the modules every launch runs through, compiled by mypyc (vksycl/mypyc_modules.py); a
 # no-op when built from the present sources

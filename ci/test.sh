@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on the default Vulkan device (lavapipe where there is no GPU), under
 # the Khronos validation layer, after the same idempotent set-up the README's first
-# command runs.
+# command runs; then, when no pytest arguments narrow it, the wheel as a user installs it
+# (ci/test_wheel.sh: built, or taken from the cache, and tested outside the checkout).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
@@ -14,5 +15,8 @@ status=$?
 set -e
 if [ $status -eq 5 ]; then
   echo "pytest collected no tests: that is a failure" >&2
+fi
+if [ $# -eq 0 ]; then
+  bash ci/test_wheel.sh || status=$((status ? status : 1))
 fi
 exit $status

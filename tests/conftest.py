@@ -3,6 +3,7 @@ work run on several threads at once."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -12,6 +13,11 @@ import numpy as np
 import pytest
 
 import vksycl as sycl
+
+# ci/test_wheel.sh runs tests against an installed wheel: not against this checkout's vksycl
+if os.environ.get("VKSYCL_TESTS_AGAINST") == "installed":
+    assert not Path(sycl.__file__).resolve().is_relative_to(Path(__file__).resolve().parents[1]), \
+        f"the tests import the checkout's vksycl ({sycl.__file__}), not the installed one"
 
 sys.path.append(str(Path(__file__).parent))  # the helper modules beside this file
 from validation_hooks import (

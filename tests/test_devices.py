@@ -44,7 +44,7 @@ def _run_info(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
 
 def test_enumeration_order_is_komputes(lavapipe: sycl.device) -> None:
     """`index` is what kp.Manager(index) opens: Kompute's own C++ enumeration agrees."""
-    import kp
+    from vksycl import _kp as kp
 
     for d in all_vulkan_devices():
         props = kp.Manager(d.vulkan.index).get_device_properties()

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # the public vocabulary every layer uses; the package root holds nothing else
 VOCABULARY = {f"vksycl.{m}" for m in ("access", "config", "exceptions", "info", "properties",
-                                      "ranges", "types")}
+                                      "ranges", "types", "_version")}
 # each layer and the layers it may import, lowest first (a layer may import itself)
 ALLOWED = {
     "spirv_gen": set(),
@@ -29,6 +29,8 @@ ALLOWED = {
 # the package's own front doors sit above every layer, with what chooses how its modules
 # load (compiled or interpreted), which the root imports first
 TOP = {"vksycl", "vksycl.__main__", "vksycl.mypyc_modules"}
+# the patched Kompute binding, a compiled module private to vksycl (no source here)
+KOMPUTE = "vksycl._kp"
 
 Edge = tuple[str, str, int]  # (imported module, importing file, line)
 
@@ -56,7 +58,7 @@ def imports_of(path: Path, module: str, known: set[str]) -> list[tuple[str, int]
                 source = node.module or ""
             for alias in node.names:
                 sub = f"{source}.{alias.name}"
-                found.append((sub if sub in known else source, node.lineno))
+                found.append((sub if sub in known or sub == KOMPUTE else source, node.lineno))
     return found
 
 
@@ -92,7 +94,8 @@ def layer_violations(graph: dict[str, list[Edge]]) -> list[str]:
             continue
         for target, path, line in edges:
             to = layer_of(target)
-            if target.partition(".")[0] not in ("vksycl", "spirv_gen") or to == layer:
+            if target.partition(".")[0] not in ("vksycl", "spirv_gen") or to == layer or \
+                    target == KOMPUTE:
                 continue
             if to not in ALLOWED[layer]:
                 found.append(f"{path}:{line}: {layer} imports {target} ({to})")
@@ -143,7 +146,7 @@ def import_cycles(graph: dict[str, list[Edge]]) -> list[list[str]]:
 
 def kompute_importers(graph: dict[str, list[Edge]]) -> list[str]:
     return sorted({m for m, edges in graph.items() for t, _, _ in edges
-                   if t == "kp" or t.startswith("kp.")})
+                   if t == KOMPUTE})
 
 
 def test_no_layer_imports_one_above_it():
@@ -224,12 +227,12 @@ def test_the_checks_find_an_upward_import_a_circle_and_a_second_kompute_user(tmp
         "vksycl/compiler/__init__.py": "",
         "vksycl/compiler/ir.py": "from ..exceptions import errc\n",
         "vksycl/runtime/__init__.py": "",
-        "vksycl/runtime/engine.py": "import kp\n",
+        "vksycl/runtime/engine.py": "from .. import _kp as kp\n",
         "vksycl/runtime/queue.py": "from .handler import handler\n",
         "vksycl/runtime/handler.py": (
             "from typing import TYPE_CHECKING\n"
             "if TYPE_CHECKING:\n    from .queue import queue\n"
-            "def build():\n    from ..compiler import ir\n    import kp\n"),
+            "def build():\n    from ..compiler import ir\n    import vksycl._kp\n"),
         "vksycl/loose.py": "",
     })
     graph = import_graph(tmp_path)
@@ -240,3 +243,21 @@ def test_the_checks_find_an_upward_import_a_circle_and_a_second_kompute_user(tmp
     ]
     assert import_cycles(graph) == [["vksycl.runtime.handler", "vksycl.runtime.queue"]]
     assert kompute_importers(graph) == ["vksycl.runtime.engine", "vksycl.runtime.handler"]
+
+
+def test_the_public_api_tests_import_only_the_public_api():
+    """tests/public_api.txt lists what ci/test_wheel.sh runs against an installed wheel:
+    test files importing vksycl's public modules only, and no module of the checkout."""
+    known = set(import_graph(ROOT))
+    listed = [line for line in (ROOT / "tests" / "public_api.txt").read_text().splitlines()
+              if line and not line.startswith("#")]
+    checkout = {p.stem for p in (ROOT / "tests").glob("*.py")} | {"tests", "fuzz", "spirv_gen"}
+    private = []
+    for name in listed:
+        path = ROOT / "tests" / name
+        for target, line in imports_of(path, f"tests.{path.stem}", known):
+            top = target.partition(".")[0]
+            public = target == "vksycl" or target.startswith("vksycl.ext")
+            if (top == "vksycl" and not public) or top in checkout - {"vksycl"}:
+                private.append(f"{name}:{line}: {target}")
+    assert listed and private == []

@@ -9,6 +9,7 @@ from . import mypyc_modules  # noqa: F401  (installs its finder)
 
 # isort: split
 from . import info
+from ._version import __version__ as __version__
 from .access import access_mode, host_task, no_init, read_only, read_write, write_only
 from .compiler import MATH as _MATH
 from .compiler import (
@@ -106,8 +107,6 @@ from .types import (
 class usm:
     alloc = _alloc
 
-
-__version__ = "0.1.0"
 
 # SYCL math functions (sycl.sqrt, sycl.fmin, ...): compiled in kernels, numpy on the host
 globals().update(_MATH)

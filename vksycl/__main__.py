@@ -1,5 +1,7 @@
-"""`python -m vksycl info [--json]`: the Vulkan devices vksycl sees, their aspects and the
-limits that shape kernels, and which one the default selector picks."""
+"""`python -m vksycl info [--json]`: vksycl's version and build (where it is installed, its
+Kompute module, whether the launch path runs compiled), the Vulkan devices it sees with
+their drivers, aspects and the limits that shape kernels, and which one the default
+selector picks."""
 
 from __future__ import annotations
 
@@ -9,10 +11,11 @@ import os
 import sys
 from typing import Any
 
-from . import info
+from . import __version__, info, mypyc_modules
 from .exceptions import exception
 from .runtime.aspects import HIDE_ASPECTS_ENV, aspect, hidden_aspects, vulkan_aspects
 from .runtime.devices import instance_version
+from .runtime.engine import kompute_module
 from .runtime.platform import SELECTOR_ENV, all_vulkan_devices, device, select_device
 
 
@@ -89,11 +92,30 @@ def _print_device(f: dict[str, Any], marks: str) -> None:
         print(f"    {key:<21}{value}")
 
 
+def _build() -> dict[str, Any]:
+    """What this vksycl is: its version, where it lies, its Kompute module and which
+    modules of the launch path run compiled."""
+    import vksycl
+
+    compiled = mypyc_modules.loaded()
+    return {"version": __version__, "location": os.path.dirname(str(vksycl.__file__)),
+            "kompute": kompute_module(), "compiled_modules": compiled,
+            "launch_path": (f"compiled ({len(compiled)} of {len(mypyc_modules.MODULES)} "
+                            "modules, mypyc)" if compiled else "interpreted")}
+
+
 def _info(as_json: bool) -> int:
+    build = _build()
+    if not as_json:
+        print(f"vksycl {build['version']} in {build['location']}")
+        print(f"    Kompute module       {build['kompute']}")
+        print(f"    launch path          {build['launch_path']}")
     try:
         devices = all_vulkan_devices()
         loader = ".".join(map(str, instance_version()))
     except exception as e:
+        if as_json:
+            print(json.dumps({**build, "errors": [str(e)]}, indent=2))
         print(f"vksycl: {e}", file=sys.stderr)
         return 1
     problems: list[str] = []
@@ -112,6 +134,7 @@ def _info(as_json: bool) -> int:
     facts = [_facts(d, hidden) for d in devices]
     if as_json:
         print(json.dumps({
+            **build,
             "vulkan_loader": loader,
             SELECTOR_ENV: os.environ.get(SELECTOR_ENV),
             HIDE_ASPECTS_ENV: os.environ.get(HIDE_ASPECTS_ENV),

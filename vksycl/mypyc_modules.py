@@ -11,6 +11,10 @@ and records each source's hash there. Importing vksycl puts a finder for them fi
 directly in C, so an edited source takes the whole group back to the interpreted modules
 (until the next build) rather than mixing an old compiled module with a new one.
 `VKSYCL_MYPYC=0` keeps the interpreted modules; `loaded()` says which ran.
+
+An installed wheel carries the compiled modules beside their sources (CMakeLists.txt builds
+them, as mypy and black ship theirs), so Python's own import finds them first and nothing
+is built or checked at import; there `VKSYCL_MYPYC=0` puts a finder of the sources first.
 """
 
 from __future__ import annotations
@@ -40,7 +44,9 @@ MODULES = (
     "vksycl.kernels.bundle_members",
     "vksycl.kernels.bundle",
 )
-GROUP = "vksycl_mypyc"  # the shared library of the group's code
+# the shared library of the group's code, vksycl_mypyc__mypyc, lies above the package tree
+# (as mypy's and black's do): mypyc derives the compiled modules' __file__ from that
+GROUP = "vksycl_mypyc"
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build" / "mypyc" / sys.implementation.cache_tag
 MANIFEST = "manifest.json"
@@ -79,10 +85,33 @@ def usable(manifest: dict[str, Any], build: Path = BUILD) -> dict[str, Path] | N
     return paths if paths and all(p.exists() for p in paths.values()) else None
 
 
+class _SourceFinder:
+    """Finds the interpreted form of the group's modules where the compiled one lies
+    beside it (an installed wheel)."""
+
+    def find_spec(self, name: str, path: Any = None, target: ModuleType | None = None
+                  ) -> importlib.machinery.ModuleSpec | None:
+        if name not in MODULES:
+            return None
+        return importlib.util.spec_from_file_location(
+            name, ROOT / (name.replace(".", "/") + ".py"))
+
+
+def installed_compiled() -> bool:
+    """Whether this is an installed wheel, its compiled modules beside their sources."""
+    return (ROOT / (GROUP + "__mypyc" + importlib.machinery.EXTENSION_SUFFIXES[0])).exists()
+
+
 def install() -> None:
     """Makes the compiled modules the ones imported, if built from the present sources."""
     global _finder
-    if _finder is not None or os.environ.get("VKSYCL_MYPYC", "1") == "0":
+    if _finder is not None:
+        return
+    if installed_compiled():
+        if os.environ.get("VKSYCL_MYPYC", "1") == "0":
+            sys.meta_path.insert(0, _SourceFinder())
+        return
+    if os.environ.get("VKSYCL_MYPYC", "1") == "0":
         return
     try:
         paths = usable(json.loads((BUILD / MANIFEST).read_text()))

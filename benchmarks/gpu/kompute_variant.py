@@ -1,37 +1,45 @@
-"""Kompute variants for probes: the patched sdist in `.gpu/` with a probe's edits to one
-of its source files, installed into a folder of its own, and probe scripts run with that
-folder first on the path."""
+"""Kompute variants for probes: the patched Kompute sources (the sdist in `.gpu/` with
+third_party/kompute's patches) with a probe's edits to one of its source files, built as
+the Kompute module of a copy of vksycl in a folder of its own, and probe scripts run with
+that folder first on the path."""
 
 from __future__ import annotations
 
 import contextlib
 import glob
 import os
+import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 from collections.abc import Iterator
 
 
 def build(source: str, edits: list[tuple[str, str]]) -> str:
-    """The folder a variant is installed in: `source` (a path inside the sdist) with each
-    (old, new) of `edits` made, every old text found exactly once."""
+    """The folder a variant is installed in: `source` (a path inside the sources) with each
+    (old, new) of `edits` made, every old text found exactly once. The folder holds copies
+    of vksycl (with the variant's `_kp`), spirv_gen and the mypyc build of the launch path,
+    which the copies' sources still match."""
     work, target = tempfile.mkdtemp(), tempfile.mkdtemp()
+    src = os.path.join(work, "kompute")
     (sdist,) = glob.glob(".gpu/kp-*.tar.gz")
-    with tarfile.open(sdist) as tar:
-        tar.extractall(work)
-    path = os.path.join(work, "kp-0.9.0", source)
+    subprocess.run(["bash", "third_party/kompute/sources.sh", sys.executable, src],
+                   env={**os.environ, "VKSYCL_KP_SDIST": os.path.abspath(sdist)}, check=True)
+    path = os.path.join(src, source)
     with open(path) as f:
-        src = f.read()
+        text = f.read()
     for old, new in edits:
-        assert src.count(old) == 1, f"not found once in {source}: {old[:60]!r}"
-        src = src.replace(old, new)
+        assert text.count(old) == 1, f"not found once in {source}: {old[:60]!r}"
+        text = text.replace(old, new)
     with open(path, "w") as f:
-        f.write(src)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
-                    "--no-deps", "--target", target, os.path.join(work, "kp-0.9.0")],
-                   check=True)
+        f.write(text)
+    skip = shutil.ignore_patterns("__pycache__", "_kp.*")
+    for package in ("vksycl", "spirv_gen"):
+        shutil.copytree(package, os.path.join(target, package), ignore=skip)
+    if os.path.isdir(os.path.join("build", "mypyc")):
+        shutil.copytree(os.path.join("build", "mypyc"), os.path.join(target, "build", "mypyc"))
+    subprocess.run(["bash", "third_party/kompute/build.sh", sys.executable,
+                    os.path.join(target, "vksycl"), src], check=True, stdout=subprocess.DEVNULL)
     return target
 
 

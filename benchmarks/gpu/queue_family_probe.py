@@ -16,7 +16,7 @@ import sys
 _RUN = """
 import os, runpy, sys
 import vksycl  # first, as in a vksycl program (kp first crashed this probe in free() on NVIDIA)
-import kp
+from vksycl import _kp as kp
 family = int(os.environ["VKSYCL_PROBE_FAMILY"])
 manager = kp.Manager
 kp.Manager = lambda index=0, families=(), extensions=(): manager(index, [family], list(extensions))

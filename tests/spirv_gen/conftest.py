@@ -1,8 +1,9 @@
 import sys
 from pathlib import Path
 
-import kp
 import pytest
+
+from vksycl import _kp as kp
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

@@ -1,11 +1,11 @@
 """The builder's guarantees: deduplication, automatic capabilities and extensions, entry
 point interfaces, structured control flow, and errors that name what is wrong."""
 
-import kp
 import numpy as np
 import pytest
 
 from spirv_gen import BuildError, Id, ModuleBuilder, read, validate
+from vksycl import _kp as kp
 
 
 def compute(b: ModuleBuilder, fn) -> bytes:

@@ -2,11 +2,11 @@
 through kp and checked against numpy, before and after spirv-opt."""
 
 import kernels
-import kp
 import numpy as np
 import pytest
 
 from spirv_gen import optimize, validate
+from vksycl import _kp as kp
 
 VERSIONS = {"vulkan1.1": (1, 3), "vulkan1.2": (1, 5)}
 MODES = [None, "performance", "size"]

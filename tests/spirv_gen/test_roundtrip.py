@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import kernels
-import kp
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -17,6 +16,7 @@ from hypothesis import strategies as st
 from spirv_gen import Bits, DecodeError, ModuleBuilder, SpirvError, read, validate
 from spirv_gen.binary import entry_points, rename_entry_point
 from spirv_gen.words import bytes_to_words, read_string
+from vksycl import _kp as kp
 
 GLSLANG = Path(sys.executable).parent / "glslangValidator"
 

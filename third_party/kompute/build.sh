@@ -1,33 +1,38 @@
 #!/usr/bin/env bash
-# Builds the kp wheel from the kp==0.9.0 sdist with the patches beside this script,
-# against the system's Vulkan headers and fmt and the environment's pybind11 (so numpy 2
-# works), and caches it: a second run with the same patches reuses the wheel.
-#   third_party/kompute/build.sh PYTHON OUT_DIR [--sdist-only]
+# Builds vksycl's private Kompute module, `_kp<EXT_SUFFIX>`, into OUT_DIR for a source
+# checkout (ci/setup.sh puts it in vksycl/), the way the wheel builds it: CMakeLists.txt,
+# without the mypyc modules. From the kp==0.9.0 sdist with the patches beside this script
+# (sources.sh), against the system's Vulkan headers and fmt (headers only) and PYTHON's
+# pybind11, and cached: a second run with the same patches and build files copies the
+# module from ~/.cache/vksycl/kp. SOURCES builds other (patched) Kompute sources, uncached.
+#   third_party/kompute/build.sh PYTHON OUT_DIR [SOURCES]
 set -euo pipefail
-python=$1 out=$2 mode=${3:-}
+out=$2 sources=${3:-}
+# absolute, for CMake, but not resolved: a virtual environment's python is a link
+case $1 in */*) python=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") ;; *) python=$(command -v "$1") ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
-key=$(cat "$here"/patches/*.patch "$0" | sha256sum | cut -c1-12)
+root=$(cd "$here/../.." && pwd)
+suffix=$("$python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+key=$(cat "$here"/patches/*.patch "$here"/sources.sh "$here"/module_name.c \
+          "$root"/CMakeLists.txt "$0" | sha256sum | cut -c1-12)
+cached=${XDG_CACHE_HOME:-$HOME/.cache}/vksycl/kp/$key/_kp$suffix
 mkdir -p "$out"
-wheel=$(ls "$out"/kp-0.9.0+vksycl."$key"-*.whl 2>/dev/null | head -n1 || true)
-if [ -z "$mode" ] && [ -n "$wheel" ]; then echo "$wheel"; exit 0; fi
+# replaced whole, never rewritten in place: a running process may have the old one mapped
+place() { cmp -s "$1" "$out/_kp$suffix" || { cp "$1" "$out/.kp.tmp" && mv "$out/.kp.tmp" "$out/_kp$suffix"; }; }
+if [ -z "$sources" ] && [ -f "$cached" ]; then
+  place "$cached"; echo "$out/_kp$suffix"; exit 0
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$python" -m pip download -q --no-deps --no-binary=:all: -d "$work" kp==0.9.0 >&2
-tar -xzf "$work"/kp-0.9.0.tar.gz -C "$work"
-src="$work/kp-0.9.0"
-for p in "$here"/patches/*.patch; do patch -s -p1 -d "$src" < "$p"; done
-# A local version label keeps the patched build apart from the registry's kp.
-sed -i "s/version='0.9.0'/version='0.9.0+vksycl.$key'/" "$src/setup.py"
-if [ "$mode" = "--sdist-only" ]; then
-  tar -czf "$out/kp-0.9.0+vksycl.$key.tar.gz" -C "$work" kp-0.9.0
-  echo "$out/kp-0.9.0+vksycl.$key.tar.gz"; exit 0
+args=(-DCMAKE_BUILD_TYPE=Release -DVKSYCL_MYPYC=OFF -DPython_EXECUTABLE="$python")
+[ -n "$sources" ] && args+=(-DVKSYCL_KOMPUTE_SOURCE="$sources")
+cmake -S "$root" -B "$work/build" "${args[@]}" >&2
+cmake --build "$work/build" --target kp --parallel "${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" >&2
+built=$(find "$work/build" -name "_kp$suffix" | head -n1)
+if [ -z "$sources" ]; then
+  mkdir -p "$(dirname "$cached")"
+  cp "$built" "$cached.tmp" && mv "$cached.tmp" "$cached"
 fi
-export KOMPUTE_OPT_INSTALL=OFF KOMPUTE_OPT_USE_BUILT_IN_VULKAN_HEADER=OFF \
-       KOMPUTE_OPT_USE_BUILT_IN_FMT=OFF KOMPUTE_OPT_USE_BUILT_IN_PYBIND11=OFF \
-       KOMPUTE_OPT_DISABLE_VULKAN_VERSION_CHECK=ON
-export CMAKE_PREFIX_PATH="$("$python" -c 'import pybind11; print(pybind11.get_cmake_dir())')${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
-"$python" -m pip wheel -q --no-build-isolation --no-deps -w "$work/dist" "$src" >&2
-cp "$work"/dist/kp-*.whl "$out/"
-ls "$out"/kp-0.9.0+vksycl."$key"-*.whl | head -n1
+place "$built"
+echo "$out/_kp$suffix"

@@ -15,6 +15,8 @@ from .devices import (
     COOPERATIVE_MATRIX2_EXTENSION,
     COOPERATIVE_MATRIX_EXTENSION,
     EXTERNAL_MEMORY_FD_EXTENSION,
+    REQUIRED_FEATURES,
+    missing_features,
 )
 from .engine import Engine
 from .platform import device
@@ -49,10 +51,11 @@ def scheduler_for(device: Any) -> Scheduler:
         sched = _schedulers.get(device)
         if sched is None:
             vk = device.vulkan
-            if not vk.features.get("bufferDeviceAddress"):
-                raise exception(errc.feature_not_supported, f"{vk.name} lacks the Vulkan "
-                                "feature bufferDeviceAddress, which vksycl's USM pointers "
-                                "(device addresses) need")
+            missing = missing_features(vk)
+            if missing:
+                raise exception(errc.feature_not_supported, "; ".join(
+                    f"{vk.name} lacks the Vulkan feature {f}, which vksycl needs "
+                    f"({REQUIRED_FEATURES[f]})" for f in missing))
             spin = _SPIN_WAIT_CPU_S if vk.device_type == "cpu" else _SPIN_WAIT_S
             engine = Engine(vk.index, vk.compute_queue_family, vk.timestamp_period, spin,
                             config.batch_window_s(), optional_extensions(vk), vk.native)

@@ -26,6 +26,25 @@ from . import validation
 # Chaining the promoted structs only below that version keeps every query valid on
 # Vulkan 1.1 devices without duplicating what 1.2/1.3 devices report in the aggregates.
 _V11, _V12, _V13 = (1, 1), (1, 2), (1, 3)
+
+# what vksycl needs of a device, and why
+REQUIRED_FEATURES = {
+    "bufferDeviceAddress": "USM pointers are device addresses",
+    "timelineSemaphore": "events are timeline semaphore points",
+    "shaderInt64": "kernels compute with 64-bit device addresses",
+}
+# what a machine without a Vulkan loader or driver should install (the package names are
+# Debian's and Ubuntu's; other systems' are alike)
+INSTALL_LOADER = ("install the Vulkan loader, libvulkan.so.1: the package libvulkan1 "
+                  "(Fedora: vulkan-loader)")
+INSTALL_DRIVER = ("install a Vulkan driver: mesa-vulkan-drivers for a CPU device (lavapipe) "
+                  "or AMD and Intel GPUs, or your GPU's own (NVIDIA's driver carries one); "
+                  "VK_LOADER_DEBUG=error,warn shows what the loader found")
+
+
+def missing_features(vk: VulkanDeviceInfo) -> list[str]:
+    """The features of `REQUIRED_FEATURES` the device lacks."""
+    return [f for f in REQUIRED_FEATURES if not vk.features.get(f)]
 COOPERATIVE_MATRIX_EXTENSION = "VK_KHR_cooperative_matrix"
 # work-group-scope cooperative matrices of flexible sizes (NVIDIA), enabled where offered
 COOPERATIVE_MATRIX2_EXTENSION = "VK_NV_cooperative_matrix2"
@@ -256,7 +275,8 @@ def _query() -> tuple[tuple[VulkanDeviceInfo, ...], tuple[int, int, int]]:
     try:
         import vulkan as vk
     except (OSError, ImportError) as e:  # the cffi package dlopens the loader on import
-        raise exception(errc.runtime, f"no Vulkan loader could be loaded: {e}") from e
+        raise exception(errc.runtime, f"no Vulkan loader could be loaded ({e}): "
+                                      f"{INSTALL_LOADER}") from e
     version = _decode_version(vk.vkEnumerateInstanceVersion())
     if version[:2] < _V11:
         raise exception(errc.runtime, f"the Vulkan loader is {_str(version)}; vksycl needs 1.1")
@@ -277,9 +297,8 @@ def _query() -> tuple[tuple[VulkanDeviceInfo, ...], tuple[int, int, int]]:
     try:
         instance = vk.vkCreateInstance(create, None)
     except vk.VkError as e:
-        raise exception(errc.runtime, f"no Vulkan instance ({type(e).__name__}): is a "
-                                      "Vulkan driver installed? VK_LOADER_DEBUG=error,warn "
-                                      "shows why the loader found none") from e
+        raise exception(errc.runtime, f"no Vulkan instance ({type(e).__name__}), so no "
+                                      f"Vulkan driver was found: {INSTALL_DRIVER}") from e
     reporter = None
     if messenger is not None:
         reporter = vk.vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT")(

@@ -1,4 +1,4 @@
-"""The Kompute engine: the one module that imports `kp`.
+"""The Kompute engine: the one module that imports Kompute (`vksycl._kp`, as `kp`).
 
 Everything the runtime asks of Vulkan goes through an `Engine` (one per physical device):
 buffers, cached pipelines, dispatch ops, and submissions drawn from a pool of reusable
@@ -32,14 +32,41 @@ from .views import viewed
 
 _log = logging.getLogger("vksycl.engine")
 
+
+@mypyc_attr(native_class=False)
+class _NoKompute:
+    """Stands for the Kompute module where it cannot load: it links the Vulkan loader, and
+    `import vksycl` must work on a machine without one. Any use raises the reason."""
+
+    def __init__(self, reason: str) -> None:
+        self._reason = reason
+
+    def __getattr__(self, name: str) -> Any:
+        raise exception(errc.runtime, f"vksycl's Kompute module could not load "
+                                      f"({self._reason}): install the Vulkan loader, "
+                                      "libvulkan.so.1 (Debian/Ubuntu package libvulkan1)")
+
+
 # kp installs a root logging handler on import; keep its chatter out of users' logs.
-import kp  # noqa: E402
+try:
+    from .. import _kp as kp  # type: ignore[attr-defined]  # patched Kompute, private
+except ImportError as missing:
+    kp = _NoKompute(str(missing))  # type: ignore[assignment]
 
 logging.getLogger("kp").setLevel(logging.ERROR)
-# VKSYCL_VALIDATE: every manager made from here on runs the Khronos validation layer,
-# its messages echoed to stderr and kept (Kompute patch 0018; runtime/validation.py)
-kp.Manager.enable_validation(validation.requested(), True)
-validation.add_source(kp.Manager.take_validation_messages)
+if not isinstance(kp, _NoKompute):
+    # VKSYCL_VALIDATE: every manager made from here on runs the Khronos validation layer,
+    # its messages echoed to stderr and kept (Kompute patch 0018; runtime/validation.py)
+    kp.Manager.enable_validation(validation.requested(), True)
+    validation.add_source(kp.Manager.take_validation_messages)
+
+
+def kompute_module() -> str:
+    """Where the Kompute module was loaded from, or why it could not load."""
+    if isinstance(kp, _NoKompute):
+        return f"not loadable ({kp._reason})"
+    return str(kp.__file__)
+
 
 _WORD: Final = 4
 _MAX_IN_FLIGHT: Final = 64

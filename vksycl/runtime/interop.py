@@ -23,19 +23,19 @@ from typing import Any, NamedTuple
 from ..exceptions import errc, exception
 from . import external_memory
 from .context import context, scheduler_for
-from .devices import NativeHandles, VulkanDeviceInfo, as_handle, describe_native
+from .devices import (
+    REQUIRED_FEATURES,
+    NativeHandles,
+    VulkanDeviceInfo,
+    as_handle,
+    describe_native,
+)
 from .event import event
 from .native_usm import ImportedAllocation, abandon, native_memory
 from .platform import adopt, adopted, backend, device, forget, platform
 from .queue import queue
 from .usm import ptr
 
-# what vksycl needs of an application's device, and why
-REQUIRED_FEATURES = {
-    "bufferDeviceAddress": "USM pointers are device addresses",
-    "timelineSemaphore": "events are timeline semaphore points",
-    "shaderInt64": "kernels compute with 64-bit device addresses",
-}
 _MIN_API = (1, 2)
 _serials = itertools.count(1)
 

@@ -37,7 +37,14 @@ from typing import Any
 from .. import config, info
 from ..exceptions import errc, exception, invalid
 from .aspects import aspect, hidden_aspects, matrix_combinations, vulkan_aspects
-from .devices import VulkanDeviceInfo, instance_version, vulkan_devices
+from .devices import (
+    INSTALL_DRIVER,
+    REQUIRED_FEATURES,
+    VulkanDeviceInfo,
+    instance_version,
+    missing_features,
+    vulkan_devices,
+)
 from .selectors import REJECT, default_selector_v
 
 SELECTOR_ENV = "VKSYCL_DEVICE_SELECTOR"
@@ -233,9 +240,15 @@ def _all_devices() -> tuple[device, ...]:
 
 
 def _visible_devices() -> list[device]:
-    devices = _all_devices()
+    found = _all_devices()
+    if not found:
+        raise exception(errc.runtime, f"no Vulkan devices found: {INSTALL_DRIVER}")
+    # a device without what vksycl needs is none of its devices
+    devices = tuple(d for d in found if not missing_features(d.vulkan))
     if not devices:
-        raise exception(errc.runtime, "no Vulkan devices found: is a Vulkan driver installed?")
+        raise exception(errc.runtime, "no Vulkan device has what vksycl needs: " + "; ".join(
+            f"{d.vulkan.name} lacks {', '.join(missing_features(d.vulkan))}" for d in found) +
+            f" (vksycl needs {', '.join(REQUIRED_FEATURES)}; a newer driver may offer them)")
     raw = os.environ.get(SELECTOR_ENV, "").strip()
     terms = [t.strip().lower() for t in raw.split(",") if t.strip()]
     per_rank = "local_rank" in terms
