@@ -41,7 +41,9 @@ def _source_tree_module() -> ModuleType:
 
 
 mm = _source_tree_module()
-MYPY_ARGS = ["--ignore-missing-imports", "--follow-imports=silent"]
+# no incremental cache: one from an earlier layout (Kompute as the top-level `kp`) made
+# mypyc compile `from .. import _kp as kp` into an import of `kp`
+MYPY_ARGS = ["--ignore-missing-imports", "--follow-imports=silent", "--cache-dir=/dev/null"]
 
 
 @contextlib.contextmanager
