@@ -131,6 +131,8 @@ class Lowered:
     specialized: list[tuple] = field(default_factory=list)
     coarsen: int = 1
     device_globals: dict[tuple, Any] = field(default_factory=dict)
+    # what its prints and assertions write, by record id (`printing`)
+    debug_records: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 def push_storage(t: Scalar) -> Scalar:
@@ -155,6 +157,7 @@ class KernelModule(DeviceCalls):
         self.groups = Groups(self)
         self.args: list[ArgSlot] = []
         self.device_globals: dict[tuple, device_global] = {}  # by argument path
+        self.debug_records: dict[int, dict[str, Any]] = {}
         self.push_types: list[Scalar] = []
         self.captures: dict[tuple, Any] = {}
         self.functions: dict[tuple, ir.Function] = {}
@@ -240,7 +243,8 @@ class KernelModule(DeviceCalls):
             fn.body.insert(0, ir.If(self.queries.guard(), [ir.Return(None)], []))
         return Lowered(fn, [], self.args, self.push_types, list(self.shared.values()),
                        self.aspects, self.uses_subgroups,
-                       [p for p in self.specialized], coarsen, self.device_globals)
+                       [p for p in self.specialized], coarsen, self.device_globals,
+                       self.debug_records)
 
     def coarsened(self, fn: ir.Function, src: Any, bound: list) -> ir.Function:
         """The kernel running its straight-line body for COARSEN ids per work-item:
@@ -327,6 +331,23 @@ class KernelModule(DeviceCalls):
             elem = element_type(decl.dtype)
             hit = self.captures[key] = GlobalV(PtrV(self.global_root(elem), pf), decl)
         return hit
+
+    def debug_buffer(self) -> ir.Value:
+        """The device address of the debug buffer prints and assertions write to: a
+        hidden argument of the kernels that have them alone."""
+        key = ("debug",)
+        v = self.captures.get(key)
+        if v is None:
+            pf = self.push_field(U64)
+            self.args.append(ArgSlot(key, "debug", np.dtype(np.uint32), pf.index))
+            v = self.captures[key] = pf
+        return v
+
+    def debug_item_ids(self) -> list[ir.Value]:
+        """The work-item's global id (int32 per dimension; none in a single_task)."""
+        if self.kind == "single_task":
+            return []
+        return [self.queries.global_id(d) for d in range(self.dims)]
 
     def launch_value(self, what: str, d: int) -> ir.Value:
         key = ("launch", what, d)

@@ -23,15 +23,19 @@ import numpy as np
 
 from ..compiler.captures import ROOT_LENGTH, path_getter, path_name
 from ..compiler.kernel import CompiledKernel
+from ..compiler.printing import BufferFormat
 from ..compiler.type_registry import element_type
 from ..compiler.typesys import layout
 from ..exceptions import errc, exception
-from ..runtime import device_globals
+from ..runtime import device_globals, device_output
 from ..runtime.context import scheduler_for
 from ..runtime.usm import Allocation, alloc, other_device
 from .cache_keys import signature, value_key
 
 _FORMAT = {"i": "i", "u": "I", "f": "f", "b": "I"}
+# arguments a launch fills from its device and launch shape, not from the kernel's values
+_HIDDEN_KINDS = ("launch", "device_global", "debug")
+ADDRESS_KINDS = ("ptr", "device_global", "accessor", "debug")
 _FORMAT64 = {"i": "q", "u": "Q", "f": "d"}
 # the push constants of a kernel reading its arguments from an argument block
 ADDRESS = struct.Struct("<Q")
@@ -41,6 +45,9 @@ ADDRESS = struct.Struct("<Q")
 # launch path (`mypyc_modules`), which would otherwise unpack each slot it reads and box
 # a new one for each comparison of identity
 Slot = tuple
+
+
+device_output.use_format(BufferFormat)
 
 
 def _fmt(dtype: np.dtype) -> str:
@@ -53,7 +60,7 @@ class Prepared:
     """A compiled kernel plus everything needed to launch it quickly."""
 
     __slots__ = ("accessors", "attr_getters", "attr_sigs", "cell_slots", "checked", "ck",
-                 "global_slots", "globals", "groups", "key", "last_launch", "last_spec",
+                 "debug", "global_slots", "globals", "groups", "key", "last_launch", "last_spec",
                  "launch_slots", "n", "packer", "param_slots", "ptrs", "scalar_paths",
                  "scalars", "spec_getters", "variants")
 
@@ -73,8 +80,7 @@ class Prepared:
             if a.push_offset > at:
                 fmt += f"{a.push_offset - at}x"
                 at = a.push_offset
-            dt = np.dtype(np.uint64) if a.kind in ("ptr", "device_global", "accessor") else \
-                np.dtype(a.dtype)
+            dt = np.dtype(np.uint64) if a.kind in ADDRESS_KINDS else np.dtype(a.dtype)
             fmt += _fmt(dt)
             at += dt.itemsize
         if ck.args_size > at:
@@ -93,12 +99,16 @@ class Prepared:
         # attributes of captured objects are read at each launch; if one changes type,
         # the kernel is compiled again for the new types
         self.attr_getters = [path_getter(path, pyfn) for path in dict.fromkeys(
-            a.path for a in ck.args if a.kind not in ("launch", "device_global") and
+            a.path for a in ck.args if a.kind not in _HIDDEN_KINDS and
             _indirect_path(a.path, pyfn.__module__))]
         self.attr_sigs = tuple(signature(get(pyfn, ())) for get in self.attr_getters)
         # (push position, metadata entry) per device_global: addresses from the database
         by_offset = {a.push_offset: order[id(a)] for a in slots}
         self.globals = [(by_offset[e["argument_offset"]], e) for e in ck.device_globals]
+        # the push position of the debug buffer's address, for kernels that print or assert
+        self.debug = next((order[id(a)] for a in slots if a.kind == "debug"), -1)
+        if ck.debug_records:
+            device_output.register(ck.debug_records)
         # (getter, path, address position or -1, [(position, piece, dimension)]) per
         # accessor: its address where the code dereferences it, the pieces the code reads
         addresses = {a.path: order[id(a)] for a in ck.args if a.kind == "accessor"}
@@ -114,7 +124,7 @@ class Prepared:
             if a.kind == "ptr":
                 self.ptrs.append((path_getter(a.path, pyfn), pos,
                                   layout(element_type(a.dtype))[1], a.dtype, a.path))
-            elif a.kind in ("device_global", "accessor", "accessor_piece"):
+            elif a.kind in ("device_global", "accessor", "accessor_piece", "debug"):
                 continue
             elif a.kind == "scalar":
                 self.scalars.append((path_getter(a.path, pyfn), pos, a.dtype.kind == "b"
@@ -134,6 +144,8 @@ class Prepared:
         values: list[Any] = [0] * self.n
         for pos, entry in self.globals:
             values[pos] = device_globals.address(device, entry, image)
+        if self.debug >= 0:
+            values[self.debug] = device_output.address(device)
         for get, pos, align, dtype, path in self.ptrs:
             p = get(pyfn, args)
             if p is not None:  # else the null pointer
@@ -227,7 +239,7 @@ def _direct_slots(ck: CompiledKernel, pyfn: Any
     freevars = pyfn.__code__.co_freevars
     found: dict[tuple, Slot | None] = {}
     for a in ck.args:
-        if a.push_offset < 0 or a.kind in ("launch", "device_global"):
+        if a.push_offset < 0 or a.kind in _HIDDEN_KINDS:
             continue
         path = a.path
         if path[0] == "cell":
