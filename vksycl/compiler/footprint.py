@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import ir
+from .checking import TABLE_ROOT
 from .printing import DEBUG_ROOT
 from .typesys import Struct, field_offsets, layout, mem_type
 
@@ -34,6 +35,9 @@ Form = dict[Mono, int]
 _EVERYTHING = (0, 1 << 64)
 _SEARCH_BUDGET = 4096
 _LINEAR_OPS = ("OpSConvert", "OpUConvert", "OpBitcast")
+# memory kernels reach that orders nothing between kernels: the debug buffer (prints
+# reserve room of their own), checked mode's table of allocations (read only)
+_UNORDERED = (DEBUG_ROOT, TABLE_ROOT)
 
 
 @dataclass
@@ -221,8 +225,8 @@ def summarize(fn: ir.Function, dims: int) -> tuple[list[Access], Forms]:
     for x in walk(fn):
         if isinstance(x, ir.Load | ir.Store | ir.Atomic | ir.MatrixLoad | ir.MatrixStore):
             place = x.place
-            if not isinstance(place.root, ir.GlobalRoot) or place.root is DEBUG_ROOT:
-                continue  # the debug buffer: prints and assertions order nothing
+            if not isinstance(place.root, ir.GlobalRoot) or place.root in _UNORDERED:
+                continue
             form = _add(forms.of(place.index), _const(_member_offset(place.root.elem,
                                                                      place.members)))
             matrix = isinstance(x, ir.MatrixLoad | ir.MatrixStore)

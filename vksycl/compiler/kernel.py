@@ -24,7 +24,7 @@ import numpy as np
 
 import spirv_gen
 
-from ..config import cache_dir
+from ..config import CHECKS, cache_dir
 from ..exceptions import errc, exception
 from ..types import dtype_key
 from . import disk_cache
@@ -243,6 +243,8 @@ def disk_key(pyfn: Any, spec: KernelSpec, extra: Any = ()) -> str:
     h.update(repr(extra).encode())
     if sys.flags.optimize:  # `python -O` compiles no assertions
         h.update(b"-O")
+    if CHECKS:  # checked mode's kernels are others
+        h.update(repr(sorted(CHECKS)).encode())
     h.update(_fingerprint(pyfn, set()).encode())
     h.update(repr(spec).encode())
     h.update(_TOOLS_VERSION.encode())

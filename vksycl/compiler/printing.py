@@ -32,8 +32,12 @@ from .typesys import BOOL, F32, U32, U64, Scalar, mem_type
 from .values import PyV
 
 # header words: the next free record word, lines lost, failed assertions, the first
-# failure's record id, the record words there are room for, the first failure's global id
-HEAD, LOST, FAILURES, FAILED_ID, CAPACITY, FAILED_ITEM, HEADER = 0, 1, 2, 3, 4, 5, 8
+# failure's record id, the record words there are room for, the first failure's global id;
+# then checked mode's (`checking`): violations, and the first one's kind, record id,
+# address (two words), size, global id and base address (two words)
+HEAD, LOST, FAILURES, FAILED_ID, CAPACITY, FAILED_ITEM = 0, 1, 2, 3, 4, 5
+VIOLATIONS, VIOLATION_KIND, VIOLATION_ID, VIOLATION_ADDRESS, VIOLATION_SIZE = 8, 9, 10, 11, 13
+VIOLATION_ITEM, VIOLATION_BASE, HEADER = 14, 17, 20
 # SPIR-V scope and semantics of the buffer's atomics: device scope, relaxed
 _DEVICE, _RELAXED = 1, 0
 _C_SPEC = re.compile(r"%([-+ #0]*)(\d+|\*)?(?:\.(\d+|\*))?(hh|h|ll|l|z|j|t|L)?([diouxXeEfFgGcs%])")
@@ -55,7 +59,7 @@ def _site(fl: Any, node: ast.AST) -> str:
     return f"{fl.src.filename}:{getattr(node, 'lineno', 0)}"
 
 
-def _record_id(record: dict[str, Any]) -> int:
+def record_id(record: dict[str, Any]) -> int:
     """A nonzero 32-bit id from the record's contents (0 marks no record)."""
     digest = hashlib.blake2b(repr(sorted(record.items())).encode(), digest_size=4).digest()
     return int.from_bytes(digest, "little") or 1
@@ -136,7 +140,7 @@ class Line:
         fl = self.fl
         record = {"kind": kind, "site": _site(fl, self.node), "pieces": self.pieces,
                   **(extra or {})}
-        rid = _record_id(record)
+        rid = record_id(record)
         fl.m.debug_records[rid] = record
         base = fl.m.debug_buffer()
         n = 1 + len(self.values)
@@ -320,7 +324,7 @@ def assertion(fl: Any, s: ast.Assert) -> None:
     record = {"kind": "assert", "site": _site(fl, s), "pieces": [], "message": message,
               "test": ast.unparse(s.test), "kernel": fl.m.spec.name,
               "dims": 0 if fl.m.kind == "single_task" else fl.m.dims}
-    rid = _record_id(record)
+    rid = record_id(record)
     fl.m.debug_records[rid] = record
     base = fl.m.debug_buffer()
     first = ir.Atomic("OpAtomicIAdd", _word(base, FAILURES), [ir.Const(U32, 1)], U32,
@@ -398,9 +402,34 @@ class BufferFormat:
         return min(int(words[HEAD]), int(words[CAPACITY]))
 
     @staticmethod
-    def counts(words: np.ndarray) -> tuple[int, int]:
-        """(lines lost, work-items whose assertion failed) since the last reset."""
-        return int(words[LOST]), int(words[FAILURES])
+    def counts(words: np.ndarray) -> tuple[int, int, int]:
+        """(lines lost, work-items whose assertion failed, accesses checked mode
+        stopped) since the last reset."""
+        return int(words[LOST]), int(words[FAILURES]), int(words[VIOLATIONS])
+
+    @staticmethod
+    def violation(words: np.ndarray, records: dict[int, dict[str, Any]], count: int
+                  ) -> tuple[str, int, int, int, int]:
+        """The first access checked mode stopped: (what and where, its kind, address,
+        size, base: the pointer it was computed from, or the local array's size)."""
+        kind = int(words[VIOLATION_KIND])
+        record = records.get(int(words[VIOLATION_ID]))
+        address = int(words[VIOLATION_ADDRESS: VIOLATION_ADDRESS + 2].view(np.uint64)[0])
+        base = int(words[VIOLATION_BASE: VIOLATION_BASE + 2].view(np.uint64)[0])
+        size = int(words[VIOLATION_SIZE])
+        if record is None:
+            return f"a checked access failed ({count})", kind, address, size, base
+        dims = record["dims"]
+        ids = tuple(int(x) for x in words[VIOLATION_ITEM: VIOLATION_ITEM + dims].view(
+            np.int32))
+        where = "the single_task" if not dims else \
+            f"work-item {ids if dims > 1 else ids[0]}"
+        what = {0: f"out-of-bounds {record['access']}",
+                1: f"out-of-bounds {record['access']} of work-group memory",
+                2: "NaN or Inf stored"}.get(kind, "checked access failed")
+        return (f"{record['site']}: {what} in kernel {record['kernel']} ({where}; "
+                f"{count} access{'es' if count > 1 else ''} stopped)"), kind, address, \
+            size, base
 
     @staticmethod
     def failure(words: np.ndarray, records: dict[int, dict[str, Any]], count: int) -> str:
@@ -417,8 +446,16 @@ class BufferFormat:
                 f"({where}; {count} work-item{'s' if count > 1 else ''} failed)")
 
     @staticmethod
+    def where(kind: int, address: int, size: int, base: int) -> str:
+        """What a violation other than a global access out of bounds touched."""
+        if kind == 1:
+            return (f"{size}-byte access at byte {address} of work-group memory of "
+                    f"{base} bytes")
+        return f"{size}-byte store at {address:#x} of value bits {base:#x}"
+
+    @staticmethod
     def reset(words: np.ndarray) -> None:
-        words[HEAD] = words[LOST] = words[FAILURES] = 0
+        words[HEAD] = words[LOST] = words[FAILURES] = words[VIOLATIONS] = 0
 
 
 __all__ = [
@@ -430,10 +467,18 @@ __all__ = [
     "HEAD",
     "HEADER",
     "LOST",
+    "VIOLATIONS",
+    "VIOLATION_ADDRESS",
+    "VIOLATION_BASE",
+    "VIOLATION_ID",
+    "VIOLATION_ITEM",
+    "VIOLATION_KIND",
+    "VIOLATION_SIZE",
     "BufferFormat",
     "assertion",
     "format_value",
     "lower_printf",
     "print_call",
     "printf",
+    "record_id",
 ]

@@ -27,15 +27,15 @@ from ..compiler.printing import BufferFormat
 from ..compiler.type_registry import element_type
 from ..compiler.typesys import layout
 from ..exceptions import errc, exception
-from ..runtime import device_globals, device_output
+from ..runtime import bounds, device_globals, device_output
 from ..runtime.context import scheduler_for
 from ..runtime.usm import Allocation, alloc, other_device
 from .cache_keys import signature, value_key
 
 _FORMAT = {"i": "i", "u": "I", "f": "f", "b": "I"}
 # arguments a launch fills from its device and launch shape, not from the kernel's values
-_HIDDEN_KINDS = ("launch", "device_global", "debug")
-ADDRESS_KINDS = ("ptr", "device_global", "accessor", "debug")
+_HIDDEN_KINDS = ("launch", "device_global", "debug", "check_table")
+ADDRESS_KINDS = ("ptr", "device_global", "accessor", "debug", "check_table")
 _FORMAT64 = {"i": "q", "u": "Q", "f": "d"}
 # the push constants of a kernel reading its arguments from an argument block
 ADDRESS = struct.Struct("<Q")
@@ -60,9 +60,9 @@ class Prepared:
     """A compiled kernel plus everything needed to launch it quickly."""
 
     __slots__ = ("accessors", "attr_getters", "attr_sigs", "cell_slots", "checked", "ck",
-                 "debug", "global_slots", "globals", "groups", "key", "last_launch", "last_spec",
-                 "launch_slots", "n", "packer", "param_slots", "ptrs", "scalar_paths",
-                 "scalars", "spec_getters", "variants")
+                 "debug", "global_slots", "globals", "groups", "key", "last_launch",
+                 "last_spec", "launch_slots", "n", "packer", "param_slots", "ptrs",
+                 "scalar_paths", "scalars", "spec_getters", "table", "variants")
 
     def __init__(self, ck: CompiledKernel, pyfn: Any, key: Any) -> None:
         self.ck = ck
@@ -107,6 +107,8 @@ class Prepared:
         self.globals = [(by_offset[e["argument_offset"]], e) for e in ck.device_globals]
         # the push position of the debug buffer's address, for kernels that print or assert
         self.debug = next((order[id(a)] for a in slots if a.kind == "debug"), -1)
+        # and of checked mode's table of live allocations
+        self.table = next((order[id(a)] for a in slots if a.kind == "check_table"), -1)
         if ck.debug_records:
             device_output.register(ck.debug_records)
         # (getter, path, address position or -1, [(position, piece, dimension)]) per
@@ -124,7 +126,8 @@ class Prepared:
             if a.kind == "ptr":
                 self.ptrs.append((path_getter(a.path, pyfn), pos,
                                   layout(element_type(a.dtype))[1], a.dtype, a.path))
-            elif a.kind in ("device_global", "accessor", "accessor_piece", "debug"):
+            elif a.kind in ("device_global", "accessor", "accessor_piece", "debug",
+                            "check_table"):
                 continue
             elif a.kind == "scalar":
                 self.scalars.append((path_getter(a.path, pyfn), pos, a.dtype.kind == "b"
@@ -146,6 +149,8 @@ class Prepared:
             values[pos] = device_globals.address(device, entry, image)
         if self.debug >= 0:
             values[self.debug] = device_output.address(device)
+        if self.table >= 0:
+            values[self.table] = bounds.table_address(device)
         for get, pos, align, dtype, path in self.ptrs:
             p = get(pyfn, args)
             if p is not None:  # else the null pointer

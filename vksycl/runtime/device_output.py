@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import errc, exception
+from . import bounds
 from .context import scheduler_for
 from .usm import Allocation, alloc
 
@@ -64,14 +65,17 @@ class DeviceOutput:
 
     def __init__(self, device: Any, nbytes: int) -> None:
         allocator = scheduler_for(device).allocators[True]
-        self.allocation = Allocation(allocator, allocator.allocate(nbytes), 0, nbytes,
-                                     alloc.host, None, device)
+        with bounds.untracked():
+            self.allocation = Allocation(allocator, allocator.allocate(nbytes), 0, nbytes,
+                                         alloc.host, None, device)
         self.words = self.allocation.host_bytes()[: nbytes // 4 * 4].view(np.uint32)
         _format.start(self.words)
         self.address = self.allocation.address
         self.read = 0  # record words formatted
         self.lost = 0  # lost lines reported
         self.failed = 0  # failed work-items reported
+        self.stopped = 0  # accesses checked mode stopped, reported
+        self.device = device
         self.failure: exception | None = None  # for the next wait to raise
         self.lock = threading.Lock()
 
@@ -87,7 +91,7 @@ class DeviceOutput:
             if lines:
                 sys.stdout.write("".join(lines))
                 sys.stdout.flush()
-            lost, failed = fmt.counts(w)
+            lost, failed, stopped = fmt.counts(w)
             if lost > self.lost:
                 message = f"[vksycl] {lost - self.lost} lines lost: the print buffer is " \
                     f"full (VKSYCL_PRINT_BUFFER={4 * len(w)} bytes)"
@@ -98,9 +102,16 @@ class DeviceOutput:
                 if not self.failed and self.failure is None:
                     self.failure = exception(errc.runtime, fmt.failure(w, _records, failed))
                 self.failed = failed
+            if stopped > self.stopped:
+                if not self.stopped and self.failure is None:
+                    head, kind, address, size, base = fmt.violation(w, _records, stopped)
+                    where = bounds.describe(self.device, address, size, base) if kind == 0 \
+                        else fmt.where(kind, address, size, base)
+                    self.failure = exception(errc.runtime, f"{head}: {where}")
+                self.stopped = stopped
             if pos >= fmt.reserved(w) and engine.idle_besides(done):
                 fmt.reset(w)
-                self.read = self.lost = self.failed = 0
+                self.read = self.lost = self.failed = self.stopped = 0
 
     def raise_failure(self) -> None:
         """Raises, once, the assertion failure a drain found."""
