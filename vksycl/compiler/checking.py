@@ -240,7 +240,8 @@ def instrument(m: Any, kernel: ir.Function, sites: dict[int, int], nan: bool) ->
                 x[i] = visit(c)
             return x
         if not dataclasses.is_dataclass(x) or isinstance(
-                x, ir.Function | ir.Local | ir.Param | ir.Root | type):
+                x, ir.Function | ir.Local | ir.Param | ir.Root | type) or \
+                x.__dataclass_params__.frozen:  # literals and type operands
             return x
         for f in dataclasses.fields(x):
             if f.name not in ("ty", "fn", "local", "param"):

@@ -61,7 +61,8 @@ class Prepared:
 
     __slots__ = ("accessors", "attr_getters", "attr_sigs", "cell_slots", "checked", "ck",
                  "debug", "global_slots", "globals", "groups", "key", "last_launch",
-                 "last_spec", "launch_slots", "n", "packer", "param_slots", "ptrs",
+                 "last_spec", "launch_slots", "n", "packer", "packs_always", "param_slots",
+                 "ptrs",
                  "scalar_paths", "scalars", "spec_getters", "table", "variants")
 
     def __init__(self, ck: CompiledKernel, pyfn: Any, key: Any) -> None:
@@ -109,6 +110,9 @@ class Prepared:
         self.debug = next((order[id(a)] for a in slots if a.kind == "debug"), -1)
         # and of checked mode's table of live allocations
         self.table = next((order[id(a)] for a in slots if a.kind == "check_table"), -1)
+        # whether every launch packs its arguments anew (`plans`): addresses looked up
+        # at each launch
+        self.packs_always = bool(self.globals) or self.table >= 0
         if ck.debug_records:
             device_output.register(ck.debug_records)
         # (getter, path, address position or -1, [(position, piece, dimension)]) per

@@ -106,6 +106,8 @@ def describe(device: Any, address: int, size: int, base: int) -> str:
         if at is not None:
             mine = f", not in {own!r} its pointer points into" if own is not None else ""
             return f"{what} lands in another allocation, {at!r}{mine}"
+        if own is not None:
+            return f"{what} is outside {own!r} its pointer points into: {_offset(own, address)}"
         for start, end, text in reversed(_freed.get(device, ())):
             if start <= address < max(end, start + 1):
                 return f"{what} is in freed memory (byte {address - start} of {text}, freed)"
@@ -114,11 +116,13 @@ def describe(device: Any, address: int, size: int, base: int) -> str:
             return f"{what} is in no allocation"
         near = min(spans, key=lambda a: min(abs(address - a.address),
                                             abs(address - a.address - a.nbytes)))
-        if address >= near.address + near.nbytes:
-            how = f"{address - near.address - near.nbytes} bytes past the end of"
-        else:
-            how = f"{near.address - address} bytes before"
-        return f"{what} is in no allocation: {how} the nearest, {near!r}"
+        return f"{what} is in no allocation: the nearest is {near!r}, {_offset(near, address)}"
+
+
+def _offset(a: Allocation, address: int) -> str:
+    if address >= a.address + a.nbytes:
+        return f"{address - a.address - a.nbytes} bytes past its end"
+    return f"{a.address - address} bytes before its start"
 
 
 if CHECKS:
