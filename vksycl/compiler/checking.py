@@ -2,11 +2,12 @@
 code makes through a USM pointer, an accessor or work-group memory is checked before it
 happens.
 
-A global access is checked against the table of live allocations the launch passes (a
-hidden argument: a count, then the sorted [start, end) of each allocation): the access
-must lie in the allocation that holds its pointer's base (the kernel argument it was
-computed from, so pointer arithmetic landing in another allocation is caught; for a
-pointer loaded from memory or kept in a variable, the address itself). A work-group
+A global access must lie in the allocation that holds its pointer's base. Where the
+address was computed from a kernel argument, the launch passes that allocation's
+[start, end) beside it (hidden arguments), so pointer arithmetic landing in another
+allocation is caught with two comparisons. Otherwise (a pointer loaded from memory or
+kept in a variable) the address itself is looked up in the table of live allocations
+the launch passes (a hidden argument: a count, then the sorted [start, end) of each). A work-group
 memory access is checked against the array's length. A failing access does nothing (a
 load gives zero), counts itself in the debug buffer and, the first time, records its
 site, work-item, address, size and base there (`printing` has the layout); the host
@@ -164,9 +165,18 @@ class Checker:
         if isinstance(place.root, ir.GlobalRoot):
             address = _add(place.index, _member_offset(place.root.elem, place.members))
             base = _base(place.index)
-            ok = ir.Call(self.check(), [address if base is None else base, address,
-                                        ir.Const(U32, size), ir.Const(U32, site)], BOOL)
-            return ok, []
+            if base is None:
+                ok = ir.Call(self.check(), [address, address, ir.Const(U32, size),
+                                            ir.Const(U32, site)], BOOL)
+                return ok, []
+            # a kernel argument's allocation comes with the launch: two comparisons
+            start, end = self.m.check_bounds(base)
+            ok = ir.Op("OpLogicalAnd", BOOL, [
+                ir.Op("OpULessThanEqual", BOOL, [start, address]),
+                ir.Op("OpULessThanEqual", BOOL, [_add(address, size), end])])
+            return ok, [ir.Eval(ir.Call(self.report(), [
+                ir.Const(U32, OUT_OF_BOUNDS), ir.Const(U32, site), address,
+                ir.Const(U32, size), base], VOID))]
         if isinstance(place.root, ir.SharedRoot):
             index = ir.Op("OpBitcast", U32, [place.index])
             ok = ir.Op("OpULessThan", BOOL, [index, ir.Const(U32, place.root.length)])

@@ -361,6 +361,21 @@ class KernelModule(DeviceCalls):
             v = self.captures[key] = pf
         return v
 
+    def check_bounds(self, base: ir.PushField) -> tuple[ir.Value, ir.Value]:
+        """The [start, end) of the allocation a pointer argument points into, which the
+        launch passes beside it in checked mode (hidden arguments)."""
+        key = ("check_bounds", base.index)
+        v = self.captures.get(key)
+        if v is None:
+            fields = []
+            for piece in ("start", "end"):
+                pf = self.push_field(U64)
+                self.args.append(ArgSlot(key, "check_bounds", np.dtype(np.uint64), pf.index,
+                                         piece=(piece, base.index)))
+                fields.append(pf)
+            v = self.captures[key] = tuple(fields)
+        return v
+
     def note_access(self, fl: FunctionLowering, place: ir.Place, node: ast.AST,
                     what: str) -> None:
         """In checked mode, where kernel code accesses `place`, for its check's report."""

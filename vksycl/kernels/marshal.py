@@ -34,7 +34,7 @@ from .cache_keys import signature, value_key
 
 _FORMAT = {"i": "i", "u": "I", "f": "f", "b": "I"}
 # arguments a launch fills from its device and launch shape, not from the kernel's values
-_HIDDEN_KINDS = ("launch", "device_global", "debug", "check_table")
+_HIDDEN_KINDS = ("launch", "device_global", "debug", "check_table", "check_bounds")
 ADDRESS_KINDS = ("ptr", "device_global", "accessor", "debug", "check_table")
 _FORMAT64 = {"i": "q", "u": "Q", "f": "d"}
 # the push constants of a kernel reading its arguments from an argument block
@@ -59,11 +59,33 @@ def _fmt(dtype: np.dtype) -> str:
 class Prepared:
     """A compiled kernel plus everything needed to launch it quickly."""
 
-    __slots__ = ("accessors", "attr_getters", "attr_sigs", "cell_slots", "checked", "ck",
-                 "debug", "global_slots", "globals", "groups", "key", "last_launch",
-                 "last_spec", "launch_slots", "n", "packer", "packs_always", "param_slots",
-                 "ptrs",
-                 "scalar_paths", "scalars", "spec_getters", "table", "variants")
+    __slots__ = (
+        "accessors",
+        "attr_getters",
+        "attr_sigs",
+        "cell_slots",
+        "checked",
+        "ck",
+        "debug",
+        "global_slots",
+        "globals",
+        "groups",
+        "key",
+        "last_launch",
+        "last_spec",
+        "launch_slots",
+        "n",
+        "packer",
+        "packs_always",
+        "param_slots",
+        "ptrs",
+        "scalar_paths",
+        "scalars",
+        "spans",
+        "spec_getters",
+        "table",
+        "variants",
+    )
 
     def __init__(self, ck: CompiledKernel, pyfn: Any, key: Any) -> None:
         self.ck = ck
@@ -110,9 +132,17 @@ class Prepared:
         self.debug = next((order[id(a)] for a in slots if a.kind == "debug"), -1)
         # and of checked mode's table of live allocations
         self.table = next((order[id(a)] for a in slots if a.kind == "check_table"), -1)
+        # (start position, end position, the pointer argument's position) of each
+        # allocation checked mode passes beside a pointer argument
+        at = {a.push_index: order[id(a)] for a in slots}
+        spans: dict[int, list[int]] = {}
+        for a in slots:
+            if a.kind == "check_bounds":
+                spans.setdefault(a.piece[1], []).append(order[id(a)])
+        self.spans = [(pos[0], pos[1], at[base]) for base, pos in spans.items()]
         # whether every launch packs its arguments anew (`plans`): addresses looked up
         # at each launch
-        self.packs_always = bool(self.globals) or self.table >= 0
+        self.packs_always = bool(self.globals) or self.table >= 0 or bool(self.spans)
         if ck.debug_records:
             device_output.register(ck.debug_records)
         # (getter, path, address position or -1, [(position, piece, dimension)]) per
@@ -131,7 +161,7 @@ class Prepared:
                 self.ptrs.append((path_getter(a.path, pyfn), pos,
                                   layout(element_type(a.dtype))[1], a.dtype, a.path))
             elif a.kind in ("device_global", "accessor", "accessor_piece", "debug",
-                            "check_table"):
+                            "check_table", "check_bounds"):
                 continue
             elif a.kind == "scalar":
                 self.scalars.append((path_getter(a.path, pyfn), pos, a.dtype.kind == "b"
@@ -172,6 +202,8 @@ class Prepared:
                 values[at] = acc._vksycl_launch_address(context, required)
             for pos, what, d in pieces:
                 values[pos] = acc._vksycl_launch_piece(what, d)
+        for start, end, base in self.spans:  # once the pointers are known
+            values[start], values[end] = bounds.span(device, values[base])
         if self.launch_slots:
             known = self.last_launch
             if known[0] is not launch:

@@ -13,6 +13,7 @@ frees).
 
 from __future__ import annotations
 
+import bisect
 import collections
 import contextlib
 import threading
@@ -32,6 +33,8 @@ _live: dict[Any, dict[int, Allocation]] = {}  # device -> {id: allocation}
 _freed: dict[Any, collections.deque[tuple[int, int, str]]] = {}  # (start, end, what)
 _version: dict[Any, int] = {}  # device -> changes to its allocations so far
 _tables: dict[Any, tuple[int, int]] = {}  # device -> (version, address) of its table
+# device -> (version, starts, spans): the live allocations sorted, for `span`
+_sorted: dict[Any, tuple[int, list[int], list[tuple[int, int]]]] = {}
 _kept: list[Allocation] = []  # every table made
 _making = False  # while memory kernel code never reaches is made
 
@@ -85,6 +88,22 @@ def table_address(device: Any) -> int:
         return table.address
 
 
+def span(device: Any, address: int) -> tuple[int, int]:
+    """The [start, end) of the live allocation a pointer argument points into (one past
+    its end included), or an empty span for none."""
+    with _lock:
+        version = _version.get(device, 0)
+        known = _sorted.get(device)
+        if known is None or known[0] != version:
+            spans = sorted((a.address, a.address + a.nbytes)
+                           for a in _live.get(device, {}).values())
+            known = _sorted[device] = (version, [s for s, _ in spans], spans)
+        k = bisect.bisect_right(known[1], address) - 1
+        if k >= 0 and address <= known[2][k][1]:
+            return known[2][k]
+        return 0, 0
+
+
 def _holding(device: Any, address: int) -> Allocation | None:
     for a in _live.get(device, {}).values():
         if a.address <= address < a.address + max(a.nbytes, 1):
@@ -128,4 +147,4 @@ def _offset(a: Allocation, address: int) -> str:
 if CHECKS:
     usm.watch = _watch
 
-__all__ = ["describe", "table_address", "untracked"]
+__all__ = ["describe", "span", "table_address", "untracked"]
