@@ -36,24 +36,24 @@ _tables: dict[Any, tuple[int, int]] = {}  # device -> (version, address) of its 
 # device -> (version, starts, spans): the live allocations sorted, for `span`
 _sorted: dict[Any, tuple[int, list[int], list[tuple[int, int]]]] = {}
 _kept: list[Allocation] = []  # every table made
-_making = False  # while memory kernel code never reaches is made
+_making = threading.local()  # `untracked` in this thread
 
 
 @contextlib.contextmanager
 def untracked() -> Iterator[None]:
-    """Allocations made meanwhile are none of kernel code's (tables, the debug buffer):
-    an access landing there is in no allocation."""
-    global _making
-    with _lock:
-        _making = True
-        try:
-            yield
-        finally:
-            _making = False
+    """Allocations this thread makes meanwhile are none of kernel code's (tables, the
+    debug buffer): an access landing there is in no allocation. No lock is held while
+    they are made: an allocation may wait for the device, and so for a drain of the
+    debug buffer that describes an address here."""
+    _making.on = True
+    try:
+        yield
+    finally:
+        _making.on = False
 
 
 def _watch(a: Allocation, live: bool) -> None:
-    if _making:
+    if getattr(_making, "on", False):
         return
     with _lock:
         device = a.device
@@ -75,17 +75,18 @@ def table_address(device: Any) -> int:
         if known is not None and known[0] == version:
             return known[1]
         spans = sorted((a.address, a.address + a.nbytes) for a in _live.get(device, {}).values())
-        words = np.zeros(1 + 2 * len(spans), np.uint64)
-        words[0] = len(spans)
-        words[1:] = np.asarray(spans, np.uint64).reshape(-1)
-        allocator = scheduler_for(device).allocators[True]
-        with untracked():
-            table = Allocation(allocator, allocator.allocate(words.nbytes), 0, words.nbytes,
-                               alloc.host, None, device)
-        table.host_bytes()[:] = words.view(np.uint8)
+    words = np.zeros(1 + 2 * len(spans), np.uint64)
+    words[0] = len(spans)
+    words[1:] = np.asarray(spans, np.uint64).reshape(-1)
+    allocator = scheduler_for(device).allocators[True]
+    with untracked():
+        table = Allocation(allocator, allocator.allocate(words.nbytes), 0, words.nbytes,
+                           alloc.host, None, device)
+    table.host_bytes()[:] = words.view(np.uint8)
+    with _lock:
         _kept.append(table)
         _tables[device] = (version, table.address)
-        return table.address
+    return table.address
 
 
 def span(device: Any, address: int) -> tuple[int, int]:
