@@ -65,7 +65,7 @@ def record_id(record: dict[str, Any]) -> int:
     return int.from_bytes(digest, "little") or 1
 
 
-def _words(fl: Any, v: ir.Value) -> tuple[list[ir.Value], str]:
+def _words(v: ir.Value) -> tuple[list[ir.Value], str]:
     """A scalar as the 32-bit words the record holds, and how the host reads them back."""
     t = v.ty
     assert isinstance(t, Scalar)
@@ -110,7 +110,7 @@ class Line:
         if isinstance(v, ir.Value) and isinstance(v.ty, Scalar):
             if conversion not in (-1, ord("s"), ord("r")):
                 raise fl.err(node, f"!{chr(conversion)} is not supported in device code")
-            words, dtype = _words(fl, v)
+            words, dtype = _words(v)
             self._check(_sample(dtype), spec, style)
             self.pieces.append([dtype, spec, style])
             self.values += words
@@ -135,11 +135,11 @@ class Line:
             raise self.fl.err(self.node, f"{what} does not format a {type(sample).__name__}: "
                               f"{ex}") from None
 
-    def emit(self, kind: str, extra: dict[str, Any] | None = None) -> int:
-        """Writes the record's code; returns its id."""
+    def emit(self) -> None:
+        """Writes the record's code: room reserved, then the values, then the id (a
+        drain while the kernel runs stops at a record whose id is not written yet)."""
         fl = self.fl
-        record = {"kind": kind, "site": _site(fl, self.node), "pieces": self.pieces,
-                  **(extra or {})}
+        record = {"kind": "print", "site": _site(fl, self.node), "pieces": self.pieces}
         rid = record_id(record)
         fl.m.debug_records[rid] = record
         base = fl.m.debug_buffer()
@@ -156,12 +156,12 @@ class Line:
         addr = fl.new_local("print.addr", U64)
         writes: list[ir.Stmt] = [ir.Assign(addr, ir.Op("OpIAdd", U64, [start, ir.Const(
             U64, 4 * HEADER)]))]
-        for k, w in enumerate([ir.Const(U32, rid), *self.values]):
+        for k, w in enumerate(self.values, 1):
             writes.append(ir.Store(_word(ir.Read(addr), k), w))
+        writes.append(ir.Store(_word(ir.Read(addr), 0), ir.Const(U32, rid)))
         lost = [ir.Eval(ir.Atomic("OpAtomicIAdd", _word(base, LOST), [ir.Const(U32, 1)], U32,
                                   _DEVICE, _RELAXED))]
         fl.emit(ir.If(fits, writes, lost))
-        return rid
 
 
 def _word(address: ir.Value, k: int) -> ir.Place:
@@ -222,7 +222,7 @@ def print_call(fl: Any, e: ast.Call) -> Any:
             else:
                 line.value(fl.expr(a), "", -1, "py")
     line.text(opts["end"])
-    line.emit("print")
+    line.emit()
     return PyV(None)
 
 
@@ -301,7 +301,7 @@ def lower_printf(fl: Any, e: ast.Call) -> Any:
     if values:
         raise fl.err(node, f"printf: {len(values)} values more than the format {fmt!r} "
                      "converts")
-    line.emit("print")
+    line.emit()
     return PyV(None)
 
 
