@@ -128,15 +128,17 @@ def describe(device: Any, address: int, size: int, base: int) -> str:
             return f"{what} lands in another allocation, {at!r}{mine}"
         if own is not None:
             return f"{what} is outside {own!r} its pointer points into: {_offset(own, address)}"
-        for start, end, text in reversed(_freed.get(device, ())):
-            if start <= address < max(end, start + 1):
-                return f"{what} is in freed memory (byte {address - start} of {text}, freed)"
+        freed = next((f"in freed memory (byte {address - start} of {text}, freed)"
+                      for start, end, text in reversed(_freed.get(device, ()))
+                      if start <= address < max(end, start + 1)), None)
         spans = list(_live.get(device, {}).values())
         if not spans:
-            return f"{what} is in no allocation"
+            return f"{what} is {freed or 'in no allocation'}"
         near = min(spans, key=lambda a: min(abs(address - a.address),
                                             abs(address - a.address - a.nbytes)))
-        return f"{what} is in no allocation: the nearest is {near!r}, {_offset(near, address)}"
+        # an address just past a live allocation may lie where freed memory was too
+        return f"{what} is {freed or 'in no allocation'}: the nearest live allocation " \
+            f"is {near!r}, {_offset(near, address)}"
 
 
 def _offset(a: Allocation, address: int) -> str:
