@@ -115,3 +115,35 @@ def test_correct_kernels_are_not_reported(results):
 
 def test_bounds_alone_leaves_nan_unchecked():
     assert run("bounds", "not_finite")["nan"] is None
+
+
+def test_checked_kernels_are_cached_apart_and_bad_settings_refused(tmp_path):
+    program = tmp_path / "oob.py"
+    program.write_text(
+        "import numpy as np\n"
+        "import vksycl as sycl\n"
+        "q = sycl.queue()\n"
+        "x = sycl.malloc_shared(8, np.int32, q)\n"
+        "def body(i):\n"
+        "    x[i[0] + 1] = 1\n"
+        "try:\n"
+        "    q.parallel_for(sycl.range(8), body).wait()\n"
+        "    print('silent')\n"
+        "except sycl.exception as e:\n"
+        "    print('reported', e)\n")
+    env = {**os.environ, "VKSYCL_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH"))
+                                         if p)}
+
+    def run_with(checks: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
+                              timeout=300, env={**env, "VKSYCL_CHECK": checks})
+
+    # unchecked first, into the same disk cache: the checked run compiles its own kernel
+    assert run_with("").stdout.strip() == "silent"
+    checked = run_with("bounds")
+    assert checked.stdout.startswith("reported"), checked.stderr
+    assert f"{program}:6:5: out-of-bounds store" in checked.stdout
+    refused = run_with("bounds,everything")
+    assert refused.returncode != 0
+    assert "VKSYCL_CHECK takes bounds, nan (comma-separated), got everything" in refused.stderr
