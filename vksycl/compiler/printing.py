@@ -9,10 +9,10 @@ command completes. A record's id is a hash of its contents, so it is the same in
 process and a kernel loaded from the disk cache prints as the one compiled.
 
 The buffer is 32-bit words: a header (`HEADER` words: the next free record word, lines
-lost, failed assertions, the first failure's record id and work-item), then records of
-one word for the id and one or two per value. A print reserves its words with one atomic
-add, so the lines of one work-item keep their order; a print finding no room counts a
-lost line instead.
+lost, failed assertions, the first failure's record id and work-item, and checked mode's
+first violation), then records of one word for the id and one or two per value. A print
+reserves its words with one atomic add, so the lines of one work-item keep their order; a
+print finding no room counts a lost line instead.
 """
 
 from __future__ import annotations

@@ -51,10 +51,11 @@ def register(records: dict[int, dict[str, Any]]) -> None:
 
 
 def buffer_bytes() -> int:
-    """The size of a device's debug buffer: `VKSYCL_PRINT_BUFFER` bytes, or 1 MiB."""
+    """The size of a device's debug buffer: `VKSYCL_PRINT_BUFFER` bytes (at least 256,
+    room for the header and a few lines), or 1 MiB."""
     text = os.environ.get("VKSYCL_PRINT_BUFFER", str(_DEFAULT_BYTES))
     try:
-        return max(int(text), 64)
+        return max(int(text), 256)
     except ValueError:
         raise exception(errc.invalid, "VKSYCL_PRINT_BUFFER is a number of bytes, got "
                         f"{text!r}") from None
