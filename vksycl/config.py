@@ -77,3 +77,23 @@ def local_rank() -> int:
                 raise exception(errc.invalid, f"{name}={raw!r} is not a local rank")
             return int(raw)
     return 0
+
+
+_CHECK_KINDS = ("bounds", "nan")
+
+
+def _checks() -> frozenset[str]:
+    raw = os.environ.get("VKSYCL_CHECK", "")
+    kinds = frozenset(k.strip() for k in raw.split(",") if k.strip())
+    unknown = sorted(kinds - set(_CHECK_KINDS))
+    if unknown:
+        raise exception(errc.invalid, f"VKSYCL_CHECK takes {', '.join(_CHECK_KINDS)} "
+                        f"(comma-separated), got {', '.join(unknown)}")
+    if "nan" in kinds and "bounds" not in kinds:
+        raise exception(errc.invalid, "VKSYCL_CHECK=nan goes with bounds: bounds,nan")
+    return kinds
+
+
+# what checked mode checks in every kernel (`VKSYCL_CHECK=bounds` or `bounds,nan`), read
+# once, when vksycl is imported: kernels compiled with checks are cached apart
+CHECKS = _checks()

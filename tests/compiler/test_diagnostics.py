@@ -115,7 +115,7 @@ def k_string(out):
 
 def k_print(out):
     def body(i):
-        print(i)  # E:print
+        print(out)  # E:print
         out[i] = 0
     return body
 
@@ -198,7 +198,7 @@ def k_while_else(out):
 
 def k_assert(out):
     def body(i):
-        assert i >= 0  # E:assert
+        assert i >= 0, out  # E:assert
         out[i] = 1
     return body
 
@@ -226,12 +226,12 @@ CASES = [
     (k_comprehension, "E:listcomp", "list comprehension"),
     (k_generator_call, "E:generator", "generator"), (k_recursion, "E:recursion", "recursion"),
     (k_mutual, "E:mutual", "recursion"), (k_string, "E:string", "strings"),
-    (k_print, "E:print", "print()"), (k_undefined, "E:undefined", "undefined_name"),
+    (k_print, "E:print", "cannot print a pointer"), (k_undefined, "E:undefined", "undefined_name"),
     (k_numpy_array, "E:ndarray", "numpy array"), (k_lambda, "E:lambda", "lambda"),
     (k_nested_def, "E:nested-def", "nested function"),
     (k_bad_float_bitop, "E:float-bitop", "integers"),
     (k_nd_query_in_range, "E:nd-only", "nd_range"), (k_global_stmt, "E:global", "global"),
-    (k_while_else, "E:while-else", "while ... else"), (k_assert, "E:assert", "assert"),
+    (k_while_else, "E:while-else", "while ... else"), (k_assert, "E:assert", "assertion's message"),
     (k_wrong_arity, "E:arity", "missing argument"),
     (k_return_value, "E:kernel-return", "cannot return a value"),
 ]

@@ -37,6 +37,7 @@ class Atomics:
             raise fl.err(node, f"atomic_ref on {t!r} is not supported (32/64-bit int "
                          "and float only)")
         place = ir.Place(p.root, p.offset, (), t)
+        self.m.note_access(fl, place, node, "atomic")
         return AtomicV(place, int(order), int(scope))
 
     def atomic(self, fl: Any, a: AtomicV, name: str, args: list[Any], kwargs: dict[str, Any],

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import ir
+from .checking import TABLE_ROOT
+from .printing import DEBUG_ROOT
 from .typesys import Struct, field_offsets, layout, mem_type
 
 Atom = tuple
@@ -33,6 +35,9 @@ Form = dict[Mono, int]
 _EVERYTHING = (0, 1 << 64)
 _SEARCH_BUDGET = 4096
 _LINEAR_OPS = ("OpSConvert", "OpUConvert", "OpBitcast")
+# memory kernels reach that orders nothing between kernels: the debug buffer (prints
+# reserve room of their own), checked mode's table of allocations (read only)
+_UNORDERED = (DEBUG_ROOT, TABLE_ROOT)
 
 
 @dataclass
@@ -220,7 +225,7 @@ def summarize(fn: ir.Function, dims: int) -> tuple[list[Access], Forms]:
     for x in walk(fn):
         if isinstance(x, ir.Load | ir.Store | ir.Atomic | ir.MatrixLoad | ir.MatrixStore):
             place = x.place
-            if not isinstance(place.root, ir.GlobalRoot):
+            if not isinstance(place.root, ir.GlobalRoot) or place.root in _UNORDERED:
                 continue
             form = _add(forms.of(place.index), _const(_member_offset(place.root.elem,
                                                                      place.members)))

@@ -41,8 +41,8 @@ from .typesys import BOOL, I32, VOID
 from .workitem import barrier
 
 _WORK_GROUP = 2
-_SHARED_KINDS = ("launch", "device_global")
-_POINTER_KINDS = ("ptr", "device_global", "accessor")
+_SHARED_KINDS = ("launch", "device_global", "debug", "check_table")
+_POINTER_KINDS = ("ptr", "device_global", "accessor", "debug", "check_table")
 
 
 class _Uncoarsened(KernelModule):

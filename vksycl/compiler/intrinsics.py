@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import accessors, if_device, ir, matrix_code, reduction, virtual
+from . import accessors, if_device, ir, matrix_code, printing, reduction, virtual
 from . import device as dev
 from . import device_global_code as dgc
 from .atomics import Atomics
@@ -80,6 +80,16 @@ class Intrinsics(Operators, MathFunctions, Atomics):
                                     PyV(obj.__self__, owner),
                                     (*fn.path, "__func__") if fn.path else None)
         raise fl.err(node, f"calling {_what(fn)} is not supported in device code")
+
+    def print_call(self, fl: Any, fn: Any, node: ast.Call) -> Any:
+        """`print(...)` or `syclexp.printf(...)`, from the call's syntax: f-strings and
+        strings are no device values."""
+        if fn is builtins.print:
+            return printing.print_call(fl, node)
+        return printing.lower_printf(fl, node)
+
+    def assertion(self, fl: Any, node: ast.Assert) -> None:
+        printing.assertion(fl, node)
 
     def const(self, fl: Any, v: Any, node: ast.AST) -> Any:
         if isinstance(v, PyV):
@@ -149,8 +159,6 @@ class Intrinsics(Operators, MathFunctions, Atomics):
             return fl.binop(ast.Pow(), args[0], args[1], node)
         if name == "range":
             raise fl.err(node, "range() can only be used in a for loop in device code")
-        if name == "print":
-            raise fl.err(node, "print() is not supported in device code")
         if name == "isinstance":
             raise fl.err(node, "isinstance() is not supported in device code")
         raise fl.err(node, f"the builtin {name}() is not supported in device code")

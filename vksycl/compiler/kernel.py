@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 import pickle
+import sys
 import types as pytypes
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ import numpy as np
 
 import spirv_gen
 
-from ..config import cache_dir
+from ..config import CHECKS, cache_dir
 from ..exceptions import errc, exception
 from ..types import dtype_key
 from . import disk_cache
@@ -73,6 +74,8 @@ class CompiledKernel:
     device_globals: list[Any] = field(default_factory=list)
     virtual_tables: list[Any] = field(default_factory=list)
     local_bytes: int = 0  # work-group memory (local accessors, work_group_memory)
+    # the records its prints and assertions write to the debug buffer, by id (`printing`)
+    debug_records: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def spirv(self) -> bytes:
         return self.binary
@@ -88,6 +91,7 @@ class CompiledKernel:
             "args": [{"path": a.path, "kind": a.kind, "push_offset": a.push_offset,
                       "dtype": None if a.dtype is None else str(a.dtype)} for a in self.args],
             "device_globals": self.device_globals, "virtual_tables": self.virtual_tables,
+            "debug_records": self.debug_records,
         }
 
 
@@ -139,7 +143,8 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
                           tuple(captured_value(pyfn, p) for p in lowered.specialized),
                           lowered.coarsen, globals_,
                           local_bytes=sum(layout(mem_type(r.elem))[0] * r.length
-                                          for r in usage.shared))
+                                          for r in usage.shared),
+                          debug_records=lowered.debug_records)
 
 
 # -- caches ----------------------------------------------------------------------------------
@@ -204,6 +209,8 @@ def _fingerprint(pyfn: Any, seen: set[int], depth: int = 0) -> str:
     skip = view.host_names if view is not None else frozenset()
     h = hashlib.sha256(src.encode())
     h.update(f"{pyfn.__module__}.{pyfn.__qualname__}".encode())
+    # where it starts: its prints and assertions record their lines
+    h.update(str(pyfn.__code__.co_firstlineno).encode())
     if pyfn.__code__.co_name == "<lambda>":  # lambdas sharing a line: where each starts
         span = code_span(pyfn.__code__)
         h.update(repr(span and span[0]).encode())
@@ -234,6 +241,10 @@ def fingerprint(pyfn: Any) -> str:
 def disk_key(pyfn: Any, spec: KernelSpec, extra: Any = ()) -> str:
     h = hashlib.sha256(_DIGEST.encode())
     h.update(repr(extra).encode())
+    if sys.flags.optimize:  # `python -O` compiles no assertions
+        h.update(b"-O")
+    if CHECKS:  # checked mode's kernels are others
+        h.update(repr(sorted(CHECKS)).encode())
     h.update(_fingerprint(pyfn, set()).encode())
     h.update(repr(spec).encode())
     h.update(_TOOLS_VERSION.encode())
@@ -289,7 +300,7 @@ _FIELD_TYPES = {"name": str, "entry": str, "binary": bytes, "spec": KernelSpec, 
                 "push_size": int, "args_size": int, "local_size": tuple, "aspects": frozenset,
                 "capabilities": tuple, "specialized": tuple, "spec_values": tuple,
                 "coarsen": int, "device_globals": list, "virtual_tables": list,
-                "local_bytes": int}
+                "local_bytes": int, "debug_records": dict}
 
 
 def _unusable(ck: Any) -> str | None:

@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 
 from ..access import access_mode
+from ..config import CHECKS
 from ..exceptions import errc, exception
+from . import checking, ir, printing, virtual
 from . import coarsen as coarsening
 from . import device as dev
-from . import ir, virtual
 from .captures import (
     ROOT_LENGTH,
     frozen,
@@ -136,6 +137,8 @@ class Lowered:
     specialized: list[tuple] = field(default_factory=list)
     coarsen: int = 1
     device_globals: dict[tuple, Any] = field(default_factory=dict)
+    # what its prints and assertions write, by record id (`printing`)
+    debug_records: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 def push_storage(t: Scalar) -> Scalar:
@@ -160,6 +163,11 @@ class KernelModule(DeviceCalls):
         self.groups = Groups(self)
         self.args: list[ArgSlot] = []
         self.device_globals: dict[tuple, device_global] = {}  # by argument path
+        self.debug_records: dict[int, dict[str, Any]] = {}
+        # checked mode (`checking`): what it checks, and the site record of each access
+        # kernel code makes, by its place's id
+        self.checks = CHECKS
+        self.access_sites: dict[int, int] = {}
         self.push_types: list[Scalar] = []
         self.captures: dict[tuple, Any] = {}
         self.functions: dict[tuple, ir.Function] = {}
@@ -237,15 +245,18 @@ class KernelModule(DeviceCalls):
             spec.fold_groups
         if reductions is not None:
             fn = reductions.kernel(fl, fn, guarded, node)
-        elif independent and spec.dims == 1 and spec.coarsenable and \
+        elif independent and spec.dims == 1 and spec.coarsenable and not self.checks and \
                 coarsening.eligible(fn.body):
             fn = self.coarsened(fn, src, bound)
             coarsen = coarsening.COARSEN
         elif guarded:
             fn.body.insert(0, ir.If(self.queries.guard(), [ir.Return(None)], []))
+        if self.access_sites:
+            checking.instrument(self, fn, self.access_sites, "nan" in self.checks)
         return Lowered(fn, [], self.args, self.push_types, list(self.shared.values()),
                        self.aspects, self.uses_subgroups,
-                       [p for p in self.specialized], coarsen, self.device_globals)
+                       [p for p in self.specialized], coarsen, self.device_globals,
+                       self.debug_records)
 
     def coarsened(self, fn: ir.Function, src: Any, bound: list) -> ir.Function:
         """The kernel running its straight-line body for COARSEN ids per work-item:
@@ -332,6 +343,62 @@ class KernelModule(DeviceCalls):
             elem = element_type(decl.dtype)
             hit = self.captures[key] = GlobalV(PtrV(self.global_root(elem), pf), decl)
         return hit
+
+    def debug_buffer(self) -> ir.Value:
+        """The device address of the debug buffer prints and assertions write to: a
+        hidden argument of the kernels that have them alone."""
+        key = ("debug",)
+        v = self.captures.get(key)
+        if v is None:
+            pf = self.push_field(U64)
+            self.args.append(ArgSlot(key, "debug", np.dtype(np.uint32), pf.index))
+            v = self.captures[key] = pf
+        return v
+
+    def check_table(self) -> ir.Value:
+        """The device address of the table of live allocations checked mode looks
+        addresses up in: a hidden argument of checked kernels."""
+        key = ("check_table",)
+        v = self.captures.get(key)
+        if v is None:
+            pf = self.push_field(U64)
+            self.args.append(ArgSlot(key, "check_table", np.dtype(np.uint64), pf.index))
+            v = self.captures[key] = pf
+        return v
+
+    def check_bounds(self, base: ir.PushField) -> tuple[ir.Value, ir.Value]:
+        """The [start, end) of the allocation a pointer argument points into, which the
+        launch passes beside it in checked mode (hidden arguments)."""
+        key = ("check_bounds", base.index)
+        v = self.captures.get(key)
+        if v is None:
+            fields = []
+            for piece in ("start", "end"):
+                pf = self.push_field(U64)
+                self.args.append(ArgSlot(key, "check_bounds", np.dtype(np.uint64), pf.index,
+                                         piece=(piece, base.index)))
+                fields.append(pf)
+            v = self.captures[key] = tuple(fields)
+        return v
+
+    def note_access(self, fl: FunctionLowering, place: ir.Place, node: ast.AST,
+                    what: str) -> None:
+        """In checked mode, where kernel code accesses `place`, for its check's report."""
+        if not self.checks:
+            return
+        record = {"kind": "check", "pieces": [], "access": what, "kernel": self.spec.name,
+                  "site": f"{fl.src.filename}:{getattr(node, 'lineno', 0)}:"
+                          f"{getattr(node, 'col_offset', -1) + 1}",
+                  "dims": 0 if self.kind == "single_task" else self.dims}
+        rid = printing.record_id(record)
+        self.debug_records[rid] = record
+        self.access_sites[id(place)] = rid
+
+    def debug_item_ids(self) -> list[ir.Value]:
+        """The work-item's global id (int32 per dimension; none in a single_task)."""
+        if self.kind == "single_task":
+            return []
+        return [self.queries.global_id(d) for d in range(self.dims)]
 
     def launch_value(self, what: str, d: int) -> ir.Value:
         key = ("launch", what, d)

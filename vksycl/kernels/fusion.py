@@ -30,12 +30,14 @@ from ..compiler.fusion import Facts, Fused, Member, fuse, legal, member
 from ..compiler.kernel import CompiledKernel, local_size_xyz
 from ..exceptions import exception
 from ..properties import promote_local, promote_private
+from ..runtime import device_output
 from ..runtime import fusion as hook
 from ..runtime.commands import Command, KernelLaunch, ReductionLaunch
 from ..runtime.context import scheduler_for
 from ..runtime.handler import PYTHON_KERNELS
 from .device_checks import group_counts
 from .marshal import ADDRESS, ArgumentBlock
+from .marshal import ADDRESS_KINDS as _ADDRESSES
 
 
 class Origin(NamedTuple):
@@ -128,8 +130,7 @@ class _Values:
             off = at.get((arg.kind, arg.path, arg.piece))
             if off is None:
                 continue
-            dt = np.dtype(np.uint64) if arg.kind in ("ptr", "device_global", "accessor") \
-                else np.dtype(arg.dtype)
+            dt = np.dtype(np.uint64) if arg.kind in _ADDRESSES else np.dtype(arg.dtype)
             if dt.kind in "iub":
                 self.values[i] = int(np.frombuffer(data, dt, 1, off)[0])
         self.at = at
@@ -313,6 +314,8 @@ class _Run:
         if why is None:
             try:
                 m = member(pyfn, command.origin.ck.spec)
+                # lowered here, perhaps from sources newer than its cached kernel
+                device_output.register(m.lowered.debug_records)
             except exception as ex:
                 why = f"it does not lower for fusion: {ex}"
         if m is None:

@@ -23,15 +23,19 @@ import numpy as np
 
 from ..compiler.captures import ROOT_LENGTH, path_getter, path_name
 from ..compiler.kernel import CompiledKernel
+from ..compiler.printing import BufferFormat
 from ..compiler.type_registry import element_type
 from ..compiler.typesys import layout
 from ..exceptions import errc, exception
-from ..runtime import device_globals
+from ..runtime import bounds, device_globals, device_output
 from ..runtime.context import scheduler_for
 from ..runtime.usm import Allocation, alloc, other_device
 from .cache_keys import signature, value_key
 
 _FORMAT = {"i": "i", "u": "I", "f": "f", "b": "I"}
+# arguments a launch fills from its device and launch shape, not from the kernel's values
+_HIDDEN_KINDS = ("launch", "device_global", "debug", "check_table", "check_bounds")
+ADDRESS_KINDS = ("ptr", "device_global", "accessor", "debug", "check_table")
 _FORMAT64 = {"i": "q", "u": "Q", "f": "d"}
 # the push constants of a kernel reading its arguments from an argument block
 ADDRESS = struct.Struct("<Q")
@@ -43,6 +47,9 @@ ADDRESS = struct.Struct("<Q")
 Slot = tuple
 
 
+device_output.use_format(BufferFormat)
+
+
 def _fmt(dtype: np.dtype) -> str:
     if dtype.itemsize == 8:
         return _FORMAT64[dtype.kind]
@@ -52,10 +59,33 @@ def _fmt(dtype: np.dtype) -> str:
 class Prepared:
     """A compiled kernel plus everything needed to launch it quickly."""
 
-    __slots__ = ("accessors", "attr_getters", "attr_sigs", "cell_slots", "checked", "ck",
-                 "global_slots", "globals", "groups", "key", "last_launch", "last_spec",
-                 "launch_slots", "n", "packer", "param_slots", "ptrs", "scalar_paths",
-                 "scalars", "spec_getters", "variants")
+    __slots__ = (
+        "accessors",
+        "attr_getters",
+        "attr_sigs",
+        "cell_slots",
+        "checked",
+        "ck",
+        "debug",
+        "global_slots",
+        "globals",
+        "groups",
+        "key",
+        "last_launch",
+        "last_spec",
+        "launch_slots",
+        "n",
+        "packer",
+        "packs_always",
+        "param_slots",
+        "ptrs",
+        "scalar_paths",
+        "scalars",
+        "spans",
+        "spec_getters",
+        "table",
+        "variants",
+    )
 
     def __init__(self, ck: CompiledKernel, pyfn: Any, key: Any) -> None:
         self.ck = ck
@@ -73,8 +103,7 @@ class Prepared:
             if a.push_offset > at:
                 fmt += f"{a.push_offset - at}x"
                 at = a.push_offset
-            dt = np.dtype(np.uint64) if a.kind in ("ptr", "device_global", "accessor") else \
-                np.dtype(a.dtype)
+            dt = np.dtype(np.uint64) if a.kind in ADDRESS_KINDS else np.dtype(a.dtype)
             fmt += _fmt(dt)
             at += dt.itemsize
         if ck.args_size > at:
@@ -93,12 +122,29 @@ class Prepared:
         # attributes of captured objects are read at each launch; if one changes type,
         # the kernel is compiled again for the new types
         self.attr_getters = [path_getter(path, pyfn) for path in dict.fromkeys(
-            a.path for a in ck.args if a.kind not in ("launch", "device_global") and
+            a.path for a in ck.args if a.kind not in _HIDDEN_KINDS and
             _indirect_path(a.path, pyfn.__module__))]
         self.attr_sigs = tuple(signature(get(pyfn, ())) for get in self.attr_getters)
         # (push position, metadata entry) per device_global: addresses from the database
         by_offset = {a.push_offset: order[id(a)] for a in slots}
         self.globals = [(by_offset[e["argument_offset"]], e) for e in ck.device_globals]
+        # the push position of the debug buffer's address, for kernels that print or assert
+        self.debug = next((order[id(a)] for a in slots if a.kind == "debug"), -1)
+        # and of checked mode's table of live allocations
+        self.table = next((order[id(a)] for a in slots if a.kind == "check_table"), -1)
+        # (start position, end position, the pointer argument's position) of each
+        # allocation checked mode passes beside a pointer argument
+        at = {a.push_index: order[id(a)] for a in slots}
+        spans: dict[int, list[int]] = {}
+        for a in slots:
+            if a.kind == "check_bounds":
+                spans.setdefault(a.piece[1], []).append(order[id(a)])
+        self.spans = [(pos[0], pos[1], at[base]) for base, pos in spans.items()]
+        # whether every launch packs its arguments anew (`plans`): addresses looked up
+        # at each launch
+        self.packs_always = bool(self.globals) or self.table >= 0 or bool(self.spans)
+        if ck.debug_records:
+            device_output.register(ck.debug_records)
         # (getter, path, address position or -1, [(position, piece, dimension)]) per
         # accessor: its address where the code dereferences it, the pieces the code reads
         addresses = {a.path: order[id(a)] for a in ck.args if a.kind == "accessor"}
@@ -114,7 +160,8 @@ class Prepared:
             if a.kind == "ptr":
                 self.ptrs.append((path_getter(a.path, pyfn), pos,
                                   layout(element_type(a.dtype))[1], a.dtype, a.path))
-            elif a.kind in ("device_global", "accessor", "accessor_piece"):
+            elif a.kind in ("device_global", "accessor", "accessor_piece", "debug",
+                            "check_table", "check_bounds"):
                 continue
             elif a.kind == "scalar":
                 self.scalars.append((path_getter(a.path, pyfn), pos, a.dtype.kind == "b"
@@ -134,6 +181,10 @@ class Prepared:
         values: list[Any] = [0] * self.n
         for pos, entry in self.globals:
             values[pos] = device_globals.address(device, entry, image)
+        if self.debug >= 0:
+            values[self.debug] = device_output.address(device)
+        if self.table >= 0:
+            values[self.table] = bounds.table_address(device)
         for get, pos, align, dtype, path in self.ptrs:
             p = get(pyfn, args)
             if p is not None:  # else the null pointer
@@ -151,6 +202,8 @@ class Prepared:
                 values[at] = acc._vksycl_launch_address(context, required)
             for pos, what, d in pieces:
                 values[pos] = acc._vksycl_launch_piece(what, d)
+        for start, end, base in self.spans:  # once the pointers are known
+            values[start], values[end] = bounds.span(device, values[base])
         if self.launch_slots:
             known = self.last_launch
             if known[0] is not launch:
@@ -227,7 +280,7 @@ def _direct_slots(ck: CompiledKernel, pyfn: Any
     freevars = pyfn.__code__.co_freevars
     found: dict[tuple, Slot | None] = {}
     for a in ck.args:
-        if a.push_offset < 0 or a.kind in ("launch", "device_global"):
+        if a.push_offset < 0 or a.kind in _HIDDEN_KINDS:
             continue
         path = a.path
         if path[0] == "cell":

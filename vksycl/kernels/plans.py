@@ -33,7 +33,8 @@ while every check below holds; each guards something that would make that comman
   immutable but its allocation is not; the last command would reach freed memory, so
   the launch takes the full way, which raises.
 - device_globals: a kernel using them always packs its arguments, since their addresses
-  are looked up per device and kernel bundle at each launch.
+  are looked up per device and kernel bundle at each launch; so does a kernel compiled in
+  checked mode, whose table of live allocations changes with every allocation.
 - The context, by identity: pointers were checked against the last launch's only.
 - The arguments record: explicit arguments count as the last launch's only when the very
   tuple comes again (the free function layer keeps its converted tuple while the
@@ -550,7 +551,7 @@ def repeats(pyfn: Any, plan: Plan, last: tuple, required: list | None) -> bool:
     launching command group requires (`required`)."""
     record = last[4]
     if record[3] is None:  # accessors kept as their keys: every buffer command group
-        if last[0].globals:
+        if last[0].packs_always:
             return False
         cells = pyfn.__closure__
         if cells is not None and not _launch_alike(record[0], contents(cells),
@@ -559,7 +560,7 @@ def repeats(pyfn: Any, plan: Plan, last: tuple, required: list | None) -> bool:
         names = plan.names
         return not names or _launch_alike(record[1], map(pyfn.__globals__.get, names),
                                           required)
-    return same_captures(pyfn, record, plan.names) and not last[0].globals and \
+    return same_captures(pyfn, record, plan.names) and not last[0].packs_always and \
         (len(record) == 4 or _same_attributes(pyfn, record)) and \
         not any_freed(record[3])
 
@@ -591,7 +592,7 @@ def _repacked_record(last: tuple) -> bool:
     as they were, a kernel reading no attributes of them nor device_globals."""
     record, p = last[4], last[0]
     return record is not None and len(record) == 4 and record[3] is not None and \
-        not p.globals and not p.attr_getters and not p.spec_getters
+        not p.packs_always and not p.attr_getters and not p.spec_getters
 
 
 def new_captures(kernel: Any, plan: Plan, last: tuple) -> tuple | None:
@@ -718,7 +719,8 @@ def accessor_command(pyfn: Any, plan: Plan, context: Any, required: list | None
     others); None if there was none."""
     WAYS.by_accessors += 1
     record = plan.prepared
-    if record is None or record[3] is not None or record[2].globals or not plan.by_accessors:
+    if record is None or record[3] is not None or record[2].packs_always or \
+            not plan.by_accessors:
         return None
     keys: list[tuple] = []
     accessors: list[Any] = []

@@ -183,6 +183,9 @@ class Engine(Submitter):
         self._last_submit_at = float("-inf")
         self._clock_offset: int | None = None  # host ns minus device ns
         self.submissions = 0  # vkQueueSubmit calls so far
+        # the device's debug buffer (`device_output`), once a kernel prints or asserts:
+        # every submission drains it as it completes
+        self.debug_output: Any = None
         # the application's semaphores each open batch waits for and signals (carried
         # into its vkQueueSubmit), and the timeline points the next submission must wait
         # for: those of an empty submission that waited, whose own commands cannot order
@@ -780,6 +783,17 @@ class Engine(Submitter):
         sub.wait()
         with contextlib.suppress(ValueError):  # another thread took it meanwhile
             self._in_flight.remove(sub)
+
+    def idle_besides(self, sub: Submission) -> bool:
+        """Whether no submission but `sub` may be running on the device, taken under the
+        lock work is submitted under so none starts meanwhile (without waiting for it:
+        the caller holds `sub`'s lock; taken elsewhere, the answer is no)."""
+        if not self.lock.acquire(blocking=False):
+            return False
+        try:
+            return all(s is sub or s.finished for s in self._in_flight)
+        finally:
+            self.lock.release()
 
     def recycle(self, seq: kp.Sequence, timed: bool) -> None:
         # Pools are deques: their appends and pops are atomic, so a submission finishing

@@ -85,6 +85,9 @@ class event:
         sub = self._submission
         if sub is not None:
             sub.wait()
+            out = self._engine.debug_output if self._engine is not None else None
+            if out is not None and out.failure is not None:  # a kernel's assertion failed
+                out.raise_failure()
 
     def check_not_blocked(self, what: str) -> None:
         """Refuses to wait for a command that waits (perhaps through other commands) for

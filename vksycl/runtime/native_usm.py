@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..exceptions import errc, exception
+from . import usm
 from .context import context
 from .devices import as_handle
 from .external_semaphores import vk_device_of
@@ -57,6 +58,8 @@ class ImportedAllocation(Allocation):
         self.freed = False
         self.buffer, self.buffer_offset, self.memory = native.buffer, native.offset, \
             native.memory
+        if usm.watch is not None:
+            usm.watch(self, True)
 
     def binding(self, byte_offset: int) -> Any:
         raise exception(errc.feature_not_supported, f"{self!r} reaches kernels through its "
@@ -68,6 +71,8 @@ class ImportedAllocation(Allocation):
         if self.freed:
             raise exception(errc.invalid, "memory freed twice")
         self.freed = True
+        if usm.watch is not None:
+            usm.watch(self, False)
 
     def __repr__(self) -> str:
         return (f"device USM of {self.nbytes} bytes over the application's VkBuffer "

@@ -331,8 +331,12 @@ class queue:
             self._prune_at = max(_PRUNE_AT, 2 * len(self._outstanding))
         finally:
             self._release()
-        if self._scheduler.engine.lost is not None:
+        engine = self._scheduler.engine
+        if engine.lost is not None:
             self._device_lost(pending)
+        out = engine.debug_output
+        if out is not None and out.failure is not None:  # a kernel's assertion failed
+            out.raise_failure()
 
     def _device_lost(self, pending: list[event]) -> NoReturn:
         """The device was lost: the errors of the commands it took down become the

@@ -72,6 +72,7 @@ class Submitter:
     last_wait_s: float
     wait_timeout_ns: int
     timestamp_period: float
+    debug_output: Any  # what kernels print and assert (`device_output`), or None
 
     @abstractmethod
     def flush(self, batch: Submission | None = None) -> None: ...
@@ -87,6 +88,9 @@ class Submitter:
 
     @abstractmethod
     def recycle(self, seq: Any, timed: bool) -> None: ...
+
+    @abstractmethod
+    def idle_besides(self, sub: Submission) -> bool: ...
 
     @abstractmethod
     def spare_sequence(self, timestamps: int | None = None) -> Any: ...
@@ -240,17 +244,20 @@ class Submission:
         return (report is not None and self.reports.get(report)) or self.error
 
     def _finish(self, seq: Any) -> None:
+        engine = self._engine
+        out = engine.debug_output
+        if out is not None:  # before `_sequence` is None: no wait for this returns first
+            out.drain(engine, self)
         if self._timed:
-            engine = self._engine
             done_ns = time.perf_counter_ns()
             ts = [int(t * engine.timestamp_period) for t in seq.get_timestamps()]
             self.offset_ns = engine.calibrate(done_ns - ts[-1]) if ts else 0
             self._timestamps = ts
         self._sequence = None
         if self._owner is None:
-            self._engine.recycle(seq, self._timed)
+            engine.recycle(seq, self._timed)
         else:
-            self._owner.returned(seq, self._engine)
+            self._owner.returned(seq, engine)
 
     def timestamps_ns(self) -> list[int]:
         """Device timestamps in the host's clock (nanoseconds): the start, then one after

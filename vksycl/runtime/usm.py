@@ -28,6 +28,11 @@ class alloc(enum.Enum):
     unknown = "unknown"
 
 
+# told of each allocation made (True) and freed (False): checked mode's table of live
+# allocations (`bounds`), None otherwise
+watch: Callable[[Allocation, bool], None] | None = None
+
+
 class Allocation:
     """Memory from one `malloc_*` call: `nbytes` at device address `address`, inside a
     chunk of the device's caching allocator."""
@@ -48,6 +53,8 @@ class Allocation:
         self.freed = False
         self.properties: tuple = ()  # the property_list of its malloc_* call
         chunk.owner = self
+        if watch is not None:
+            watch(self, True)
 
     @property
     def host_accessible(self) -> bool:
@@ -76,6 +83,8 @@ class Allocation:
         if self.freed:
             raise exception(errc.invalid, "memory freed twice")
         self.freed = True
+        if watch is not None:
+            watch(self, False)
         self.allocator.free(self.chunk)
 
     def __repr__(self) -> str:

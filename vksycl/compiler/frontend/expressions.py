@@ -5,6 +5,7 @@ intrinsics (operators on runtime values, calls)."""
 from __future__ import annotations
 
 import ast
+import builtins
 import operator
 import types as pytypes
 from typing import Any
@@ -289,6 +290,9 @@ class Expressions(LoweringState):
 
     def expr_Call(self, e: ast.Call) -> Any:
         fn = self.expr(e.func)
+        if isinstance(fn, PyV) and (fn.obj is builtins.print or getattr(
+                fn.obj, "__vksycl_device__", None) == "printf"):
+            return self.m.intr.print_call(self, fn.obj, e)  # strings are no device values
         for a in e.args:
             if isinstance(a, ast.Starred):
                 raise self.err(a, "*args is not supported in device code")

@@ -69,6 +69,7 @@ class Memory(LoweringState):
         if logical is None and not place.members:
             logical = place.root.elem
         self.m.use_storage(place.root, ty)
+        self.m.note_access(self, place, node, "load")
         v = ir.Load(place)
         if isinstance(logical, PtrType):
             return PtrV(self.m.global_root(logical.elem), v)
@@ -89,6 +90,7 @@ class Memory(LoweringState):
         target = logical if logical is not None else (
             place.root.elem if not place.members else ty)
         self.m.use_storage(place.root, ty)
+        self.m.note_access(self, place, node, "store")
         if isinstance(target, PtrType):
             self.emit(ir.Store(place, self.address(value, target.elem, node, "memory")))
             return

@@ -46,7 +46,7 @@ _UNSUPPORTED_STMTS = {
     ast.AsyncFor: "async for", ast.Global: "global",
     ast.Delete: "del", ast.Import: "import", ast.ImportFrom: "import",
     ast.ClassDef: "class definition",
-    ast.AsyncFunctionDef: "async function", ast.Assert: "assert",
+    ast.AsyncFunctionDef: "async function",
     ast.Match: "match",
 }
 
@@ -78,6 +78,9 @@ class Statements(LoweringState):
 
     def stmt_Pass(self, s: ast.Pass) -> None:
         pass
+
+    def stmt_Assert(self, s: ast.Assert) -> None:
+        self.m.intr.assertion(self, s)
 
     def stmt_FunctionDef(self, s: ast.FunctionDef) -> None:
         if_device.define(self, s)

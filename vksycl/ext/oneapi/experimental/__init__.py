@@ -28,6 +28,7 @@ from ....compiler.device_global import (
     init_mode_reprogram,
     init_mode_reset,
 )
+from ....compiler.printing import printf
 from ....compiler.structs import storage_for
 from ....graph import (
     command_graph,
@@ -170,6 +171,7 @@ __all__ = [
     "nd_range_kernel",
     "node",
     "node_type",
+    "printf",
     "properties",
     "property",
     "queue_state",

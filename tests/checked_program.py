@@ -1,0 +1,197 @@
+"""Kernels with the bugs checked mode catches, and kernels without any: run in a process
+of its own with VKSYCL_CHECK set (tests/test_checked_mode.py), it prints, as one JSON
+object, what each case's wait raised (None: nothing) and what memory held after."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+import vksycl as sycl
+from vksycl.ext.oneapi import experimental as syclexp
+
+q = sycl.queue()
+ALLOC = {"device": sycl.malloc_device, "shared": sycl.malloc_shared, "host": sycl.malloc_host}
+results: dict[str, object] = {}
+
+
+def outcome(name: str, run) -> None:
+    try:
+        run()
+        q.wait()
+        results[name] = None
+    except sycl.exception as e:
+        results[name] = [str(e), e.code() == sycl.errc.runtime]
+
+
+def past_the_end(kind: str, write: bool) -> None:
+    x = ALLOC[kind](16, sycl.float32, q)
+    out = sycl.malloc_shared(16, sycl.float32, q)
+
+    def reads(i):
+        out[i] = x[i + 1]  # READ-PAST
+
+    def writes(i):
+        x[i + 1] = 1.0  # WRITE-PAST
+
+    outcome(f"{'write' if write else 'read'}-{kind}",
+            lambda: q.parallel_for(sycl.range(16), writes if write else reads))
+    sycl.free(x, q)
+    sycl.free(out, q)
+
+
+def off_by_one_2d() -> None:
+    y = sycl.malloc_shared(20, sycl.int32, q)
+
+    def body(i):
+        y[i[0] * 5 + i[1] + 1] = 1  # OFF-BY-ONE
+
+    outcome("off-by-one-2d", lambda: q.parallel_for(sycl.range(4, 5), body))
+    sycl.free(y, q)
+
+
+def into_another_allocation() -> None:
+    a = sycl.malloc_shared(16, sycl.int32, q)
+    b = sycl.malloc_shared(16, sycl.int32, q)
+    b[:] = 7
+    step = np.int64((b.allocation.address - a.allocation.address) // 4)
+
+    def body(i):
+        p = a + step  # lands in b
+        p[i] = 1  # INTO-OTHER
+
+    outcome("into-another", lambda: q.parallel_for(sycl.range(16), body))
+    results["other-untouched"] = np.asarray(b)[:16].tolist() == [7] * 16
+    sycl.free(a, q)
+    sycl.free(b, q)
+
+
+def use_after_free() -> None:
+    table = sycl.malloc_shared(1, sycl.ptr[sycl.float32], q)
+    gone = sycl.malloc_device(4096, sycl.float32, q)
+    table[0] = gone
+    sycl.free(gone, q)
+    out = sycl.malloc_shared(1, sycl.float32, q)
+
+    def body():
+        p = table[0]
+        out[0] = p[3]  # AFTER-FREE
+
+    outcome("use-after-free", lambda: q.single_task(body))
+    sycl.free(table, q)
+    sycl.free(out, q)
+
+
+def ranged_accessor() -> None:
+    buf = sycl.buffer(np.zeros(16, np.float32))
+
+    def cg(h):
+        acc = sycl.accessor(buf, h, sycl.read_write, access_range=sycl.range(8),
+                            access_offset=sycl.id(8))
+
+        def body(i):
+            acc[i[0] + 4] = 1.0  # RANGED
+
+        h.parallel_for(sycl.range(8), body)
+
+    outcome("ranged-accessor", lambda: q.submit(cg))
+    with sycl.host_accessor(buf, sycl.read_only) as v:
+        results["ranged-kept"] = np.asarray(v).tolist()
+
+
+def local_memory() -> None:
+    out = sycl.malloc_shared(32, sycl.float32, q)
+
+    def body(it):
+        tile = syclexp.work_group_memory(np.float32, (16,))
+        lid = it.get_local_id(0)
+        tile[lid + 1] = 1.0  # LOCAL
+        sycl.group_barrier(it.get_group())
+        out[it.get_global_id(0)] = tile[lid]
+
+    outcome("local", lambda: q.parallel_for(sycl.nd_range(sycl.range(32), sycl.range(16)),
+                                            body))
+    sycl.free(out, q)
+
+
+def atomics() -> None:
+    counts = sycl.malloc_shared(4, sycl.int32, q)
+    counts[:] = 0
+
+    def body(i):
+        sycl.atomic_ref(counts + (i[0] % 5)).fetch_add(1)  # ATOMIC
+
+    outcome("atomic", lambda: q.parallel_for(sycl.range(20), body))
+    results["atomic-counts"] = np.asarray(counts)[:4].tolist()
+    sycl.free(counts, q)
+
+
+def not_finite() -> None:
+    x = sycl.malloc_shared(8, sycl.float32, q)
+    x[:] = np.arange(8, dtype=np.float32) - 3
+
+    def body(i):
+        x[i] = np.float32(1) / x[i]  # NOT-FINITE
+
+    outcome("nan", lambda: q.parallel_for(sycl.range(8), body))
+    sycl.free(x, q)
+
+
+def correct_kernels() -> None:
+    """Kernels that stay in bounds: none may be reported."""
+    n = 1000
+    a = sycl.malloc_device(n, sycl.float32, q)
+    b = sycl.malloc_shared(n, sycl.float32, q)
+    c = sycl.malloc_host(n, sycl.float32, q)
+    q.fill(a, np.float32(1), n).wait()
+    b[:] = 2
+    s = np.float32(3)
+
+    def triad(i):
+        c[i] = a[i] + s * b[i]
+
+    def reverse_tiles(it):
+        tile = syclexp.work_group_memory(np.float32, (50,))
+        lid = it.get_local_id(0)
+        tile[lid] = c[it.get_global_id(0)]
+        sycl.group_barrier(it.get_group())
+        b[it.get_global_id(0)] = tile[49 - lid]
+
+    total = sycl.malloc_shared(1, sycl.float32, q)
+    total[0] = 0
+
+    def sums(i):
+        sycl.atomic_ref(total).fetch_add(b[i])
+
+    def last(i):
+        p = b + (n - 1)
+        a[i] = p[-i[0]]
+
+    def run() -> None:
+        q.parallel_for(sycl.range(n), triad).wait()
+        q.parallel_for(sycl.nd_range(sycl.range(n), sycl.range(50)), reverse_tiles).wait()
+        q.parallel_for(sycl.range(n), sums).wait()
+        q.parallel_for(sycl.range(n), last).wait()
+
+    outcome("correct", run)
+    results["correct-total"] = float(total[0])
+    for p in (a, b, c, total):
+        sycl.free(p, q)
+
+
+def past_the_end_of_each_kind() -> None:
+    for kind in ALLOC:
+        past_the_end(kind, False)
+        past_the_end(kind, True)
+
+
+CASES = {f.__name__: f for f in (past_the_end_of_each_kind, off_by_one_2d,
+                                 into_another_allocation, use_after_free, ranged_accessor,
+                                 local_memory, atomics, not_finite, correct_kernels)}
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or CASES:
+        CASES[name]()
+    json.dump(results, sys.stdout)
