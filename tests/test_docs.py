@@ -137,3 +137,12 @@ def test_site_builds_strict(tmp_path):
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert time.monotonic() - start < 120
+
+
+def test_every_environment_variable_is_documented():
+    used = set()
+    for path in (ROOT / "vksycl").rglob("*.py"):
+        used |= set(re.findall(r"VKSYCL_[A-Z0-9_]*[A-Z0-9]", path.read_text()))
+    table = (DOCS / "guides" / "environment.md").read_text()
+    missing = sorted(v for v in used if f"`{v}`" not in table)
+    assert not missing, f"not in docs/guides/environment.md: {missing}"
