@@ -27,8 +27,9 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 py=.venv/bin/python
 # the mpi extra: mpi4py and MPICH as wheels (mpiexec lands in .venv/bin), for the MPI
-# tests and examples/mpi_jacobi.py
-$py -m pip install -q --disable-pip-version-check -e '.[build,dev,mpi]'
+# tests and examples/mpi_jacobi.py; the docs extra: MkDocs and matplotlib, for the site
+# (tests/test_docs.py builds it)
+$py -m pip install -q --disable-pip-version-check -e '.[build,dev,mpi,docs]'
 
 wheel=$(third_party/kompute/build.sh "$py" "${XDG_CACHE_HOME:-$HOME/.cache}/vksycl/wheels")
 installed=$($py -c 'import importlib.metadata as m; print(m.version("kp"))' 2>/dev/null || true)
