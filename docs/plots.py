@@ -1,6 +1,6 @@
 """Draws every plot of the performance page from the recorded data, in one command:
 
-    .venv/bin/python docs/plots.py
+    .venv/bin/python docs/plots.py [--out FOLDER]
 
 Each file in benchmarks/data/ is a CSV whose leading `#` lines say what was measured, the
 command that measured it and the machine it ran on; the plots go to docs/images/perf/.
@@ -8,6 +8,7 @@ command that measured it and the machine it ran on; the plots go to docs/images/
 
 from __future__ import annotations
 
+import argparse
 import csv
 from pathlib import Path
 
@@ -188,10 +189,14 @@ PLOTS = [launch, stream, gemm, reduction, graph, interop, scaling]
 
 
 def main() -> None:
+    global OUT
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=OUT, help="where the PNGs go")
+    OUT = ap.parse_args().out
     OUT.mkdir(parents=True, exist_ok=True)
     for plot in PLOTS:
         plot()
-    print(f"{len(list(OUT.glob('*.png')))} plots in {OUT.relative_to(ROOT)}")
+    print(f"{len(list(OUT.glob('*.png')))} plots in {OUT}")
 
 
 if __name__ == "__main__":

@@ -146,3 +146,16 @@ def test_every_environment_variable_is_documented():
     table = (DOCS / "guides" / "environment.md").read_text()
     missing = sorted(v for v in used if f"`{v}`" not in table)
     assert not missing, f"not in docs/guides/environment.md: {missing}"
+
+
+def test_plots_regenerate_from_the_recorded_data(tmp_path):
+    pytest.importorskip("matplotlib")
+    proc = subprocess.run([sys.executable, str(DOCS / "plots.py"), "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    made = sorted(p.name for p in tmp_path.glob("*.png"))
+    shown = set(re.findall(r"images/perf/([\w.]+\.png)", (DOCS / "performance.md").read_text()))
+    assert shown and shown <= set(made), (shown, made)
+    for data in (ROOT / "benchmarks" / "data").glob("*.csv"):
+        head = data.read_text()
+        assert "# command:" in head and "# machine:" in head, f"{data.name}: no command or machine"
