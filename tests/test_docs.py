@@ -90,6 +90,12 @@ def test_pages_have_code():
     assert len(WITH_CODE) >= 15
 
 
+def test_every_guide_has_a_runnable_example():
+    for page in (DOCS / "guides").glob("*.md"):
+        assert any(mark is None for _, _, mark, _ in blocks(page)), \
+            f"{page.name} has no Python block that runs"
+
+
 @pytest.mark.parametrize("page", WITH_CODE, ids=[str(p.relative_to(DOCS)) for p in WITH_CODE])
 def test_code_blocks_run(page, tmp_path):
     proc = run_page(page, tmp_path)
