@@ -130,14 +130,14 @@ def buffer_range_limit(dev: Any) -> int:
 
 def malloc_device(count: int, *args: Any, **properties: Any) -> ptr | None:
     """`malloc_device(count, dtype, queue)` or `(count, dtype, device, context)`: device USM
-    for `count` elements (or `malloc_device(nbytes, queue)`: bytes). Returns a `sycl.ptr`,
-    or None where the device refuses the size."""
+    for `count` elements (without a type, `count` bytes). Returns a `sycl.ptr` (None for a
+    count of 0); more than the device's memory heap holds is `errc.memory_allocation`."""
     return _allocate(count, args, alloc.device, 0, _properties(properties))
 
 
 def malloc_host(count: int, *args: Any, **properties: Any) -> ptr | None:
-    """`malloc_host(count, dtype, queue)` or `(count, dtype, context)`: host USM, readable by
-    the host (`numpy.asarray(p)`) and by kernels."""
+    """`malloc_host(count, dtype, queue)` or `(count, dtype, device, context)`: host USM,
+    read and written by the host (`numpy.asarray(p)`) and by kernels."""
     return _allocate(count, args, alloc.host, 0, _properties(properties))
 
 
