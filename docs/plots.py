@@ -111,6 +111,18 @@ def gemm() -> None:
     ax.set_title("GEMM on an NVIDIA H200: float16 joint_matrix against cuBLAS and Triton")
     save(fig, "gemm_h200.png", meta)
 
+    meta, rows = table("matmul_fp32_h100.csv")
+    fig, ax = plt.subplots(figsize=(6, 2.4))
+    names = [r["implementation"] for r in rows]
+    values = [float(r["gflops"]) for r in rows]
+    ax.barh(names, values, color=[VKSYCL, PEER])
+    ax.invert_yaxis()
+    for y, v in enumerate(values):
+        ax.text(v, y, f" {v:g}", va="center", fontsize=8)
+    ax.set_xlabel("GFLOP/s, 2048 x 2048 float32, 16 x 16 local tiles")
+    ax.set_title("The same tiled matmul: Python kernel and hand-written CUDA (H100)")
+    save(fig, "matmul_fp32_h100.png", meta)
+
 
 def reduction() -> None:
     meta, rows = table("reduction_h100.csv")
