@@ -38,7 +38,7 @@ def table(name: str) -> tuple[dict[str, str], list[dict[str, str]]]:
 
 
 def save(fig, name: str, meta: dict[str, str]) -> None:
-    fig.text(0.01, 0.005, meta.get("machine", "")[:150], fontsize=6.5, color="#555")
+    fig.text(0.01, -0.04, meta.get("machine", "")[:150], fontsize=6.5, color="#555")
     fig.savefig(OUT / name, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
@@ -126,20 +126,20 @@ def gemm() -> None:
 
 def reduction() -> None:
     meta, rows = table("reduction_h100.csv")
-    keys = sorted({(r["n"], r["reduction"]) for r in rows}, key=lambda k: (len(k[0]), k))
-    groups = [f"{r} of {n}" for n, r in keys]
 
     def mean(n, red, col):
         vals = [float(r[col]) for r in rows if (r["n"], r["reduction"]) == (n, red)]
         return round(sum(vals) / len(vals), 1)
 
-    fig, ax = plt.subplots(figsize=(8, 4))
-    grouped(ax, groups, {"vksycl": [mean(n, r, "vksycl_us") for n, r in keys],
-                         "torch": [mean(n, r, "torch_us") for n, r in keys]},
-            [VKSYCL, PEER])
-    ax.set_yscale("log")
-    ax.set_ylabel("µs per reduction (mean of 2 runs, log scale)")
-    ax.set_title("Reductions over float32 on an NVIDIA H100")
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
+    for ax, n in zip(axes, ("16M", "256M"), strict=True):
+        reds = sorted({r["reduction"] for r in rows if r["n"] == n}, reverse=True)
+        grouped(ax, reds, {"vksycl": [mean(n, r, "vksycl_us") for r in reds],
+                           "torch": [mean(n, r, "torch_us") for r in reds]},
+                [VKSYCL, PEER])
+        ax.set_title(f"{n} float32")
+        ax.set_ylabel("µs per reduction (mean of 2 runs)")
+    fig.suptitle("Reductions on an NVIDIA H100, a new range and reduction every call")
     save(fig, "reduction_h100.png", meta)
 
 
@@ -156,8 +156,8 @@ def graph() -> None:
             means.append(sum(vals) / len(vals))
         colors = [VKSYCL if v == "vksycl fused" else OTHER if "vksycl" in v else PEER
                   for v in variants]
-        bars = ax.bar(variants, means, color=colors)
-        ax.bar_label(bars, fmt="%.3g", fontsize=8)
+        bars = ax.bar([v.replace(" ", "\n", 1) for v in variants], means, color=colors)
+        ax.bar_label(bars, fmt="%.4g", fontsize=8)
         ax.set_ylabel(unit)
         ax.set_title(figure + (" over 64M float32" if "elementwise" in figure else ""))
     fig.suptitle("Command graphs on an NVIDIA H100: fused, unfused, and torch's")
