@@ -12,7 +12,6 @@ HTML comment on the line before a block changes what is expected of it:
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 import re
 import shutil
@@ -121,7 +120,18 @@ def public_names():
 
 
 def test_every_public_name_has_a_docstring():
-    missing = [f"{m}.{n}" for m, n, obj in public_names() if not inspect.getdoc(obj)]
+    # in the interpreted modules, which the reference is read from: the ones mypyc
+    # compiles carry no docstrings (docs/hooks.py)
+    script = ("import inspect, importlib; from tests.test_docs import NAMESPACES\n"
+              "for m in NAMESPACES:\n"
+              "    mod = importlib.import_module(m)\n"
+              "    for n in mod.__all__:\n"
+              "        if not inspect.getdoc(getattr(mod, n)): print(f'{m}.{n}')\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, "VKSYCL_MYPYC": "0",
+                                         "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    missing = proc.stdout.split()
     assert not missing, f"public names without a docstring: {missing}"
 
 
@@ -140,7 +150,8 @@ def test_site_builds_strict(tmp_path):
     assert mkdocs, "mkdocs is missing: install the docs extra (ci/setup.sh does)"
     start = time.monotonic()
     proc = subprocess.run([mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+                          capture_output=True, text=True, cwd=ROOT, timeout=300,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert time.monotonic() - start < 120
 
