@@ -176,3 +176,20 @@ def test_plots_regenerate_from_the_recorded_data(tmp_path):
     for data in (ROOT / "benchmarks" / "data").glob("*.csv"):
         head = data.read_text()
         assert "# command:" in head and "# machine:" in head, f"{data.name}: no command or machine"
+
+
+def test_the_front_door():
+    """README.md is a front door: short, with the two set-up commands as they are, and
+    links that lead somewhere; benchmarks/RESULTS.md is a summary."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 150
+    assert "bash ci/setup.sh && .venv/bin/python examples/quickstart.py" in readme
+    assert "\nbash ci/test.sh\n" in readme
+    for target in re.findall(r"\]\(([^)#]+)[^)]*\)", readme):
+        if "://" not in target:
+            assert (ROOT / target).exists(), f"README links to a missing {target}"
+    results = (ROOT / "benchmarks" / "RESULTS.md").read_text()
+    assert len(results.splitlines()) <= 400
+    for target in re.findall(r"\]\(([^)#]+)[^)]*\)", results):
+        if "://" not in target:
+            assert (ROOT / "benchmarks" / target).exists(), f"RESULTS links to {target}"
