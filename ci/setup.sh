@@ -29,8 +29,9 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 py=.venv/bin/python
 # the mpi extra: mpi4py and MPICH as wheels (mpiexec lands in .venv/bin), for the MPI
-# tests and examples/mpi_jacobi.py
-$py -m pip install -q --disable-pip-version-check -e '.[build,dev,mpi]'
+# tests and examples/mpi_jacobi.py; the docs extra: MkDocs and matplotlib, for the site
+# (tests/test_docs.py builds it)
+$py -m pip install -q --disable-pip-version-check -e '.[build,dev,mpi,docs]'
 
 # Kompute lives inside vksycl now: a separately installed kp from an older set-up goes
 if $py -c 'import importlib.metadata as m; m.version("kp")' 2>/dev/null; then

@@ -105,6 +105,8 @@ from .types import (
 
 
 class usm:
+    """`sycl::usm`: `usm.alloc.host`, `.device`, `.shared`, `.unknown`, the kinds of USM."""
+
     alloc = _alloc
 
 

@@ -69,6 +69,9 @@ class _reduction_properties:
 
 
 class property:
+    """`sycl::property`: `property.queue.in_order()`, `.enable_profiling()`, and
+    `property.reduction.initialize_to_identity()`."""
+
     queue = _queue_properties
     reduction = _reduction_properties
 

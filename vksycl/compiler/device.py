@@ -8,6 +8,7 @@ functions also work on the host through numpy so device functions can be tested 
 from __future__ import annotations
 
 import enum
+import sys
 from typing import Any
 
 import numpy as np
@@ -15,12 +16,19 @@ import numpy as np
 from ..exceptions import errc, exception, invalid
 
 
-def device_only(name: str) -> Any:
+def device_only(name: str, doc: str = "") -> Any:
+    """A function the compiler lowers in kernels; called on the host it raises
+    `errc.feature_not_supported`. `doc` is its docstring."""
+
     def fn(*args: Any, **kwargs: Any) -> Any:
         raise exception(errc.feature_not_supported, f"{name} can only be called in device code")
 
     fn.__name__ = name
     fn.__qualname__ = name
+    fn.__doc__ = (doc or f"`{name}`, in device code only.") + (
+        "\n\nDevice code only: called on the host it raises `errc.feature_not_supported`.")
+    # the module that names it, so that documentation tools find it there
+    fn.__module__ = sys._getframe(1).f_globals.get("__name__", __name__)
     fn.__vksycl_device__ = name  # type: ignore[attr-defined]
     return fn
 
@@ -115,18 +123,52 @@ GROUP_FUNCTIONS = (
     "shift_group_right", "permute_group_by_xor", "any_of_group", "all_of_group",
     "none_of_group",
 )
-group_barrier = device_only("group_barrier")
-reduce_over_group = device_only("reduce_over_group")
-inclusive_scan_over_group = device_only("inclusive_scan_over_group")
-exclusive_scan_over_group = device_only("exclusive_scan_over_group")
-group_broadcast = device_only("group_broadcast")
-select_from_group = device_only("select_from_group")
-shift_group_left = device_only("shift_group_left")
-shift_group_right = device_only("shift_group_right")
-permute_group_by_xor = device_only("permute_group_by_xor")
-any_of_group = device_only("any_of_group")
-all_of_group = device_only("all_of_group")
-none_of_group = device_only("none_of_group")
+group_barrier = device_only(
+    "group_barrier",
+    "`group_barrier(g)`: waits until every work-item of the group `g` (a work-group or a "
+    "sub-group) reaches it, and makes their memory operations visible to each other.")
+reduce_over_group = device_only(
+    "reduce_over_group",
+    "`reduce_over_group(g, x, op)` or `(g, x, init, op)`: combines `x` of every work-item"
+    " of `g` with the function object `op` (`sycl.plus()`, ...); every work-item gets the"
+    " result.")
+inclusive_scan_over_group = device_only(
+    "inclusive_scan_over_group",
+    "`inclusive_scan_over_group(g, x, op[, init])`: the combination of `x` over the work-"
+    "items of `g` up to and including this one.")
+exclusive_scan_over_group = device_only(
+    "exclusive_scan_over_group",
+    "`exclusive_scan_over_group(g, x, op[, init])`: the combination of `x` over the work-"
+    "items of `g` before this one (the identity, or `init`, for the first).")
+group_broadcast = device_only(
+    "group_broadcast",
+    "`group_broadcast(g, x[, local_id])`: the value of `x` of the work-item at `local_id`"
+    " (default 0) of `g`, to all of them.")
+select_from_group = device_only(
+    "select_from_group",
+    "`select_from_group(sg, x, id)`: the value of `x` of the work-item `id` of the sub-"
+    "group.")
+shift_group_left = device_only(
+    "shift_group_left",
+    "`shift_group_left(sg, x, delta=1)`: the value of `x` of the work-item `delta` ids "
+    "higher in the sub-group.")
+shift_group_right = device_only(
+    "shift_group_right",
+    "`shift_group_right(sg, x, delta=1)`: the value of `x` of the work-item `delta` ids "
+    "lower in the sub-group.")
+permute_group_by_xor = device_only(
+    "permute_group_by_xor",
+    "`permute_group_by_xor(sg, x, mask)`: the value of `x` of the work-item whose id is "
+    "this one's XOR `mask`.")
+any_of_group = device_only(
+    "any_of_group",
+    "`any_of_group(g, pred)`: whether `pred` holds for any work-item of `g`.")
+all_of_group = device_only(
+    "all_of_group",
+    "`all_of_group(g, pred)`: whether `pred` holds for every work-item of `g`.")
+none_of_group = device_only(
+    "none_of_group",
+    "`none_of_group(g, pred)`: whether `pred` holds for no work-item of `g`.")
 
 
 # -- memory in kernels ------------------------------------------------------------------
@@ -147,8 +189,14 @@ class work_group_memory:
             raise invalid("work_group_memory needs a positive size")
 
 
-get_work_group_scratch_memory = device_only("get_work_group_scratch_memory")
-private_array = device_only("private_array")
+get_work_group_scratch_memory = device_only(
+    "get_work_group_scratch_memory",
+    "`get_work_group_scratch_memory()`: a pointer to the work-group memory a launch asked"
+    " for with the `work_group_scratch_size` launch property.")
+private_array = device_only(
+    "private_array",
+    "`private_array(dtype, n)`: an array of `n` elements private to the work-item (in "
+    "registers where the driver can keep it there).")
 
 
 # -- free function queries ----------------------------------------------------------------

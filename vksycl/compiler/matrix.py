@@ -31,13 +31,33 @@ class layout(enum.Enum):
     dynamic = 3
 
 
-joint_matrix = device_only("joint_matrix")
-joint_matrix_fill = device_only("joint_matrix_fill")
-joint_matrix_load = device_only("joint_matrix_load")
-joint_matrix_store = device_only("joint_matrix_store")
-joint_matrix_mad = device_only("joint_matrix_mad")
-joint_matrix_apply = device_only("joint_matrix_apply")
-joint_matrix_copy = device_only("joint_matrix_copy")
+joint_matrix = device_only(
+    "joint_matrix",
+    "`joint_matrix(sg, dtype, use, rows, cols[, layout])`: a tile held by the whole sub-"
+    "group `sg`; `use` is `use.a`, `use.b` or `use.accumulator`.")
+joint_matrix_fill = device_only(
+    "joint_matrix_fill",
+    "`joint_matrix_fill(sg, m, value)`: sets every element of the tile `m` to `value`.")
+joint_matrix_load = device_only(
+    "joint_matrix_load",
+    "`joint_matrix_load(sg, m, src, stride[, layout])`: loads the tile from a USM "
+    "pointer, local memory or an accessor, rows `stride` elements apart (the layout is "
+    "given for accumulators).")
+joint_matrix_store = device_only(
+    "joint_matrix_store",
+    "`joint_matrix_store(sg, m, dst, stride, layout)`: stores the tile, rows `stride` "
+    "elements apart.")
+joint_matrix_mad = device_only(
+    "joint_matrix_mad",
+    "`joint_matrix_mad(sg, d, a, b, c)`: `d = a @ b + c` over tiles.")
+joint_matrix_apply = device_only(
+    "joint_matrix_apply",
+    "`joint_matrix_apply(sg, m, fn)`: replaces each element `x` of the tile by `fn(x)` (a"
+    " function or a lambda).")
+joint_matrix_copy = device_only(
+    "joint_matrix_copy",
+    "`joint_matrix_copy(sg, src, dst)`: copies a tile into another, converting its "
+    "elements.")
 
 FUNCTIONS = frozenset(f.__name__ for f in (
     joint_matrix, joint_matrix_fill, joint_matrix_load, joint_matrix_store, joint_matrix_mad,

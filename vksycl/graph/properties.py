@@ -86,6 +86,10 @@ class _node_properties:
 
 
 class property:
+    """Graph properties: `property.graph.updatable()`, `.perform_fusion()`,
+    `.assume_buffer_outlives_graph()`, ...; `property.node.depends_on(*nodes)`; and the
+    memory properties `promote_private()` and `promote_local()` for fusion."""
+
     graph = _graph_properties
     node = _node_properties
     promote_private = promote_private

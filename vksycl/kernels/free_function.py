@@ -72,6 +72,8 @@ def free_function_kernel(f: Any) -> FreeFunctionKernel:
 
 
 def kernel_function(f: Any) -> kernel_function_s:
+    """`kernel_function(f)`: the kernel function object of the free function kernel `f`, for
+    `nd_launch` and `single_task`."""
     info = free_function_kernel(f)
     ks = info._kernel_function
     if ks is None:
@@ -80,16 +82,19 @@ def kernel_function(f: Any) -> kernel_function_s:
 
 
 def is_nd_range_kernel(f: Any, dims: Any) -> bool:
+    """Whether `f` is a free function kernel declared with `nd_range_kernel(dims)`."""
     info = _info(f)
     return info is not None and info.kind == "nd_range" and info.dims == dims
 
 
 def is_single_task_kernel(f: Any) -> bool:
+    """Whether `f` is a free function kernel declared with `single_task_kernel`."""
     info = _info(f)
     return info is not None and info.kind == "single_task"
 
 
 def is_kernel(f: Any) -> bool:
+    """Whether `f` is a free function kernel."""
     return _info(f) is not None
 
 

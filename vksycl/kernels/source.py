@@ -69,6 +69,8 @@ class save_log(Property):
 
 
 def is_source_kernel_bundle_supported(backend: Any, language: source_language) -> bool:
+    """Whether kernels of `language` (`source_language.glsl` or `.spirv`) can be built from
+    source: always, on every Vulkan device."""
     return isinstance(language, source_language)
 
 

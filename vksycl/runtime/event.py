@@ -27,6 +27,9 @@ def consume(err: BaseException) -> bool:
 
 
 class event:
+    """A command's completion: `wait()`, `get_info(sycl.info.event.command_execution_status)`,
+    `get_profiling_info(...)` on a queue made with `property.queue.enable_profiling()`."""
+
     __slots__ = (
         "__weakref__",
         "_deps",

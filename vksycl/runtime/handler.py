@@ -87,6 +87,10 @@ _NO_ARGUMENTS: Final[Mapping[int, Any]] = MappingProxyType({})
 # compiled (`mypyc_modules`), it stays a class command graphs' handlers derive from
 @mypyc_attr(allow_interpreted_subclasses=True)
 class handler:
+    """A command group's handler (`q.submit(lambda h: ...)`): one command per group
+    (`parallel_for`, `single_task`, `memcpy`, `copy`, `fill`, `host_task`, ...), its
+    dependencies (`depends_on`, accessors, `require`) and kernel arguments (`set_args`)."""
+
     # called with the command's event once it is enqueued (a copy into a device_global's
     # host instance tells the database which event writes it)
     enqueued: list[Callable[[event], None]] | tuple = ()

@@ -129,14 +129,21 @@ def buffer_range_limit(dev: Any) -> int:
 
 
 def malloc_device(count: int, *args: Any, **properties: Any) -> ptr | None:
+    """`malloc_device(count, dtype, queue)` or `(count, dtype, device, context)`: device USM
+    for `count` elements (without a type, `count` bytes). Returns a `sycl.ptr` (None for a
+    count of 0); more than the device's memory heap holds is `errc.memory_allocation`."""
     return _allocate(count, args, alloc.device, 0, _properties(properties))
 
 
 def malloc_host(count: int, *args: Any, **properties: Any) -> ptr | None:
+    """`malloc_host(count, dtype, queue)` or `(count, dtype, device, context)`: host USM,
+    read and written by the host (`numpy.asarray(p)`) and by kernels."""
     return _allocate(count, args, alloc.host, 0, _properties(properties))
 
 
 def malloc_shared(count: int, *args: Any, **properties: Any) -> ptr | None:
+    """`malloc_shared(count, dtype, queue)` or `(count, dtype, device, context)`: shared USM,
+    readable and writable by the host and by kernels."""
     return _allocate(count, args, alloc.shared, 0, _properties(properties))
 
 
@@ -158,7 +165,10 @@ def _aligned(kind: alloc):
             raise exception(errc.invalid, f"alignment {alignment} is negative")
         return _allocate(count, args, kind, alignment, _properties(properties))
 
-    aligned_alloc.__name__ = f"aligned_alloc_{kind.value}"
+    aligned_alloc.__name__ = aligned_alloc.__qualname__ = f"aligned_alloc_{kind.value}"
+    aligned_alloc.__doc__ = (f"`aligned_alloc_{kind.value}(alignment, count, dtype, queue)`: "
+                             f"as `malloc_{kind.value}`, at an address that is a multiple of "
+                             f"`alignment` bytes (0: the type's own).")
     return aligned_alloc
 
 
@@ -221,12 +231,15 @@ def usm_release_cached(where: Any) -> int:
 
 
 def get_pointer_type(p: Any, ctx: context) -> alloc:
+    """The USM kind of `p` in `ctx`: `sycl.usm.alloc.host`, `.device`, `.shared`, or `.unknown`
+    for anything else."""
     if isinstance(p, ptr) and not p.allocation.freed and ctx.owns(p.allocation):
         return p.allocation.kind
     return alloc.unknown
 
 
 def get_pointer_device(p: Any, ctx: context) -> Any:
+    """The device a USM pointer of `ctx` was allocated for; `errc.invalid` for anything else."""
     if get_pointer_type(p, ctx) is alloc.unknown:
         raise exception(errc.invalid, "the pointer is not a USM allocation of this context")
     return p.allocation.device

@@ -29,14 +29,18 @@ REJECT = -1
 
 
 def default_selector_v(dev: Candidate) -> int:
+    """The default selector: a discrete GPU over an integrated one over a CPU device
+    (lavapipe)."""
     return _RANK[dev.vulkan.device_type]
 
 
 def gpu_selector_v(dev: Candidate) -> int:
+    """Selects GPUs only (discrete before integrated); none is `errc.runtime`."""
     return _RANK[dev.vulkan.device_type] if dev.vulkan.device_type in _GPUS else REJECT
 
 
 def cpu_selector_v(dev: Candidate) -> int:
+    """Selects CPU devices only (lavapipe)."""
     return _RANK["cpu"] if dev.vulkan.device_type == "cpu" else REJECT
 
 
