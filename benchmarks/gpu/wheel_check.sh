@@ -46,7 +46,8 @@ else
   pip=(python3 -m pip --python "$venv/bin/python")
 fi
 # vksycl's dependencies from .gpu/whl (no index here); the wheel itself, alone
-"${pip[@]}" install -q --no-index --find-links .gpu/whl "$out"/vksycl-*.whl
+# (--no-deps: the resolver does not count numpy from the system's site-packages there)
+"${pip[@]}" install -q --no-index --no-deps .gpu/whl/*.whl "$out"/vksycl-*.whl
 run=$(mktemp -d) && cd "$run"
 "$venv/bin/python" - "$venv" <<'EOF'
 import os, sys
