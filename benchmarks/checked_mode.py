@@ -81,25 +81,8 @@ def child(mib: int, n: int, repeat: int) -> dict[str, float]:
 
 def matmul_kernel(a, b, c, n: int):
     """benchmarks/matmul.py's tiled float32 kernel (16x16 tiles in local memory)."""
-    import vksycl as sycl
-    from vksycl.ext.oneapi.experimental import work_group_memory
-
-    def body(it):
-        ta = work_group_memory(sycl.float32, (TILE, TILE))
-        tb = work_group_memory(sycl.float32, (TILE, TILE))
-        row, col = it.get_global_id(0), it.get_global_id(1)
-        lr, lc = it.get_local_id(0), it.get_local_id(1)
-        acc = sycl.float32(0.0)
-        for kt in range(0, n, TILE):
-            ta[lr, lc] = a[row * n + kt + lc]
-            tb[lr, lc] = b[(kt + lr) * n + col]
-            sycl.group_barrier(it.get_group())
-            for kk in range(TILE):
-                acc += ta[lr, kk] * tb[kk, lc]
-            sycl.group_barrier(it.get_group())
-        c[row * n + col] = acc
-
-    return body
+    from matmul import tiled_kernel  # imports vksycl: after the mode is set
+    return tiled_kernel(a, b, c, n)
 
 
 def main() -> None:

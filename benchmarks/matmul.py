@@ -49,14 +49,9 @@ extern "C" __global__ void matmul(const float* a, const float* b, float* c, int 
 """
 
 
-def vksycl_matmul(q: sycl.queue, ha: np.ndarray, hb: np.ndarray, repeat: int):
-    n = ha.shape[0]
-    a = sycl.malloc_device(n * n, sycl.float32, q)
-    b = sycl.malloc_device(n * n, sycl.float32, q)
-    c = sycl.malloc_device(n * n, sycl.float32, q)
-    q.memcpy(a, ha, ha.nbytes)
-    q.memcpy(b, hb, hb.nbytes).wait()
-
+def tiled_kernel(a: sycl.ptr, b: sycl.ptr, c: sycl.ptr, n: int):
+    """c = a @ b for n x n float32 matrices, 16x16 tiles staged in local memory (an
+    nd_range of (n, n) over (TILE, TILE))."""
     def body(it):
         ta = work_group_memory(sycl.float32, (TILE, TILE))
         tb = work_group_memory(sycl.float32, (TILE, TILE))
@@ -72,6 +67,18 @@ def vksycl_matmul(q: sycl.queue, ha: np.ndarray, hb: np.ndarray, repeat: int):
             sycl.group_barrier(it.get_group())
         c[row * n + col] = acc
 
+    return body
+
+
+def vksycl_matmul(q: sycl.queue, ha: np.ndarray, hb: np.ndarray, repeat: int):
+    n = ha.shape[0]
+    a = sycl.malloc_device(n * n, sycl.float32, q)
+    b = sycl.malloc_device(n * n, sycl.float32, q)
+    c = sycl.malloc_device(n * n, sycl.float32, q)
+    q.memcpy(a, ha, ha.nbytes)
+    q.memcpy(b, hb, hb.nbytes).wait()
+
+    body = tiled_kernel(a, b, c, n)
     ndr = sycl.nd_range((n, n), (TILE, TILE))
     secs = best_seconds(lambda: q.parallel_for(ndr, body).wait(), repeat)
     out = np.empty((n, n), np.float32)

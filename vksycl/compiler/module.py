@@ -347,22 +347,20 @@ class KernelModule(DeviceCalls):
     def debug_buffer(self) -> ir.Value:
         """The device address of the debug buffer prints and assertions write to: a
         hidden argument of the kernels that have them alone."""
-        key = ("debug",)
-        v = self.captures.get(key)
-        if v is None:
-            pf = self.push_field(U64)
-            self.args.append(ArgSlot(key, "debug", np.dtype(np.uint32), pf.index))
-            v = self.captures[key] = pf
-        return v
+        return self._hidden_address("debug", np.dtype(np.uint32))
 
     def check_table(self) -> ir.Value:
         """The device address of the table of live allocations checked mode looks
         addresses up in: a hidden argument of checked kernels."""
-        key = ("check_table",)
+        return self._hidden_address("check_table", np.dtype(np.uint64))
+
+    def _hidden_address(self, kind: str, dtype: np.dtype) -> ir.Value:
+        """A 64-bit hidden argument of `kind`, added on first use."""
+        key = (kind,)
         v = self.captures.get(key)
         if v is None:
             pf = self.push_field(U64)
-            self.args.append(ArgSlot(key, "check_table", np.dtype(np.uint64), pf.index))
+            self.args.append(ArgSlot(key, kind, dtype, pf.index))
             v = self.captures[key] = pf
         return v
 
