@@ -209,8 +209,8 @@ def _fingerprint(pyfn: Any, seen: set[int], depth: int = 0) -> str:
     skip = view.host_names if view is not None else frozenset()
     h = hashlib.sha256(src.encode())
     h.update(f"{pyfn.__module__}.{pyfn.__qualname__}".encode())
-    # where it starts: its prints and assertions record their lines
-    h.update(str(pyfn.__code__.co_firstlineno).encode())
+    # where it is: its prints, assertions and checked accesses record their file and lines
+    h.update(f"{pyfn.__code__.co_filename}:{pyfn.__code__.co_firstlineno}".encode())
     if pyfn.__code__.co_name == "<lambda>":  # lambdas sharing a line: where each starts
         span = code_span(pyfn.__code__)
         h.update(repr(span and span[0]).encode())
