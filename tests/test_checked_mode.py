@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -81,7 +82,8 @@ def test_use_after_free(results):
 def test_ranged_accessor(results):
     message = report(results, "ranged-accessor")
     assert f"{PROGRAM}:{line_of('RANGED')}:" in message
-    assert "work-item 4; 4 accesses stopped" in message
+    # which of the offending work-items is recorded is whichever was caught first
+    assert re.search(r"work-item [4-7]; 4 accesses stopped", message)
     # the elements inside the buffer were written, the 4 past its end stopped
     assert results["ranged-kept"] == [0.0] * 12 + [1.0] * 4
 
@@ -90,7 +92,7 @@ def test_local_memory(results):
     message = report(results, "local")
     assert f"{PROGRAM}:{line_of('LOCAL')}:" in message
     assert "out-of-bounds store of work-group memory" in message
-    assert "work-item 15; 2 accesses stopped" in message
+    assert re.search(r"work-item (15|31); 2 accesses stopped", message)  # either group's
     assert "byte 64 of work-group memory of 64 bytes" in message
 
 

@@ -4,6 +4,8 @@ device (lavapipe here) and in plain Python, and what the compiler keeps and drop
 from __future__ import annotations
 
 import importlib.util
+import linecache
+import os
 import sys
 import textwrap
 
@@ -433,19 +435,25 @@ def load(tmp_path, name, device, host):
 def test_cache_keys_follow_device_bodies_only(q, shared, tmp_path):
     p = shared(np.zeros(4, np.int32))
     spec = KernelSpec("k", "range", 1, (128,))
-    base = load(tmp_path, "ifd_base", 7, "a")
-    other_host = load(tmp_path, "ifd_host", 7, "a much longer host message")
-    other_device = load(tmp_path, "ifd_dev", 8, "a")
 
     def key(mod):
-        fn = mod.make(p)
-        # the module name is part of every key: compare as if each file were the same
-        fn.__module__ = "ifd"
-        fn.__qualname__ = "make.<locals>.k"
-        return kernel_cache.disk_key(fn, spec)
+        return kernel_cache.disk_key(mod.make(p), spec)
 
-    assert key(base) == key(other_host)
-    assert key(base) != key(other_device)
+    versions = iter(range(1, 10))
+
+    def key_of(device, host):
+        """The key of a variant written to one file (its path is part of every key), each
+        with a modification time of its own, as caches of sources compare them."""
+        mod = load(tmp_path, "ifd", device, host)
+        stamp = next(versions) * 10**9
+        os.utime(tmp_path / "ifd.py", ns=(stamp, stamp))
+        linecache.checkcache()
+        return key(mod)
+
+    first = key_of(7, "a")
+    assert key_of(7, "a much longer host message") == first
+    assert key_of(8, "a") != first
+    base = load(tmp_path, "ifd_base", 7, "a")
     first = key(base)
     base.COUNTER = 1000  # only a host body names it
     assert key(base) == first

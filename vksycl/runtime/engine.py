@@ -800,13 +800,15 @@ class Engine(Submitter):
         # in another thread gives its sequence back without the engine's lock.
         self._pool[timed].append(seq)
 
-    def calibrate(self, offset_ns: int) -> int:
-        """The host clock minus the device's, as well as known: a timed submission seen
-        done at host time H with its last timestamp D says the offset is at most H - D;
-        the least such bound seen is the estimate."""
+    def calibrate(self, offset_ns: int) -> None:
+        """A timed submission seen done at host time H with its last timestamp D says the
+        host clock minus the device's is at most H - D; the least such bound is kept."""
         if self._clock_offset is None or offset_ns < self._clock_offset:
             self._clock_offset = offset_ns
-        return self._clock_offset
+
+    def clock_offset_ns(self) -> int:
+        """The host clock minus the device's, as well as known so far."""
+        return self._clock_offset or 0
 
     def last_submission(self) -> Submission | None:
         """The latest work handed to the engine, an open batch included (completing it

@@ -84,7 +84,10 @@ class Submitter:
     def wait_failed(self, err: BaseException, sub: Submission) -> BaseException: ...
 
     @abstractmethod
-    def calibrate(self, offset_ns: int) -> int: ...
+    def calibrate(self, offset_ns: int) -> None: ...
+
+    @abstractmethod
+    def clock_offset_ns(self) -> int: ...
 
     @abstractmethod
     def recycle(self, seq: Any, timed: bool) -> None: ...
@@ -106,7 +109,7 @@ class Submission:
     for."""
 
     __slots__ = ("_engine", "_lock", "_owner", "_sequence", "_timed", "_timestamps",
-                 "checked_at", "error", "n_ops", "offset_ns", "reports", "submitted")
+                 "checked_at", "error", "n_ops", "reports", "submitted")
 
     def __init__(self, engine: Submitter, sequence: Any, timed: bool,
                  owner: Recording | None = None, submitted: bool = True) -> None:
@@ -121,7 +124,6 @@ class Submission:
         self.n_ops = 0  # dispatches recorded (a batch's grow as commands join)
         # when a batch opened or last found the device busy (perf_counter seconds)
         self.checked_at = 0.0
-        self.offset_ns = 0  # host clock minus device clock, fixed when timestamps are read
         # where a failed batch's error is reported (the queues of its commands), each
         # with an exception of its own once it failed; a submission made at once raises
         # to its caller instead
@@ -251,7 +253,8 @@ class Submission:
         if self._timed:
             done_ns = time.perf_counter_ns()
             ts = [int(t * engine.timestamp_period) for t in seq.get_timestamps()]
-            self.offset_ns = engine.calibrate(done_ns - ts[-1]) if ts else 0
+            if ts:
+                engine.calibrate(done_ns - ts[-1])
             self._timestamps = ts
         self._sequence = None
         if self._owner is None:
@@ -261,9 +264,12 @@ class Submission:
 
     def timestamps_ns(self) -> list[int]:
         """Device timestamps in the host's clock (nanoseconds): the start, then one after
-        each dispatch."""
+        each dispatch. The offset is the engine's best estimate when they are asked for,
+        the same for every submission then: one fixed when each finished would order two
+        submissions' times by how late the host saw each finish."""
         self.wait()
-        return [t + self.offset_ns for t in self._timestamps or ()]
+        offset = self._engine.clock_offset_ns()
+        return [t + offset for t in self._timestamps or ()]
 
 
 class Part:
