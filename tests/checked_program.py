@@ -101,6 +101,38 @@ def ranged_accessor() -> None:
         results["ranged-kept"] = np.asarray(v).tolist()
 
 
+def accessor_range_inside_buffer() -> None:
+    """Indices past a ranged accessor's range that still land in its buffer: a 1-D
+    accessor over the buffer's first half, and a 2-D one whose column runs past its range
+    into the row's next element."""
+    flat = sycl.buffer(np.zeros(16, np.float32))
+    grid = sycl.buffer(np.zeros((4, 8), np.float32))
+
+    def first_half(h):
+        acc = sycl.accessor(flat, h, sycl.write_only, access_range=sycl.range(8))
+
+        def body(i):
+            acc[i] = 1.0  # RANGE-1D
+
+        h.parallel_for(sycl.range(12), body)
+
+    def columns(h):
+        acc = sycl.accessor(grid, h, sycl.read_write, access_range=sycl.range(4, 4),
+                            access_offset=sycl.id(0, 2))
+
+        def body(it):
+            acc[it[0], it[1]] = 2.0  # RANGE-2D
+
+        h.parallel_for(sycl.range(4, 5), body)
+
+    outcome("accessor-range-1d", lambda: q.submit(first_half))
+    outcome("accessor-range-2d", lambda: q.submit(columns))
+    with sycl.host_accessor(flat, sycl.read_only) as v:
+        results["range-1d-kept"] = np.asarray(v).tolist()
+    with sycl.host_accessor(grid, sycl.read_only) as v:
+        results["range-2d-kept"] = np.asarray(v).tolist()
+
+
 def local_memory() -> None:
     out = sycl.malloc_shared(32, sycl.float32, q)
 
@@ -189,7 +221,7 @@ def past_the_end_of_each_kind() -> None:
 
 CASES = {f.__name__: f for f in (past_the_end_of_each_kind, off_by_one_2d,
                                  into_another_allocation, use_after_free, ranged_accessor,
-                                 local_memory, atomics, not_finite, correct_kernels)}
+                                 accessor_range_inside_buffer, local_memory, atomics, not_finite, correct_kernels)}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or CASES:

@@ -84,8 +84,28 @@ def test_ranged_accessor(results):
     assert f"{PROGRAM}:{line_of('RANGED')}:" in message
     # which of the offending work-items is recorded is whichever was caught first
     assert re.search(r"work-item [4-7]; 4 accesses stopped", message)
-    # the elements inside the buffer were written, the 4 past its end stopped
+    assert re.search(r"index (8|9|10|11) in dimension 0 is outside the accessor's range "
+                     r"\(8 there\)", message)
+    # the elements inside the range were written, the 4 past it (and the buffer) stopped
     assert results["ranged-kept"] == [0.0] * 12 + [1.0] * 4
+
+
+def test_accessor_range_inside_its_buffer(results):
+    """Past the accessor's range but inside its buffer: stopped all the same."""
+    message = report(results, "accessor-range-1d")
+    assert f"{PROGRAM}:{line_of('RANGE-1D')}:" in message
+    assert "out-of-bounds store through an accessor" in message
+    assert re.search(r"work-item (8|9|10|11); 4 accesses stopped", message)
+    assert re.search(r"index (8|9|10|11) in dimension 0 is outside the accessor's range "
+                     r"\(8 there\)", message)
+    assert results["range-1d-kept"] == [1.0] * 8 + [0.0] * 8
+
+    message = report(results, "accessor-range-2d")
+    assert f"{PROGRAM}:{line_of('RANGE-2D')}:" in message
+    assert re.search(r"work-item \(\d, 4\); 4 accesses stopped", message)
+    assert "index 4 in dimension 1 is outside the accessor's range (4 there)" in message
+    # columns 2..5 written, column 6 (index 4 past the offset of 2) untouched
+    assert results["range-2d-kept"] == [[0.0, 0.0, 2.0, 2.0, 2.0, 2.0, 0.0, 0.0]] * 4
 
 
 def test_local_memory(results):

@@ -2,7 +2,8 @@
 # On the NVIDIA machine: installs what prepare.sh gathered (Vulkan loader, the wheels)
 # under /tmp, builds vksycl's private Kompute module (vksycl/_kp) against the host's
 # pybind11, then runs the given command with vksycl importable, its launch path compiled by
-# mypyc. Building Kompute takes about 25 s on 16 cores.
+# mypyc (VKSYCL_GPU_MYPYC=0 skips that, saving about a minute, where timings do not
+# matter). Building Kompute takes about 25 s on 16 cores.
 #   bash benchmarks/gpu/run.sh python3 benchmarks/memory.py
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,5 +21,7 @@ python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl
 export VKSYCL_KP_SDIST=$PWD/.gpu/kp-0.9.0.tar.gz  # third_party/kompute/sources.sh patches it
 third_party/kompute/build.sh python3 vksycl >/dev/null
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
-python3 ci/build_mypyc.py  # the compiled launch path (vksycl/mypyc_modules.py)
+if [ "${VKSYCL_GPU_MYPYC:-1}" != 0 ]; then
+  python3 ci/build_mypyc.py  # the compiled launch path (vksycl/mypyc_modules.py)
+fi
 exec "$@"

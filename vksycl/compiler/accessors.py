@@ -38,14 +38,22 @@ def element(fl: Any, acc: AccessorV, index: Any, node: ast.Subscript,
         check_writable(fl, acc, node, "it cannot be written")
     items = _indices(fl, acc, index, node)
     if acc.dims == 1:
-        return fl.index_place(acc.ptr, items[0], node)
-    linear = _int32(fl, items[0], node)
-    for d in range(1, acc.dims):
-        extent = PyV(acc.shape[d]) if acc.shape is not None else \
-            fl.m.accessor_piece(acc.path, "memory_range", d)
-        linear = fl.binop(ast.Add(), fl.binop(ast.Mult(), linear, extent, node),
-                          _int32(fl, items[d], node), node)
-    return fl.index_place(acc.ptr, linear, node)
+        place = fl.index_place(acc.ptr, items[0], node)
+    else:
+        linear = _int32(fl, items[0], node)
+        for d in range(1, acc.dims):
+            extent = PyV(acc.shape[d]) if acc.shape is not None else \
+                fl.m.accessor_piece(acc.path, "memory_range", d)
+            linear = fl.binop(ast.Add(), fl.binop(ast.Mult(), linear, extent, node),
+                              _int32(fl, items[d], node), node)
+        place = fl.index_place(acc.ptr, linear, node)
+    if fl.m.checks and acc.shape is None:
+        # checked mode checks each index against the accessor's range, which is tighter
+        # than its buffer's memory (a ranged accessor's rows are not one run of it)
+        fl.m.accessor_limits[id(place)] = [
+            (_int32(fl, item, node), fl.m.accessor_piece(acc.path, "range", d))
+            for d, item in enumerate(items)]
+    return place
 
 
 def pointer(fl: Any, acc: AccessorV, index: Any, node: ast.Subscript) -> PtrV:

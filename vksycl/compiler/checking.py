@@ -7,7 +7,8 @@ address was computed from a kernel argument, the launch passes that allocation's
 [start, end) beside it (hidden arguments), so pointer arithmetic landing in another
 allocation is caught with two comparisons. Otherwise (a pointer loaded from memory or
 kept in a variable) the address itself is looked up in the table of live allocations
-the launch passes (a hidden argument: a count, then the sorted [start, end) of each). A work-group
+the launch passes (a hidden argument: a count, then the sorted [start, end) of each). An accessor's
+element is checked against the accessor's range, index by index. A work-group
 memory access is checked against the array's length. A failing access does nothing (a
 load gives zero), counts itself in the debug buffer and, the first time, records its
 site, work-item, address, size and base there (`printing` has the layout); the host
@@ -25,6 +26,10 @@ from typing import Any
 
 from . import ir, printing
 from .printing import (
+    ACCESSOR_RANGE,
+    LOCAL_OUT_OF_BOUNDS,
+    NOT_FINITE,
+    OUT_OF_BOUNDS,
     VIOLATION_ADDRESS,
     VIOLATION_BASE,
     VIOLATION_ID,
@@ -49,8 +54,6 @@ from .typesys import (
 # the table of live allocations as global memory: a root of its own, which kernel fusion
 # does not count among the kernel's accesses
 TABLE_ROOT = ir.GlobalRoot(U64)
-# what a violation was (the debug buffer's VIOLATION_KIND word)
-OUT_OF_BOUNDS, LOCAL_OUT_OF_BOUNDS, NOT_FINITE = 0, 1, 2
 
 
 def _member_offset(elem: Any, members: tuple[int, ...]) -> int:
@@ -162,6 +165,9 @@ class Checker:
         memory that is not checked."""
         place = x.place
         size = layout(place.ty)[0]
+        limits = self.m.accessor_limits.get(id(place))
+        if limits is not None:
+            return self._within_range(place, limits, size, site)
         if isinstance(place.root, ir.GlobalRoot):
             address = _add(place.index, _member_offset(place.root.elem, place.members))
             base = _base(place.index)
@@ -190,6 +196,24 @@ class Checker:
             return ok, [report]
         return None
 
+    def _within_range(self, place: ir.Place, limits: list[tuple[ir.Value, ir.Value]],
+                      size: int, site: int) -> tuple[ir.Value, list[ir.Stmt]]:
+        """An accessor's element: each index below the range in its dimension (unsigned:
+        a negative one fails too). The report names the first dimension that fails, its
+        index and range packed where a pointer's base goes (range << 32 | index)."""
+        fits = [ir.Op("OpULessThan", BOOL, [_u32(i), _u32(r)]) for i, r in limits]
+        ok = fits[0]
+        for f in fits[1:]:
+            ok = ir.Op("OpLogicalAnd", BOOL, [ok, f])
+        kind: ir.Value = ir.Const(U32, ACCESSOR_RANGE + len(limits) - 1)
+        packed: ir.Value = _pack(*limits[-1])
+        for d in reversed(range(len(limits) - 1)):
+            kind = ir.Cond(fits[d], kind, ir.Const(U32, ACCESSOR_RANGE + d), U32)
+            packed = ir.Cond(fits[d], packed, _pack(*limits[d]), U64)
+        address = _add(place.index, _member_offset(place.root.elem, place.members))
+        return ok, [ir.Eval(ir.Call(self.report(), [
+            kind, ir.Const(U32, site), address, ir.Const(U32, size), packed], VOID))]
+
     def finite(self, s: ir.Store, site: int) -> list[ir.Stmt]:
         """The NaN / Inf check of a float stored (with `nan`)."""
         v = s.value
@@ -206,6 +230,18 @@ class Checker:
         return [ir.If(bad, [ir.Eval(ir.Call(self.report(), [
             ir.Const(U32, NOT_FINITE), ir.Const(U32, site), address,
             ir.Const(U32, layout(place.ty)[0]), shown], VOID))], [])]
+
+
+def _u32(v: ir.Value) -> ir.Value:
+    return ir.Op("OpBitcast", U32, [v])
+
+
+def _pack(index: ir.Value, extent: ir.Value) -> ir.Value:
+    """extent << 32 | index, as unsigned 32-bit halves."""
+    return ir.Op("OpBitwiseOr", U64, [
+        ir.Op("OpShiftLeftLogical", U64, [ir.Op("OpUConvert", U64, [_u32(extent)]),
+                                          ir.Const(U64, 32)]),
+        ir.Op("OpUConvert", U64, [_u32(index)])])
 
 
 def _word(address: ir.Value, k: int) -> ir.Place:
@@ -272,4 +308,4 @@ def instrument(m: Any, kernel: ir.Function, sites: dict[int, int], nan: bool) ->
     for fn in functions:
         fn.body[:] = visit(fn.body)
 
-__all__ = ["LOCAL_OUT_OF_BOUNDS", "NOT_FINITE", "OUT_OF_BOUNDS", "TABLE_ROOT", "instrument"]
+__all__ = ["TABLE_ROOT", "instrument"]

@@ -164,10 +164,12 @@ class KernelModule(DeviceCalls):
         self.args: list[ArgSlot] = []
         self.device_globals: dict[tuple, device_global] = {}  # by argument path
         self.debug_records: dict[int, dict[str, Any]] = {}
-        # checked mode (`checking`): what it checks, and the site record of each access
-        # kernel code makes, by its place's id
+        # checked mode (`checking`): what it checks, the site record of each access kernel
+        # code makes, and each buffer accessor's element's (index, range) per dimension,
+        # by its place's id
         self.checks = CHECKS
         self.access_sites: dict[int, int] = {}
+        self.accessor_limits: dict[int, list[tuple[ir.Value, ir.Value]]] = {}
         self.push_types: list[Scalar] = []
         self.captures: dict[tuple, Any] = {}
         self.functions: dict[tuple, ir.Function] = {}

@@ -38,6 +38,9 @@ from .values import PyV
 HEAD, LOST, FAILURES, FAILED_ID, CAPACITY, FAILED_ITEM = 0, 1, 2, 3, 4, 5
 VIOLATIONS, VIOLATION_KIND, VIOLATION_ID, VIOLATION_ADDRESS, VIOLATION_SIZE = 8, 9, 10, 11, 13
 VIOLATION_ITEM, VIOLATION_BASE, HEADER = 14, 17, 20
+# what a violation was (the VIOLATION_KIND word); an accessor's index outside its range
+# is ACCESSOR_RANGE plus the dimension
+OUT_OF_BOUNDS, LOCAL_OUT_OF_BOUNDS, NOT_FINITE, ACCESSOR_RANGE = 0, 1, 2, 3
 # SPIR-V scope and semantics of the buffer's atomics: device scope, relaxed
 _DEVICE, _RELAXED = 1, 0
 _C_SPEC = re.compile(r"%([-+ #0]*)(\d+|\*)?(?:\.(\d+|\*))?(hh|h|ll|l|z|j|t|L)?([diouxXeEfFgGcs%])")
@@ -424,9 +427,10 @@ class BufferFormat:
             np.int32))
         where = "the single_task" if not dims else \
             f"work-item {ids if dims > 1 else ids[0]}"
-        what = {0: f"out-of-bounds {record['access']}",
-                1: f"out-of-bounds {record['access']} of work-group memory",
-                2: "NaN or Inf stored"}.get(kind, "checked access failed")
+        what = {OUT_OF_BOUNDS: f"out-of-bounds {record['access']}",
+                LOCAL_OUT_OF_BOUNDS: f"out-of-bounds {record['access']} of work-group memory",
+                NOT_FINITE: "NaN or Inf stored"}.get(
+                    kind, f"out-of-bounds {record['access']} through an accessor")
         return (f"{record['site']}: {what} in kernel {record['kernel']} ({where}; "
                 f"{count} access{'es' if count > 1 else ''} stopped)"), kind, address, \
             size, base
@@ -448,10 +452,16 @@ class BufferFormat:
     @staticmethod
     def where(kind: int, address: int, size: int, base: int) -> str:
         """What a violation other than a global access out of bounds touched."""
-        if kind == 1:
+        if kind == LOCAL_OUT_OF_BOUNDS:
             return (f"{size}-byte access at byte {address} of work-group memory of "
                     f"{base} bytes")
-        return f"{size}-byte store at {address:#x} of value bits {base:#x}"
+        if kind == NOT_FINITE:
+            return f"{size}-byte store at {address:#x} of value bits {base:#x}"
+        index, extent = base & 0xFFFFFFFF, base >> 32
+        index -= (index >> 31) << 32  # a negative index, as int32
+        return (f"index {index} in dimension {kind - ACCESSOR_RANGE} is outside the "
+                f"accessor's range ({extent} there); the {size}-byte access would have "
+                f"been at {address:#x}")
 
     @staticmethod
     def reset(words: np.ndarray) -> None:
@@ -459,6 +469,7 @@ class BufferFormat:
 
 
 __all__ = [
+    "ACCESSOR_RANGE",
     "CAPACITY",
     "DEBUG_ROOT",
     "FAILED_ID",
@@ -466,7 +477,10 @@ __all__ = [
     "FAILURES",
     "HEAD",
     "HEADER",
+    "LOCAL_OUT_OF_BOUNDS",
     "LOST",
+    "NOT_FINITE",
+    "OUT_OF_BOUNDS",
     "VIOLATIONS",
     "VIOLATION_ADDRESS",
     "VIOLATION_BASE",
