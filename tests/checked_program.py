@@ -148,6 +148,83 @@ def local_memory() -> None:
     sycl.free(out, q)
 
 
+def spirv_count(body, opcode: int, dims: int, local: tuple) -> int:
+    """How many instructions of `opcode` the checked kernel `body` compiles to."""
+    from vksycl.compiler.kernel import KernelSpec, compile_kernel
+    words = np.frombuffer(compile_kernel(body, KernelSpec("k", "nd_range", dims, local))
+                          .binary, np.uint32)
+    found, at = 0, 5
+    while at < len(words):
+        found += int(words[at] & 0xFFFF) == opcode
+        at += int(words[at] >> 16)
+    return found
+
+
+def local_memory_proofs() -> None:
+    """Work-group memory indices the compiler proves in bounds go unchecked (the tiled
+    kernel keeps the checks of its three global accesses only); indices it cannot prove
+    stay checked, and their bugs are reported."""
+    n, t = 32, 8
+    a = sycl.malloc_shared(n * n, sycl.float32, q)
+    c = sycl.malloc_shared(n * n, sycl.float32, q)
+    a[:] = np.arange(n * n, dtype=np.float32) % 7
+
+    def tiled(it):
+        ta = syclexp.work_group_memory(np.float32, (t, t))
+        tb = syclexp.work_group_memory(np.float32, (t, t))
+        row, col = it.get_global_id(0), it.get_global_id(1)
+        lr, lc = it.get_local_id(0), it.get_local_id(1)
+        acc = sycl.float32(0.0)
+        for kt in range(0, n, t):
+            ta[lr, lc] = a[row * n + kt + lc]
+            tb[lr, lc] = a[(kt + lr) * n + col]
+            sycl.group_barrier(it.get_group())
+            for kk in range(t):
+                acc += ta[lr, kk] * tb[kk, lc]
+            sycl.group_barrier(it.get_group())
+        c[row * n + col] = acc
+
+    results["tiled-report-calls"] = spirv_count(tiled, 57, 2, (t, t))  # OpFunctionCall
+    outcome("tiled", lambda: q.parallel_for(sycl.nd_range((n, n), (t, t)), tiled))
+    host = np.asarray(a).reshape(n, n).astype(np.float64)
+    results["tiled-right"] = bool(np.allclose(np.asarray(c).reshape(n, n), host @ host))
+
+    def one_too_far(it):
+        tile = syclexp.work_group_memory(np.float32, (16,))
+        for k in range(17):
+            tile[k] = 1.0  # PAST-LOOP
+        sycl.group_barrier(it.get_group())
+
+    def bumped(it):
+        tile = syclexp.work_group_memory(np.float32, (16,))
+        j = it.get_local_id(0)
+        if j == 15:
+            j = j + 1
+        tile[j] = 1.0  # BUMPED
+
+    reach = 16
+
+    def up_to_reach(it):
+        tile = syclexp.work_group_memory(np.float32, (16,))
+        for k in range(reach):
+            tile[k] = 1.0  # REACH
+        sycl.group_barrier(it.get_group())
+
+    def launch_reach(value: int) -> None:
+        nonlocal reach
+        reach = value
+        q.parallel_for(sycl.nd_range(sycl.range(16), sycl.range(16)), up_to_reach)
+
+    # a captured loop bound proves nothing: only numbers the kernel is compiled for do
+    outcome("reach-16", lambda: launch_reach(16))
+    outcome("reach-17", lambda: launch_reach(17))
+    for name, body in (("past-loop", one_too_far), ("bumped", bumped)):
+        outcome(name, lambda body=body: q.parallel_for(
+            sycl.nd_range(sycl.range(16), sycl.range(16)), body))
+    sycl.free(a, q)
+    sycl.free(c, q)
+
+
 def atomics() -> None:
     counts = sycl.malloc_shared(4, sycl.int32, q)
     counts[:] = 0
@@ -221,7 +298,8 @@ def past_the_end_of_each_kind() -> None:
 
 CASES = {f.__name__: f for f in (past_the_end_of_each_kind, off_by_one_2d,
                                  into_another_allocation, use_after_free, ranged_accessor,
-                                 accessor_range_inside_buffer, local_memory, atomics, not_finite, correct_kernels)}
+                                 accessor_range_inside_buffer, local_memory,
+                                 local_memory_proofs, atomics, not_finite, correct_kernels)}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or CASES:

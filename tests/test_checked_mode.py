@@ -116,6 +116,21 @@ def test_local_memory(results):
     assert "byte 64 of work-group memory of 64 bytes" in message
 
 
+def test_local_memory_proven_in_bounds_goes_unchecked(results):
+    # a's two loads and c's store, and the NaN checks of the three stores
+    assert results["tiled-report-calls"] == 6
+    assert results["tiled"] is None and results["tiled-right"]
+    assert results["reach-16"] is None
+    for case, marker, stopped in (("reach-17", "REACH", "16 accesses"),
+                                  ("past-loop", "PAST-LOOP", "16 accesses"),
+                                  ("bumped", "BUMPED", "1 access")):
+        message = report(results, case)
+        assert f"{PROGRAM}:{line_of(marker)}:" in message
+        assert "out-of-bounds store of work-group memory" in message
+        assert f"{stopped} stopped" in message
+        assert "4-byte access at byte 64 of work-group memory of 64 bytes" in message
+
+
 def test_atomics(results):
     message = report(results, "atomic")
     assert f"{PROGRAM}:{line_of('ATOMIC')}:" in message and "out-of-bounds atomic" in message

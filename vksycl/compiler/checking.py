@@ -25,6 +25,7 @@ import dataclasses
 from typing import Any
 
 from . import ir, printing
+from .intervals import Ranges
 from .printing import (
     ACCESSOR_RANGE,
     LOCAL_OUT_OF_BOUNDS,
@@ -85,9 +86,10 @@ def _base(address: ir.Value) -> ir.Value | None:
 class Checker:
     """The checks of one kernel: its check and report functions, made on first use."""
 
-    def __init__(self, m: Any, nan: bool) -> None:
+    def __init__(self, m: Any, nan: bool, ranges: Ranges) -> None:
         self.m = m
         self.nan = nan
+        self.ranges = ranges
         self._report: ir.Function | None = None
         self._check: ir.Function | None = None
 
@@ -184,6 +186,8 @@ class Checker:
                 ir.Const(U32, OUT_OF_BOUNDS), ir.Const(U32, site), address,
                 ir.Const(U32, size), base], VOID))]
         if isinstance(place.root, ir.SharedRoot):
+            if self.ranges.proves_within(x, place.root.length):
+                return ir.Const(BOOL, True), []
             index = ir.Op("OpBitcast", U32, [place.index])
             ok = ir.Op("OpULessThan", BOOL, [index, ir.Const(U32, place.root.length)])
             stride = layout(mem_type(place.root.elem))[0]
@@ -257,7 +261,6 @@ def _store64(address: ir.Value, k: int, v: ir.Value) -> list[ir.Stmt]:
 def instrument(m: Any, kernel: ir.Function, sites: dict[int, int], nan: bool) -> None:
     """Puts the checks around the accesses of `kernel` and its device functions whose
     places `sites` maps to their site record ids."""
-    checker = Checker(m, nan)
     memo: dict[int, Any] = {}
     functions: list[ir.Function] = []
     todo = [kernel]
@@ -275,6 +278,12 @@ def instrument(m: Any, kernel: ir.Function, sites: dict[int, int], nan: bool) ->
                 stack.extend(x if isinstance(x, list) else (
                     getattr(x, f.name) for f in dataclasses.fields(x)
                     if f.name not in ("ty", "fn", "local", "param")))
+
+    # the local size in Vulkan's x, y, z (SYCL's last dimension is x)
+    # the captured numbers the kernel is compiled for (`KernelModule.specialize`)
+    constants = {key: obj for key, (path, obj, _) in m.origins.items()
+                 if path in m.specialized}
+    checker = Checker(m, nan, Ranges(functions, (*reversed(m.local), 1, 1, 1)[:3], constants))
 
     def visit(x: Any) -> Any:
         key = id(x)
@@ -298,8 +307,14 @@ def instrument(m: Any, kernel: ir.Function, sites: dict[int, int], nan: bool) ->
         if found is None:
             return x
         ok, otherwise = found
+        proven = isinstance(ok, ir.Const)
         if isinstance(x, ir.Store):
-            new: Any = ir.If(ok, [*checker.finite(x, site), x], otherwise)
+            finite = checker.finite(x, site)
+            if proven and not finite:
+                return x
+            new: Any = ir.If(ok, [*finite, x], otherwise)
+        elif proven:
+            return x
         else:
             new = ir.Cond(ok, x, _zero(x.ty), x.ty, [], otherwise)
         memo[key] = new
