@@ -231,7 +231,8 @@ def _first_two(p):
 
 def test_pointers_pass_to_and_return_from_device_functions(q, mem):
     a = mem.of(np.arange(8, dtype=np.float32))
-    b = mem.of(np.arange(10, 18, dtype=np.float32))
+    # one element more than x reaches: y is the element after x
+    b = mem.of(np.arange(10, 19, dtype=np.float32))
     out = mem.zeros(8, np.float32)
 
     def body(i):
