@@ -34,6 +34,7 @@ from .typesys import (
     Struct,
     TupleType,
     Type,
+    VecType,
     field_offsets,
     layout,
     mem_type,
@@ -123,6 +124,8 @@ class Codegen:
                 r = b.type_int(t.bits, t.is_signed)
         elif t == VOID:
             r = b.type_void()
+        elif isinstance(t, VecType):
+            r = b.type_vector(self.ty(t.elem), t.count)
         elif isinstance(t, Struct):
             members = [self.ty(self.mem(ft), explicit) for _, ft in t.fields]
             r = b.type_struct(members, offsets=field_offsets(t) if explicit else None,
@@ -146,7 +149,9 @@ class Codegen:
         return mem_type(t)
 
     def storage_caps(self, t: Type) -> None:
-        if isinstance(t, Struct):
+        if isinstance(t, VecType):
+            self.storage_caps(t.elem)
+        elif isinstance(t, Struct):
             for _, ft in t.fields:
                 self.storage_caps(self.mem(ft))
         elif isinstance(t, Scalar) and t.bits == 8:
@@ -480,8 +485,9 @@ class Codegen:
                 pt = self.physical_pointer(self.ty(place.ty, explicit=True))
                 ptr = b.op("AccessChain", pt, ptr, *members)
             # an element (or member) is aligned to its type: pointer arguments are checked
-            # at launch, and pointer arithmetic moves by whole elements
-            return ptr, ("Aligned", layout(place.ty)[1])
+            # at launch, and pointer arithmetic moves by whole elements; a vector read
+            # through a pointer to its elements says what the address is known to be
+            return ptr, ("Aligned", place.align or layout(place.ty)[1])
         shape = root.shape if isinstance(root, ir.ParamRoot) else root
         sc = "Workgroup" if isinstance(shape, ir.SharedRoot) else "Function"
         pt = b.type_pointer(sc, self.ty(place.ty))

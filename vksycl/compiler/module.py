@@ -123,6 +123,9 @@ class ArgSlot:
     push_index: int = -1  # index into the push-constant members
     push_offset: int = -1  # byte offset in the packed arguments
     piece: tuple[str, int] = ("", 0)  # ("range" | "offset" | "memory_range", dimension)
+    # the alignment the code assumes of a pointer's address beyond its element type's (the
+    # vectors it reads through it: `alignment`), which the launch checks
+    align: int = 1
 
 
 @dataclass

@@ -8,10 +8,10 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from .. import accessors, if_device, ir, reduction, virtual
+from .. import accessors, if_device, ir, reduction, vector_code, virtual
 from .. import device_global_code as dgc
 from ..type_registry import type_of_annotation
-from ..typesys import BOOL, I32, I64, Scalar, Struct, mem_type, promote
+from ..typesys import BOOL, I32, I64, Scalar, Struct, VecType, mem_type, promote
 from ..values import (
     AccessorV,
     AggSlot,
@@ -196,6 +196,9 @@ class Statements(LoweringState):
     def lvalue(self, target: ast.Subscript | ast.Attribute) -> Callable[[Any], Any]:
         """A function that stores its argument to the target, or loads it when given None
         (the target's sub-expressions are evaluated once)."""
+        vector = self.vector_lvalue(target)
+        if vector is not None:
+            return vector
         if isinstance(target, ast.Subscript):
             place = self.subscript_place(target)
             return lambda v: self.load(place, target) if v is None else \
@@ -233,6 +236,52 @@ class Statements(LoweringState):
         if isinstance(obj, ObjV):
             return lambda v: virtual.store_field(self, obj, attr, v, target)
         raise self.err(target, "cannot assign to this attribute in device code")
+
+    def vector_lvalue(self, target: ast.Subscript | ast.Attribute,
+                      ) -> Callable[[Any], Any] | None:
+        """The lvalue of an element or swizzle of a vector variable (`v[i]`, `v.xy`), or
+        of a vector in memory (`p[i].x`); None for other targets."""
+        base_node = target.value
+        if isinstance(base_node, ast.Name):
+            slot = self.env.get(base_node.id)
+            if not isinstance(slot, AggSlot) or not isinstance(slot.sty, VecType):
+                return None
+            name = base_node.id
+
+            def current() -> AggV:
+                return self.read_slot(slot)
+
+            if isinstance(target, ast.Subscript):
+                i = self.expr(target.slice)
+                return lambda v: vector_code.index(self, current(), i, target) \
+                    if v is None else self.assign_slot(name, slot, vector_code.assign_index(
+                        self, current(), i, v, target), target)
+            idx = vector_code.swizzle_target(self, target.attr, slot.sty, target)
+            return lambda v: vector_code.attribute(self, current(), target.attr, target) \
+                if v is None else self.assign_slot(name, slot, vector_code.assign(
+                    self, current(), idx, v, target), target)
+        if isinstance(target, ast.Attribute) and isinstance(base_node, ast.Subscript):
+            place = self.subscript_place(base_node)
+            vty = place.ty
+            if not isinstance(vty, VecType):
+                return None
+            idx = vector_code.swizzle_target(self, target.attr, vty, target)
+            places = [ir.Place(place.root, place.index, (*place.members, k), vty.elem)
+                      for k in idx]
+
+            def store(v: Any) -> None:
+                items = vector_code.assign(self, AggV(vty, [ir.Const(vty.elem, 0)] *
+                                                     vty.count), idx, v, target).fields
+                for p, k in zip(places, idx, strict=True):
+                    self.store(p, items[k], target, vty.elem)
+
+            def load() -> Any:
+                items = [self.load(p, target, vty.elem) for p in places]
+                return items[0] if len(items) == 1 else AggV(
+                    vector_code.vec_of(vty.elem, len(items)), items)
+
+            return lambda v: load() if v is None else store(v)
+        return None
 
     def stmt_If(self, s: ast.If) -> None:
         cond = self.truth(self.expr(s.test), s.test)
