@@ -41,6 +41,7 @@ from .compiler import (
     shift_group_left,
     shift_group_right,
     struct,
+    unroll,
     vec,
 )
 from .exceptions import errc, exception, exception_list
@@ -220,6 +221,7 @@ __all__ = [
     "uint16",
     "uint32",
     "uint64",
+    "unroll",
     "usm",
     "usm_memory_stats",
     "usm_release_cached",

@@ -36,6 +36,7 @@ from .device import (
     shift_group_left,
     shift_group_right,
     this_work_item,
+    unroll,
     work_group_memory,
 )
 from .free_function import FreeFunctionKernel, nd_range_kernel, single_task_kernel
@@ -55,5 +56,5 @@ __all__ = [
     "memory_order", "memory_scope", "minimum", "multiplies", "native", "nd_range_kernel",
     "none_of_group", "permute_group_by_xor", "plus", "private_array", "reduce_over_group",
     "select_from_group", "shift_group_left", "shift_group_right", "single_task_kernel",
-    "struct", "this_work_item", "vec", "work_group_memory",
+    "struct", "this_work_item", "unroll", "vec", "work_group_memory",
 ]

@@ -38,6 +38,7 @@ from .typesys import (
     field_offsets,
     layout,
     mem_type,
+    vec_type,
 )
 
 SPIRV_VERSION = (1, 3)
@@ -124,6 +125,9 @@ class Codegen:
                 r = b.type_int(t.bits, t.is_signed)
         elif t == VOID:
             r = b.type_void()
+        elif isinstance(t, VecType) and t.count > 4:  # Vulkan's vectors hold up to 4
+            stride = 4 * t.elem.nbytes if explicit else None
+            r = b.type_array(self.ty(vec_type(t.elem, 4)), t.count // 4, stride)
         elif isinstance(t, VecType):
             r = b.type_vector(self.ty(t.elem), t.count)
         elif isinstance(t, Struct):
@@ -331,7 +335,7 @@ class Codegen:
 
     def loop(self, s: ir.Loop) -> None:
         b = self.b
-        with b.loop("Unroll" if s.unroll else "None") as lp:
+        with b.loop(s.control) as lp:
             self.loops.append(lp)
             self.scopes.append({})
             if s.cond is not None and not s.pre and straight(s.cond):

@@ -335,14 +335,15 @@ class Switch(Stmt):
 
 @dataclass(eq=False)
 class Loop(Stmt):
-    """while True: pre; if not cond: break; body; (continue lands here) step. `unroll`
-    asks the driver to unroll it (a short loop of a known count)."""
+    """while True: pre; if not cond: break; body; (continue lands here) step. `control`
+    is its SPIR-V loop control: "Unroll" asks the driver to unroll it (a short loop of a
+    known count, or one the code asks to unroll), "DontUnroll" not to."""
 
     pre: list[Stmt]
     cond: Value | None
     body: list[Stmt]
     step: list[Stmt]
-    unroll: bool = False
+    control: str = "None"
 
 
 class Break(Stmt):

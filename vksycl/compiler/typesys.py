@@ -93,6 +93,13 @@ class VecType(Struct):
     elem: Scalar = None  # type: ignore[assignment]
     count: int = 0
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, VecType) and (other.elem, other.count) == \
+            (self.elem, self.count)
+
+    def __hash__(self) -> int:
+        return hash(("vec", self.elem, self.count))
+
     @property
     def slots(self) -> int:
         """Elements of memory the vector takes: 4 for a 3-element vector."""

@@ -38,6 +38,20 @@ def vec_of(elem: Scalar, count: int) -> VecType:
     return vec_class(elem.dtype, count).__vksycl_struct__
 
 
+def part(place: ir.Place, j: int) -> ir.Place:
+    """Elements 4j to 4j + 3 of a vector of 8 or 16 in memory: Vulkan's SPIR-V has vectors
+    of up to 4, so memory holds the longer ones as arrays of 4-element vectors."""
+    vty = place.ty
+    assert isinstance(vty, VecType)
+    return ir.Place(place.root, place.index, (*place.members, j), vec_of(vty.elem, 4),
+                    min(place.align, 16) if place.align else 0)
+
+
+def element_members(vty: VecType, k: int) -> tuple[int, ...]:
+    """The member indices of element `k` of a vector in memory."""
+    return (k,) if vty.count <= 4 else (k // 4, k % 4)
+
+
 def is_vec_class(obj: Any) -> bool:
     return isinstance(obj, type) and issubclass(obj, vec)
 
@@ -209,6 +223,27 @@ def assign_index(fl: Any, current: AggV, i: Any, value: Any, node: ast.AST) -> A
         ir.Op("OpSelect", current.sty.elem, [
             ir.Op("OpIEqual", BOOL, [k, ir.Const(k.ty, j)]), x, old])
         for j, old in enumerate(current.fields)])
+
+
+def memory_lvalue(fl: Any, place: ir.Place, name: str, node: ast.AST) -> Any:
+    """The lvalue of a swizzle of a vector in memory (`p[i].x`, `p[i].xy`): its elements'
+    places, each stored alone."""
+    vty = place.ty
+    idx = swizzle_target(fl, name, vty, node)
+    places = [ir.Place(place.root, place.index, (*place.members, *element_members(vty, k)),
+                       vty.elem) for k in idx]
+
+    def store(v: Any) -> None:
+        zeros = AggV(vty, [ir.Const(vty.elem, 0)] * vty.count)
+        items = assign(fl, zeros, idx, v, node).fields
+        for p, k in zip(places, idx, strict=True):
+            fl.store(p, items[k], node, vty.elem)
+
+    def load() -> Any:
+        items = [fl.load(p, node, vty.elem) for p in places]
+        return items[0] if len(items) == 1 else AggV(vec_of(vty.elem, len(items)), items)
+
+    return lambda v: load() if v is None else store(v)
 
 
 def method(fl: Any, m: MethodV, args: list[Any], node: ast.Call) -> Any:

@@ -186,11 +186,15 @@ def vec_of_dtype(dtype: np.dtype) -> VecType | None:
 
 
 def aliases() -> dict[str, type]:
-    """SYCL 2020's vector aliases: `sycl::float4`, `sycl::int2`, `sycl::half8`, ..."""
+    """SYCL 2020's vector aliases: `sycl::float4`, `sycl::int2`, `sycl::half8`, ...,
+    but for the five that are scalar types' names here, as numpy's (`sycl.float16` is
+    half precision, `sycl.int8` an 8-bit integer): `sycl.vec(sycl.float32, 16)` and
+    `sycl.vec(sycl.int32, 8)` name those vectors."""
     out = {}
     for dtype in ELEMENT_TYPES:
         for n in SIZES:
             cls = vec_class(dtype, n)
-            out[cls.__name__] = cls
+            if not hasattr(np, cls.__name__):
+                out[cls.__name__] = cls
     return out
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from .. import ir
+from .. import ir, vector_code
 from ..typesys import (
     BOOL,
     I32,
@@ -72,6 +72,9 @@ class Memory(LoweringState):
         """The value at a place; `logical` is its type where memory holds it otherwise
         (bools as bytes, pointers as addresses), the root's element type by default."""
         ty = place.ty
+        if isinstance(ty, VecType) and ty.count > 4:
+            parts = [self.load(vector_code.part(place, j), node) for j in range(ty.count // 4)]
+            return AggV(ty, [x for p in parts for x in p.fields])
         if isinstance(ty, VecType):  # one vector load
             self.m.use_storage(place.root, ty.elem)
             self.m.note_access(self, place, node, "load")
@@ -100,6 +103,11 @@ class Memory(LoweringState):
         if isinstance(ty, VecType):  # one vector store
             if not isinstance(value, AggV) or value.sty != ty:
                 raise self.err(node, f"cannot store {kind_of(value)} into a {ty!r}")
+            if ty.count > 4:
+                for j in range(ty.count // 4):
+                    part = vector_code.part(place, j)
+                    self.store(part, AggV(part.ty, value.fields[4 * j: 4 * j + 4]), node)
+                return
             self.m.use_storage(place.root, ty.elem)
             self.m.note_access(self, place, node, "store")
             self.emit(ir.Store(place, ir.Compose(ty, list(value.fields))))

@@ -8,7 +8,7 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from .. import accessors, if_device, ir, reduction, vector_code, virtual
+from .. import accessors, if_device, ir, reduction, unrolling, vector_code, virtual
 from .. import device_global_code as dgc
 from ..type_registry import type_of_annotation
 from ..typesys import BOOL, I32, I64, Scalar, Struct, VecType, mem_type, promote
@@ -205,17 +205,11 @@ class Statements(LoweringState):
                 self.store(place, v, target)
         base_node = target.value
         attr = target.attr
-        if isinstance(base_node, ast.Subscript):
-            place = self.subscript_place(base_node)
-            sty = place.ty
-            if not isinstance(sty, Struct):
-                raise self.err(target, f"{sty!r} has no field '{attr}'")
-            i = sty.field_index(attr)
-            if i < 0:
-                raise self.err(target, f"struct {sty.name} has no field '{attr}'")
-            fplace = ir.Place(place.root, place.index, (*place.members, i),
-                              mem_type(sty.fields[i][1]))
-            ftype = sty.fields[i][1]
+        place = self.memory_place(base_node)
+        if place is not None:
+            if isinstance(place.ty, VecType):
+                return vector_code.memory_lvalue(self, place, attr, target)
+            fplace, ftype = self.field_place(place, attr, target)
             return lambda v: self.load(fplace, target, ftype) if v is None else \
                 self.store(fplace, v, target, ftype)
         if isinstance(base_node, ast.Name):
@@ -239,14 +233,14 @@ class Statements(LoweringState):
 
     def vector_lvalue(self, target: ast.Subscript | ast.Attribute,
                       ) -> Callable[[Any], Any] | None:
-        """The lvalue of an element or swizzle of a vector variable (`v[i]`, `v.xy`), or
-        of a vector in memory (`p[i].x`); None for other targets."""
+        """The lvalue of an element or swizzle of a vector variable (`v[i]`, `v.xy`,
+        `s.pos.x`); None for other targets."""
         base_node = target.value
-        if isinstance(base_node, ast.Name):
-            slot = self.env.get(base_node.id)
-            if not isinstance(slot, AggSlot) or not isinstance(slot.sty, VecType):
+        slot = self.struct_slot(base_node)
+        if slot is not None:
+            if not isinstance(slot.sty, VecType):
                 return None
-            name = base_node.id
+            name = ast.unparse(base_node)
 
             def current() -> AggV:
                 return self.read_slot(slot)
@@ -260,28 +254,43 @@ class Statements(LoweringState):
             return lambda v: vector_code.attribute(self, current(), target.attr, target) \
                 if v is None else self.assign_slot(name, slot, vector_code.assign(
                     self, current(), idx, v, target), target)
-        if isinstance(target, ast.Attribute) and isinstance(base_node, ast.Subscript):
-            place = self.subscript_place(base_node)
-            vty = place.ty
-            if not isinstance(vty, VecType):
-                return None
-            idx = vector_code.swizzle_target(self, target.attr, vty, target)
-            places = [ir.Place(place.root, place.index, (*place.members, k), vty.elem)
-                      for k in idx]
-
-            def store(v: Any) -> None:
-                items = vector_code.assign(self, AggV(vty, [ir.Const(vty.elem, 0)] *
-                                                     vty.count), idx, v, target).fields
-                for p, k in zip(places, idx, strict=True):
-                    self.store(p, items[k], target, vty.elem)
-
-            def load() -> Any:
-                items = [self.load(p, target, vty.elem) for p in places]
-                return items[0] if len(items) == 1 else AggV(
-                    vector_code.vec_of(vty.elem, len(items)), items)
-
-            return lambda v: load() if v is None else store(v)
         return None
+
+    def struct_slot(self, node: ast.expr) -> AggSlot | None:
+        """The struct (or vector) variable, or field of one, that `node` names."""
+        if isinstance(node, ast.Name):
+            slot = self.env.get(node.id)
+        elif isinstance(node, ast.Attribute):
+            base = self.struct_slot(node.value)
+            i = -1 if base is None or isinstance(base.sty, VecType) else \
+                base.sty.field_index(node.attr)
+            slot = base.fields[i] if i >= 0 else None
+        else:
+            return None
+        return slot if isinstance(slot, AggSlot) else None
+
+    def memory_place(self, node: ast.expr) -> ir.Place | None:
+        """Where in memory `node` (`p[i]`, or a field of it: `p[i].pos`) is, for a
+        target that writes part of it; None for other expressions."""
+        if isinstance(node, ast.Subscript):
+            if self.struct_slot(node.value) is not None:
+                return None
+            return self.subscript_place(node)
+        if not isinstance(node, ast.Attribute):
+            return None
+        base = self.memory_place(node.value)
+        return None if base is None else self.field_place(base, node.attr, node)[0]
+
+    def field_place(self, place: ir.Place, attr: str, node: ast.AST) -> tuple[ir.Place, Any]:
+        """The place of field `attr` of the struct at `place`, and the field's type."""
+        sty = place.ty
+        if not isinstance(sty, Struct) or isinstance(sty, VecType):
+            raise self.err(node, f"{sty!r} has no field '{attr}'")
+        i = sty.field_index(attr)
+        if i < 0:
+            raise self.err(node, f"struct {sty.name} has no field '{attr}'")
+        ftype = sty.fields[i][1]
+        return ir.Place(place.root, place.index, (*place.members, i), mem_type(ftype)), ftype
 
     def stmt_If(self, s: ast.If) -> None:
         cond = self.truth(self.expr(s.test), s.test)
@@ -314,6 +323,9 @@ class Statements(LoweringState):
             if isinstance(fn, PyV) and fn.obj is builtins.range:
                 self.for_range(s, it)
                 return
+            if unrolling.is_unroll(fn):
+                self.for_range(s, *unrolling.request(self, it))
+                return
         seq = self.expr(it)
         if isinstance(seq, TupV) or (isinstance(seq, PyV) and isinstance(seq.obj, tuple)):
             items = seq.items if isinstance(seq, TupV) else [PyV(o) for o in seq.obj]
@@ -330,7 +342,8 @@ class Statements(LoweringState):
             return
         raise self.err(s.iter, "device code can only loop over range(...) or a tuple")
 
-    def for_range(self, s: ast.For, call: ast.Call) -> None:
+    def for_range(self, s: ast.For, call: ast.Call,
+                  unroll: unrolling.Request | None = None) -> None:
         if call.keywords or not 1 <= len(call.args) <= 3:
             raise self.err(call, "range() takes 1 to 3 positional arguments")
         args = [self.expr(a) for a in call.args]
@@ -372,17 +385,38 @@ class Statements(LoweringState):
             cond = ir.Op("OpSelect", BOOL, [
                 up, ir.Op(lt, BOOL, [ir.Read(counter), ir.Read(limit)]),
                 ir.Op(gt, BOOL, [ir.Read(counter), ir.Read(limit)])])
-        saved = self.out
-        self.out = []
-        self.loop_depth += 1
-        self.store_target(s.target, ir.Read(counter))
-        self.block(s.body)
-        body = self.out
-        self.loop_depth -= 1
-        self.out = saved
+
+        def lowered(at: ir.Value) -> list[ir.Stmt]:
+            saved = self.out
+            self.out = []
+            self.loop_depth += 1
+            self.store_target(s.target, at)
+            self.block(s.body)
+            body = self.out
+            self.loop_depth -= 1
+            self.out = saved
+            return body
+
+        constant = all(isinstance(v, ir.Const) for v in (start, stop, step))
+        simple = not unrolling.exits(s.body)
+        control = "Unroll" if _short(start, stop, step) else "None"
+        if unroll is not None and unroll.factor is None:
+            values = range(start.value, stop.value, step.value) if constant else None
+            if simple and values is not None and len(values) <= unrolling.FULL_UNROLL:
+                unrolling.full(self, s, values, ty)
+                return
+            control = "Unroll"
+        elif unroll is not None and unroll.factor == 1:
+            control = "DontUnroll"
+        elif unroll is not None:
+            if simple and isinstance(step, ir.Const):
+                unrolling.partial(self, s, unroll.factor, counter, limit, step.value, ty,
+                                  lowered)
+                return
+            control = "Unroll"
         step_stmts: list[ir.Stmt] = [ir.Assign(counter, ir.Op(
             "OpIAdd", ty, [ir.Read(counter), ir.Read(stride)]))]
-        self.emit(ir.Loop([], cond, body, step_stmts, _short(start, stop, step)))
+        self.emit(ir.Loop([], cond, lowered(ir.Read(counter)), step_stmts, control))
 
     def stmt_Break(self, s: ast.Break) -> None:
         if self.loop_depth == 0:
