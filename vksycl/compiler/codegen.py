@@ -42,6 +42,8 @@ from .typesys import (
 )
 
 SPIRV_VERSION = (1, 3)
+# the float operations a driver may contract (fuse) unless decorated NoContraction
+_CONTRACTIBLE = frozenset(("OpFAdd", "OpFSub", "OpFMul", "OpFDiv", "OpFNegate"))
 
 
 @dataclasses.dataclass
@@ -93,9 +95,11 @@ def analyse(kernel: ir.Function) -> Usage:
 
 class Codegen:
     def __init__(self, entry_name: str, local_size: tuple[int, int, int],
-                 args_in_memory: bool = False, ieee_floats: tuple[int, ...] = ()) -> None:
+                 args_in_memory: bool = False, ieee_floats: tuple[int, ...] = (),
+                 contract: bool = True) -> None:
         self.b = ModuleBuilder(SPIRV_VERSION)
         self.ieee_floats = ieee_floats
+        self.contract = contract
         self.b.capability("Shader")
         self.entry_name = entry_name
         self.local_size = local_size
@@ -388,7 +392,10 @@ class Codegen:
             args = [self.operand(a) for a in v.args]
             if v.ty == VOID:
                 return b.op(v.opname, *args)
-            return b.op(v.opname, self.ty(v.ty), *args)
+            r = b.op(v.opname, self.ty(v.ty), *args)
+            if not self.contract and v.opname in _CONTRACTIBLE:
+                b.decorate(r, "NoContraction")
+            return r
         if isinstance(v, ir.Ext):
             return b.glsl(v.name, self.ty(v.ty), *(self.ev(a) for a in v.args))
         if isinstance(v, ir.Cond):

@@ -109,6 +109,9 @@ class KernelSpec:
     # Vulkan lets a driver assume none occur, and lavapipe then turned 0 * 2**44 in
     # float16, reassociated past the overflow, into NaN
     ieee_floats: tuple[int, ...] = ()
+    # whether the driver may contract float operations (fuse a multiply and an add): the
+    # `fp_contract` kernel property; where not, each one is decorated NoContraction
+    fp_contract: bool = True
 
 
 @dataclass
