@@ -38,6 +38,12 @@ class Particle:
     mass: sycl.float32
 
 
+@sycl.struct
+class Two:
+    a: sycl.float32
+    b: sycl.float32
+
+
 # -- types and host values -------------------------------------------------------------------
 
 def test_types_and_aliases():
@@ -160,6 +166,26 @@ def test_arithmetic_swizzles_and_element_assignment(q, mem):
     r4[np.arange(n), np.arange(n) % 4] = src.sum(axis=1)
     r4[:, 1] += 1
     assert np.allclose(got[:, 3], r4, rtol=1e-5)
+
+
+def test_an_assignment_reads_every_element_before_it_stores_one(q, mem):
+    out = mem.zeros(10, np.float32)
+
+    def body():
+        v = sycl.float4(1, 2, 3, 4)
+        v = v.wzyx
+        v.store(0, out)
+        w = sycl.float4(1, 2, 3, 4)
+        w.xy = w.yx
+        w.zw = w.wz + w.xx
+        w.store(1, out)
+        t = Two(5.0, 6.0)
+        t = Two(t.b, t.a)  # a struct too
+        out[8] = t.a
+        out[9] = t.b
+
+    q.single_task(body).wait()
+    assert mem.view(out, 10).tolist() == [4, 3, 2, 1, 2, 1, 6, 5, 6, 5]
 
 
 def test_integer_vectors_comparisons_and_masks(q, mem):

@@ -249,11 +249,12 @@ class Statements(LoweringState):
                 i = self.expr(target.slice)
                 return lambda v: vector_code.index(self, current(), i, target) \
                     if v is None else self.assign_slot(name, slot, vector_code.assign_index(
-                        self, current(), i, v, target), target)
+                        self, current(), i, self.snapshot(v), target), target)
             idx = vector_code.swizzle_target(self, target.attr, slot.sty, target)
+            # the value is computed before any element is stored (`v.xy = v.yx`)
             return lambda v: vector_code.attribute(self, current(), target.attr, target) \
                 if v is None else self.assign_slot(name, slot, vector_code.assign(
-                    self, current(), idx, v, target), target)
+                    self, current(), idx, self.snapshot(v), target), target)
         return None
 
     def struct_slot(self, node: ast.expr) -> AggSlot | None:
