@@ -101,13 +101,12 @@ class vec(np.ndarray):
         """Reads the vector from `ptr`'s memory at `offset` vectors (`offset * N`
         elements) past it."""
         n = self.count
-        self.view(np.ndarray)[...] = np.asarray(ptr)[offset * n: offset * n + n]
+        self.view(np.ndarray)[...] = np.asarray(ptr).reshape(-1)[offset * n: offset * n + n]
 
     def store(self, offset: int, ptr: Any) -> None:
         """Writes the vector to `ptr`'s memory at `offset` vectors past it."""
         n = self.count
-        view = np.asarray(ptr)
-        view[offset * n: offset * n + n] = self.view(np.ndarray)
+        np.asarray(ptr).reshape(-1)[offset * n: offset * n + n] = self.view(np.ndarray)
 
     @classmethod
     def byte_size(cls) -> int:

@@ -112,7 +112,10 @@ class fp_contract(_KernelProperty):
 class fast_math(_KernelProperty):
     """`fast_math`: the kernel's float operations may assume no NaNs, infinities or
     signed zeros, as `-ffast-math` lets them. Without it (the default) the device is
-    asked to keep them where it can, so results compare with Python's and numpy's."""
+    asked to keep them where it can, so results compare with Python's and numpy's.
+    (SPIR-V's per-instruction `FPFastMathMode` needs the Kernel capability, or
+    SPV_KHR_float_controls2, which Vulkan shaders lack: fast math is the module's not
+    asking for `SignedZeroInfNanPreserve`.)"""
 
     __slots__ = ()
 
