@@ -269,10 +269,13 @@ def test_wide_vectors_and_conversions(q, mem):
         v.lo.convert(sycl.int32).store(1, out)
         v.even.store(1, fout)
         v.odd.store(0, fout)
+        out[15] = len(v) + v.byte_size()
 
     q.single_task(k).wait()
     v = np.arange(16) * 1.5
-    assert mem.view(out, 16).tolist() == v[8:].astype(int).tolist() + v[:8].astype(int).tolist()
+    assert mem.view(out, 15).tolist() == \
+        v[8:].astype(int).tolist() + v[:7].astype(int).tolist()
+    assert mem.view(out, 16)[15] == 16 + 64
     assert mem.view(fout, 16).tolist() == v[1::2].tolist() + v[0::2].tolist()
 
 

@@ -26,8 +26,8 @@ from .typesys import BOOL, Scalar, VecType, layout
 from .values import AccessorV, AggV, MethodV, PtrV, PyV
 from .vectors import swizzle_indices, vec, vec_class
 
-METHODS = ("load", "store", "convert", "swizzle", "size", "get_size", "byte_size",
-           "get_count")
+# SYCL's `size()` is `len(v)`: numpy arrays, which host vectors are, have a `size` already
+METHODS = ("load", "store", "convert", "swizzle", "byte_size")
 
 
 def is_vec(v: Any) -> bool:
@@ -249,10 +249,10 @@ def memory_lvalue(fl: Any, place: ir.Place, name: str, node: ast.AST) -> Any:
 def method(fl: Any, m: MethodV, args: list[Any], node: ast.Call) -> Any:
     v: AggV = m.base
     vty = v.sty
-    if m.name in ("size", "get_size", "get_count", "byte_size"):
+    if m.name == "byte_size":
         if args:
-            raise fl.err(node, f"{m.name}() takes no arguments")
-        return PyV(layout(vty)[0] if m.name in ("byte_size", "get_size") else vty.count)
+            raise fl.err(node, "byte_size() takes no arguments")
+        return PyV(layout(vty)[0])
     if m.name == "swizzle":
         idx = tuple(fl.m.intr.const(fl, a, node) for a in args)
         if not idx or not all(isinstance(k, int) and 0 <= k < vty.count for k in idx):
