@@ -188,6 +188,20 @@ def test_an_assignment_reads_every_element_before_it_stores_one(q, mem):
     assert mem.view(out, 10).tolist() == [4, 3, 2, 1, 2, 1, 6, 5, 6, 5]
 
 
+def test_iterating_over_a_vector(q, mem):
+    out = mem.zeros(1, np.float32)
+
+    def body():
+        total = 0.0
+        for x in sycl.float4(1, 2, 3, 4):
+            total += x * x
+        out[0] = total
+
+    q.single_task(body).wait()
+    body_on_host = sum(x * x for x in sycl.float4(1, 2, 3, 4))
+    assert mem.view(out, 1)[0] == body_on_host == 30
+
+
 def test_integer_vectors_comparisons_and_masks(q, mem):
     n = 6
     src = np.random.default_rng(2).integers(-50, 50, (n, 4)).astype(np.int32)

@@ -328,6 +328,8 @@ class Statements(LoweringState):
                 self.for_range(s, *unrolling.request(self, it))
                 return
         seq = self.expr(it)
+        if vector_code.is_vec(seq):  # a vector's elements, as a tuple's
+            seq = TupV(list(seq.fields))
         if isinstance(seq, TupV) or (isinstance(seq, PyV) and isinstance(seq.obj, tuple)):
             items = seq.items if isinstance(seq, TupV) else [PyV(o) for o in seq.obj]
             for item in items:  # unrolled: each element may have its own type
