@@ -21,7 +21,6 @@ from typing import Any
 
 from . import ir
 from .alignment import vector_alignment
-from .frontend.describe import kind_of
 from .typesys import BOOL, Scalar, VecType, layout
 from .values import AccessorV, AggV, MethodV, PtrV, PyV
 from .vectors import swizzle_indices, vec, vec_class
@@ -291,7 +290,7 @@ def _places(fl: Any, vty: VecType, offset: Any, ptr: Any, node: ast.AST) -> Any:
         ptr = ptr.ptr
     if not isinstance(ptr, PtrV):
         raise fl.err(node, f"a {vty.name} loads from and stores to a pointer or an "
-                     f"accessor, not {kind_of(ptr)}")
+                     "accessor")
     if ptr.elem == vty:
         return fl.index_place(ptr, offset, node)
     if ptr.elem != vty.elem:
