@@ -75,13 +75,16 @@ def test_unrolling_by_a_factor_keeps_the_remainder(q, mem, factor):
             acc += k * k
         for k in sycl.unroll(range(30, i, -4), factor):
             acc += k
+        for k in sycl.unroll(range(i % 3), factor):  # fewer iterations than the factor
+            acc += 1000 * (k + 1)
         out[i] = acc
 
     controls = loop_controls(q, body, 8)
-    assert controls == ["None"] * 4  # a main loop of copies and a remainder, twice
+    assert controls == ["None"] * 6  # a main loop of copies and a remainder, thrice
     q.parallel_for(sycl.range(8), body).wait()
     assert mem.view(out, 8).tolist() == [
-        sum(k * k for k in range(i, 13 + i)) + sum(range(30, i, -4)) for i in range(8)]
+        sum(k * k for k in range(i, 13 + i)) + sum(range(30, i, -4)) +
+        sum(1000 * (k + 1) for k in range(i % 3)) for i in range(8)]
 
 
 def test_unroll_is_the_range_on_the_host():

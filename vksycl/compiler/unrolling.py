@@ -98,15 +98,14 @@ def partial(fl: Any, s: ast.For, factor: int, counter: ir.Local, limit: ir.Local
             step: int, ty: Scalar, lowered: Callable[[ir.Value], list[ir.Stmt]]) -> None:
     """A loop of `factor` copies of the body while that many iterations remain, then
     one of single copies for the rest."""
-    lt = "OpSLessThan" if ty.is_signed else "OpULessThan"
-    gt = "OpSGreaterThan" if ty.is_signed else "OpUGreaterThan"
-    cmp = lt if step > 0 else gt
-    last = ir.Op("OpIAdd", ty, [ir.Read(counter), ir.Const(ty, (factor - 1) * step)])
-    # counter + (factor - 1) * step is still in range (compared as limit - counter, which
-    # does not wrap where the counter is before the limit)
-    room = ir.Op(cmp, BOOL, [ir.Op("OpISub", ty, [ir.Read(limit), ir.Read(counter)]),
-                             ir.Const(ty, (factor - 1) * step)]) if step > 0 else \
-        ir.Op(cmp, BOOL, [last, ir.Read(limit)])
+    cmp = ("OpSLessThan" if ty.is_signed else "OpULessThan") if step > 0 else \
+        ("OpSGreaterThan" if ty.is_signed else "OpUGreaterThan")
+    # more than factor - 1 steps remain: the distance to the limit, which may wrap only
+    # where it is too large to be held, and then reads as no room (the rest loop runs)
+    ahead = [ir.Read(limit), ir.Read(counter)] if step > 0 else \
+        [ir.Read(counter), ir.Read(limit)]
+    room = fl.m.intr.compare(fl, ast.Gt(), ir.Op("OpISub", ty, ahead),
+                             ir.Const(ty, (factor - 1) * abs(step)), s)
     main: list[ir.Stmt] = []
     for j in range(factor):
         at = ir.Read(counter) if j == 0 else ir.Op(
