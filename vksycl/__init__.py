@@ -12,6 +12,7 @@ from . import info
 from ._version import __version__ as __version__
 from .access import access_mode, host_task, no_init, read_only, read_write, write_only
 from .compiler import MATH as _MATH
+from .compiler import VEC_ALIASES as _VEC_ALIASES
 from .compiler import (
     all_of_group,
     any_of_group,
@@ -40,6 +41,8 @@ from .compiler import (
     shift_group_left,
     shift_group_right,
     struct,
+    unroll,
+    vec,
 )
 from .exceptions import errc, exception, exception_list
 from .kernels.bundle import build, bundle_state, compile, kernel, kernel_bundle, link
@@ -112,6 +115,8 @@ class usm:
 
 # SYCL math functions (sycl.sqrt, sycl.fmin, ...): compiled in kernels, numpy on the host
 globals().update(_MATH)
+# SYCL 2020's vector aliases (sycl.float4, sycl.int2, sycl.half8, ...)
+globals().update(_VEC_ALIASES)
 
 __all__ = [
     "accelerator_selector_v",
@@ -216,8 +221,10 @@ __all__ = [
     "uint16",
     "uint32",
     "uint64",
+    "unroll",
     "usm",
     "usm_memory_stats",
     "usm_release_cached",
+    "vec",
     "write_only",
 ]

@@ -34,6 +34,15 @@ def as_dtype(t: Any) -> np.dtype:
     return np.dtype(t)
 
 
+def typed_view(raw: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Bytes of memory seen as `dtype` elements; an element type that is an array of
+    values (a vector's) gives rows of them."""
+    if dtype.subdtype is None:
+        return raw.view(dtype)
+    base, shape = dtype.subdtype
+    return raw.view(base).reshape(-1, *shape)
+
+
 _POINTEE = "vksycl.pointee"
 
 
@@ -69,6 +78,8 @@ def device_alignment(dtype: np.dtype) -> int:
     """The alignment kernels need of an element: a struct's is its widest field's (the
     C layout of `@sycl.struct`), which numpy's `alignment` of a structured dtype made
     without `align=True` (1) does not say."""
+    if dtype.subdtype is not None and dtype.metadata:  # a vector: aligned to its size
+        return dtype.itemsize
     if dtype.names is None:
         return dtype.base.alignment
     return max((device_alignment(dtype.fields[n][0]) for n in dtype.names), default=1)
@@ -82,6 +93,8 @@ def dtype_key(dtype: np.dtype) -> Any:
     target = pointee(dtype)
     if target is not None:
         return ("ptr", dtype_key(target))
+    if dtype.subdtype is not None and dtype.metadata:  # a vector's: its size is in them
+        return (dtype, tuple(sorted(dtype.metadata.items())))
     if dtype.names is None:
         return dtype
     return (dtype, struct_class(dtype),

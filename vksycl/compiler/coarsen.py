@@ -69,7 +69,8 @@ def split(body: list[ir.Stmt], fn: ir.Function) -> tuple[list[ir.Stmt], list[ir.
             tv = ir.Local("st.value", s.value.ty)
             fn.locals += [ti, tv]
             first += [ir.Assign(ti, s.place.index), ir.Assign(tv, s.value)]
-            place = ir.Place(s.place.root, ir.Read(ti), s.place.members, s.place.ty)
+            place = ir.Place(s.place.root, ir.Read(ti), s.place.members, s.place.ty,
+                             s.place.align)
             stores.append(ir.Store(place, ir.Read(tv)))
         elif not isinstance(s, ir.Return):
             first.append(s)

@@ -34,12 +34,16 @@ from .typesys import (
     Struct,
     TupleType,
     Type,
+    VecType,
     field_offsets,
     layout,
     mem_type,
+    vec_type,
 )
 
 SPIRV_VERSION = (1, 3)
+# the float operations a driver may contract (fuse) unless decorated NoContraction
+_CONTRACTIBLE = frozenset(("OpFAdd", "OpFSub", "OpFMul", "OpFDiv", "OpFNegate"))
 
 
 @dataclasses.dataclass
@@ -91,9 +95,11 @@ def analyse(kernel: ir.Function) -> Usage:
 
 class Codegen:
     def __init__(self, entry_name: str, local_size: tuple[int, int, int],
-                 args_in_memory: bool = False, ieee_floats: tuple[int, ...] = ()) -> None:
+                 args_in_memory: bool = False, ieee_floats: tuple[int, ...] = (),
+                 contract: bool = True) -> None:
         self.b = ModuleBuilder(SPIRV_VERSION)
         self.ieee_floats = ieee_floats
+        self.contract = contract
         self.b.capability("Shader")
         self.entry_name = entry_name
         self.local_size = local_size
@@ -123,6 +129,11 @@ class Codegen:
                 r = b.type_int(t.bits, t.is_signed)
         elif t == VOID:
             r = b.type_void()
+        elif isinstance(t, VecType) and t.count > 4:  # Vulkan's vectors hold up to 4
+            stride = 4 * t.elem.nbytes if explicit else None
+            r = b.type_array(self.ty(vec_type(t.elem, 4)), t.count // 4, stride)
+        elif isinstance(t, VecType):
+            r = b.type_vector(self.ty(t.elem), t.count)
         elif isinstance(t, Struct):
             members = [self.ty(self.mem(ft), explicit) for _, ft in t.fields]
             r = b.type_struct(members, offsets=field_offsets(t) if explicit else None,
@@ -146,7 +157,9 @@ class Codegen:
         return mem_type(t)
 
     def storage_caps(self, t: Type) -> None:
-        if isinstance(t, Struct):
+        if isinstance(t, VecType):
+            self.storage_caps(t.elem)
+        elif isinstance(t, Struct):
             for _, ft in t.fields:
                 self.storage_caps(self.mem(ft))
         elif isinstance(t, Scalar) and t.bits == 8:
@@ -326,7 +339,7 @@ class Codegen:
 
     def loop(self, s: ir.Loop) -> None:
         b = self.b
-        with b.loop("Unroll" if s.unroll else "None") as lp:
+        with b.loop(s.control) as lp:
             self.loops.append(lp)
             self.scopes.append({})
             if s.cond is not None and not s.pre and straight(s.cond):
@@ -379,7 +392,10 @@ class Codegen:
             args = [self.operand(a) for a in v.args]
             if v.ty == VOID:
                 return b.op(v.opname, *args)
-            return b.op(v.opname, self.ty(v.ty), *args)
+            r = b.op(v.opname, self.ty(v.ty), *args)
+            if not self.contract and v.opname in _CONTRACTIBLE:
+                b.decorate(r, "NoContraction")
+            return r
         if isinstance(v, ir.Ext):
             return b.glsl(v.name, self.ty(v.ty), *(self.ev(a) for a in v.args))
         if isinstance(v, ir.Cond):
@@ -480,8 +496,9 @@ class Codegen:
                 pt = self.physical_pointer(self.ty(place.ty, explicit=True))
                 ptr = b.op("AccessChain", pt, ptr, *members)
             # an element (or member) is aligned to its type: pointer arguments are checked
-            # at launch, and pointer arithmetic moves by whole elements
-            return ptr, ("Aligned", layout(place.ty)[1])
+            # at launch, and pointer arithmetic moves by whole elements; a vector read
+            # through a pointer to its elements says what the address is known to be
+            return ptr, ("Aligned", place.align or layout(place.ty)[1])
         shape = root.shape if isinstance(root, ir.ParamRoot) else root
         sc = "Workgroup" if isinstance(shape, ir.SharedRoot) else "Function"
         pt = b.type_pointer(sc, self.ty(place.ty))

@@ -199,6 +199,17 @@ private_array = device_only(
     "registers where the driver can keep it there).")
 
 
+def unroll(iterable: Any, factor: int | None = None) -> Any:
+    """`for i in sycl.unroll(range(n))`: unroll this loop; `sycl.unroll(range(n), 4)`:
+    unroll it by 4; a factor of 1: do not unroll it.
+
+    DPC++ spells this `#pragma unroll` / `#pragma unroll(4)` before the loop (OpenCL C
+    `__attribute__((opencl_unroll_hint(4)))`); neither SYCL 2020 nor a oneAPI extension
+    defines a library spelling, and Python has no pragmas, so the request wraps the
+    loop's range. On the host it is the range itself: the loop runs as written."""
+    return iterable
+
+
 # -- free function queries ----------------------------------------------------------------
 
 class this_work_item:

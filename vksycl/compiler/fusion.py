@@ -599,7 +599,8 @@ class _Copy:
 
 def _emit(fn: ir.Function, usage: Any, push_types: list[Any], globals_: frozenset[int],
           entry: str, spec: KernelSpec, in_memory: bool) -> tuple[Codegen, bytes]:
-    cg = Codegen(entry, local_size_xyz(spec.local), in_memory, spec.ieee_floats)
+    cg = Codegen(entry, local_size_xyz(spec.local), in_memory, spec.ieee_floats,
+                 spec.fp_contract)
     binary = cg.module(fn, usage, push_types, globals_)
     spirv_gen.validate(binary, TARGET_ENV)
     return cg, binary

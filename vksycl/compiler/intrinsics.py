@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import accessors, if_device, ir, matrix_code, printing, reduction, virtual
+from . import accessors, if_device, ir, matrix_code, printing, reduction, vector_code, virtual
 from . import device as dev
 from . import device_global_code as dgc
 from .atomics import Atomics
@@ -47,7 +47,15 @@ class Intrinsics(Operators, MathFunctions, Atomics):
             return self.cast(fl, obj, target, args, node)
         name = MATH_NAMES.get(id(obj)) or getattr(obj, "__vksycl_math__", None)
         if name is not None:
+            if any(vector_code.is_vec(a) for a in args):
+                return vector_code.elementwise(fl, name, args, node,
+                                               lambda xs: self.math(fl, name, xs, node))
             return self.math(fl, name, args, node)
+        if vector_code.is_vec_class(obj):
+            st = getattr(obj, "__vksycl_struct__", None)
+            if st is None:  # sycl.vec(T, N): the type
+                return PyV(obj(*(self.const(fl, a, node) for a in args)))
+            return vector_code.construct(fl, st, args, kwargs, node)
         dev_name = getattr(obj, "__vksycl_device__", None)
         if dev_name is not None:
             return self.device_call(fl, dev_name, args, kwargs, node)
@@ -124,6 +132,11 @@ class Intrinsics(Operators, MathFunctions, Atomics):
 
     def builtin(self, fl: Any, name: str, args: list[Any], kwargs: dict[str, Any],
                 node: ast.AST) -> Any:
+        if name in ("abs", "min", "max") and any(vector_code.is_vec(a) for a in args):
+            return vector_code.elementwise(fl, name, args, node, lambda xs: self.builtin(
+                fl, name, xs, kwargs, node))
+        if name == "len" and args and vector_code.is_vec(args[0]):
+            return PyV(args[0].sty.count)
         if name in ("abs",):
             return self.math(fl, "abs", args, node)
         if name in ("min", "max"):
@@ -245,6 +258,8 @@ class Intrinsics(Operators, MathFunctions, Atomics):
             return accessors.range_method(fl, base, m.name, args, node)
         if isinstance(base, reduction.ReducerV):
             return reduction.method(fl, base, m.name, args, node)
+        if vector_code.is_vec(base):
+            return vector_code.method(fl, m, args, node)
         if isinstance(base, AggV):
             fn = getattr(base.sty.pyclass, m.name)
             return fl.call_function(fn, args, kwargs, node, base)

@@ -241,12 +241,15 @@ class ParamRoot(Root):
 @dataclass(eq=False)
 class Place:
     """An element of a root at `index` (an int32 element index; in global memory the
-    element's uint64 device address), then struct member indices `members`."""
+    element's uint64 device address), then struct member indices `members`. `align` is
+    the alignment a global access through it may assume, where that is not its type's
+    (a vector at an address known only to be aligned to its elements)."""
 
     root: Root
     index: Value
     members: tuple[int, ...]
     ty: Type
+    align: int = 0
 
 
 @dataclass(eq=False)
@@ -332,14 +335,15 @@ class Switch(Stmt):
 
 @dataclass(eq=False)
 class Loop(Stmt):
-    """while True: pre; if not cond: break; body; (continue lands here) step. `unroll`
-    asks the driver to unroll it (a short loop of a known count)."""
+    """while True: pre; if not cond: break; body; (continue lands here) step. `control`
+    is its SPIR-V loop control: "Unroll" asks the driver to unroll it (a short loop of a
+    known count, or one the code asks to unroll), "DontUnroll" not to."""
 
     pre: list[Stmt]
     cond: Value | None
     body: list[Stmt]
     step: list[Stmt]
-    unroll: bool = False
+    control: str = "None"
 
 
 class Break(Stmt):

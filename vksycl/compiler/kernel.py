@@ -121,7 +121,8 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
     lowered = KernelModule(pyfn, spec).lower()
     usage = analyse(lowered.kernel)
     entry = f"__sycl_kernel_{spec.name}"
-    cg = Codegen(entry, local_size_xyz(spec.local), spec.args_in_memory, spec.ieee_floats)
+    cg = Codegen(entry, local_size_xyz(spec.local), spec.args_in_memory, spec.ieee_floats,
+                 spec.fp_contract)
     try:
         binary = cg.module(lowered.kernel, usage, lowered.push_types, frozenset(
             a.push_index for a in lowered.args if a.kind == "device_global"))

@@ -21,6 +21,7 @@ import numpy as np
 from ..access import access_mode
 from ..config import CHECKS
 from ..exceptions import errc, exception
+from ..types import as_dtype
 from . import checking, ir, printing, virtual
 from . import coarsen as coarsening
 from . import device as dev
@@ -108,6 +109,9 @@ class KernelSpec:
     # Vulkan lets a driver assume none occur, and lavapipe then turned 0 * 2**44 in
     # float16, reassociated past the overflow, into NaN
     ieee_floats: tuple[int, ...] = ()
+    # whether the driver may contract float operations (fuse a multiply and an add): the
+    # `fp_contract` kernel property; where not, each one is decorated NoContraction
+    fp_contract: bool = True
 
 
 @dataclass
@@ -123,6 +127,9 @@ class ArgSlot:
     push_index: int = -1  # index into the push-constant members
     push_offset: int = -1  # byte offset in the packed arguments
     piece: tuple[str, int] = ("", 0)  # ("range" | "offset" | "memory_range", dimension)
+    # the alignment the code assumes of a pointer's address beyond its element type's (the
+    # vectors it reads through it: `alignment`), which the launch checks
+    align: int = 1
 
 
 @dataclass
@@ -595,7 +602,7 @@ class KernelModule(DeviceCalls):
         if isinstance(shape, int):
             shape = (shape,)
         shape = tuple(int(s) for s in shape)
-        elem = element_type(np.dtype(dtype))
+        elem = element_type(as_dtype(dtype))
         if key is None:
             assert fl is not None
             key = ("site", fl.src.filename, node.lineno, node.col_offset)
@@ -615,14 +622,14 @@ class KernelModule(DeviceCalls):
         length = int(np.prod(shape))
         if length <= 0:
             raise fl.err(node, "a private array needs a positive constant size")
-        elem = element_type(np.dtype(dtype))
+        elem = element_type(as_dtype(dtype))
         local = fl.new_local("array", ArrayType(mem_type(elem), length))
         return PtrV(ir.PrivateRoot(elem, length, local, shape=shape), ir.Const(I32, 0))
 
     def scratch_memory(self, fl: FunctionLowering, dtype: Any, node: ast.AST) -> PtrV:
         self.group_observed = True
-        elem = element_type(np.dtype(dtype))
-        size = np.dtype(dtype).itemsize
+        elem = element_type(as_dtype(dtype))
+        size = as_dtype(dtype).itemsize
         if self.spec.scratch_bytes < size:
             raise fl.err(node, "get_work_group_scratch_memory needs the kernel property "
                          "work_group_scratch_size(bytes)")

@@ -1,7 +1,7 @@
 """The device types that host-side type names stand for: scalar types and dtypes,
 `sycl.ptr[T]`, `sycl.accessor[T, dims, mode]` and `sycl.local_accessor[T, dims]`
-annotations, and `@sycl.struct` classes, which are registered here by their dtype so a USM
-array's element dtype leads back to its struct.
+annotations, vector types, and `@sycl.struct` classes, which are registered here by their
+dtype so a USM array's element dtype leads back to its struct.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from ..access import accessor_type, local_accessor_type
 from ..exceptions import invalid
 from ..types import dtype_key, pointee, struct_class
 from .typesys import AccessorType, LocalAccessorType, PtrType, Struct, Type, scalar_of
+from .vectors import vec_of_dtype
 
 _STRUCTS_BY_DTYPE: dict[Any, Struct] = {}  # by dtype_key, which names the struct class
 _STRUCTS_BY_LAYOUT: dict[Any, Struct] = {}  # for a dtype that names no class: the latest
@@ -62,6 +63,9 @@ def element_type(dtype: np.dtype) -> Type:
     target = pointee(dtype)
     if target is not None:
         return PtrType(element_type(target))
+    v = vec_of_dtype(dtype)
+    if v is not None:
+        return v
     s = scalar_of(dtype)
     if s is not None:
         return s

@@ -84,6 +84,38 @@ class Struct(Type):
         return self.name
 
 
+@dataclass(frozen=True, eq=False)
+class VecType(Struct):
+    """A SYCL `vec<T, N>`: a struct of N `elem`s as far as values go (held, passed and
+    returned element by element), one SPIR-V vector in memory, where it has the vector's
+    size and alignment (a 3-element vector those of a 4-element one, as SYCL says)."""
+
+    elem: Scalar = None  # type: ignore[assignment]
+    count: int = 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, VecType) and (other.elem, other.count) == \
+            (self.elem, self.count)
+
+    def __hash__(self) -> int:
+        return hash(("vec", self.elem, self.count))
+
+    @property
+    def slots(self) -> int:
+        """Elements of memory the vector takes: 4 for a 3-element vector."""
+        return 4 if self.count == 3 else self.count
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def vec_type(elem: Scalar, count: int, pyclass: Any = None) -> VecType:
+    """The device type of `vec<elem, count>`, its elements named s0, s1, ..."""
+    fields = tuple((f"s{k:X}", elem) for k in range(count))
+    return VecType(pyclass.__name__ if pyclass is not None else f"vec[{elem!r}, {count}]",
+                   fields, pyclass, elem, count)
+
+
 @dataclass(frozen=True)
 class PtrType(Type):
     """A pointer to `elem`s: a 64-bit device address for global memory (USM pointers,
@@ -188,6 +220,9 @@ def layout(t: Type) -> tuple[int, int]:
     if isinstance(t, ArrayType):
         size, align = layout(t.elem)
         return size * t.length, align
+    if isinstance(t, VecType):
+        size = t.elem.nbytes * t.slots
+        return size, size
     if isinstance(t, Struct):
         offset, align = 0, 1
         for _, ft in t.fields:
@@ -199,6 +234,8 @@ def layout(t: Type) -> tuple[int, int]:
 
 
 def field_offsets(t: Struct) -> list[int]:
+    if isinstance(t, VecType):
+        return [k * t.elem.nbytes for k in range(t.count)]
     offsets, offset = [], 0
     for _, ft in t.fields:
         size, a = layout(ft)
@@ -224,6 +261,8 @@ def dtype_of(t: Type) -> np.dtype:
         return t.dtype
     if isinstance(t, PtrType):
         return pointer_dtype(dtype_of(t.elem))
+    if isinstance(t, VecType):
+        return t.pyclass.storage
     if isinstance(t, Struct):
         dtype = getattr(t.pyclass, "dtype", None)
         return dtype if isinstance(dtype, np.dtype) else struct_dtype(t)

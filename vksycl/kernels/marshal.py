@@ -30,6 +30,7 @@ from ..exceptions import errc, exception
 from ..runtime import bounds, device_globals, device_output
 from ..runtime.context import scheduler_for
 from ..runtime.usm import Allocation, alloc, other_device
+from ..types import device_alignment
 from .cache_keys import signature, value_key
 
 _FORMAT = {"i": "i", "u": "I", "f": "f", "b": "I"}
@@ -158,8 +159,8 @@ class Prepared:
         for a in ck.args:
             pos = order.get(id(a), -1)
             if a.kind == "ptr":
-                self.ptrs.append((path_getter(a.path, pyfn), pos,
-                                  layout(element_type(a.dtype))[1], a.dtype, a.path))
+                self.ptrs.append((path_getter(a.path, pyfn), pos, _alignment(a), a.dtype,
+                                  a.path))
             elif a.kind in ("device_global", "accessor", "accessor_piece", "debug",
                             "check_table", "check_bounds"):
                 continue
@@ -248,6 +249,12 @@ class Prepared:
         return None
 
 
+def _alignment(a: Any) -> int:
+    """The alignment a pointer argument's address needs: its element type's, or more
+    where the kernel reads vectors through it."""
+    return max(layout(element_type(a.dtype))[1], a.align)
+
+
 def _address(p: Any, path: tuple, align: int, dtype: Any, context: Any, device: Any) -> int:
     """A pointer argument's device address, once it is known to be a live USM pointer of
     the launch's context and device, aligned to its element type."""
@@ -266,7 +273,9 @@ def _address(p: Any, path: tuple, align: int, dtype: Any, context: Any, device: 
     address = a.address + p.byte_offset
     if address % align:
         raise exception(errc.kernel_argument, f"pointer {_name(path)} is not "
-                        f"aligned to its element type {dtype} ({align} bytes)")
+                        f"aligned to its element type {dtype} ({align} bytes)" if
+                        align == device_alignment(np.dtype(dtype)) else f"aligned to "
+                        f"{align} bytes, as the vectors the kernel accesses through it need")
     return address
 
 
@@ -298,7 +307,7 @@ def _direct_slots(ck: CompiledKernel, pyfn: Any
         ptr = a.kind == "ptr"
         dt = np.dtype(np.uint64) if ptr else np.dtype(a.dtype)
         kind = "ptr" if ptr else "bool" if a.dtype.kind == "b" or dt.kind == "b" else "scalar"
-        align = layout(element_type(a.dtype))[1] if ptr else 1
+        align = _alignment(a) if ptr else 1
         found[root] = (a.push_offset, struct.Struct("<" + _fmt(dt)), kind, align, a.dtype,
                        path)
     slots: dict[str, dict] = {"cell": {}, "global": {}, "param": {}}

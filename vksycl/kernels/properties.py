@@ -94,6 +94,43 @@ class device_has(_KernelProperty):
         return tuple(a.value for a in self.aspects)
 
 
+class fp_contract(_KernelProperty):
+    """`fp_contract("fast")` (the default) lets the driver fuse a multiply and an add
+    into one operation with one rounding, as DPC++ does by default (its `-fp-model=fast`
+    implies `-ffp-contract=fast`); `fp_contract("off")` rounds every operation, as
+    `#pragma clang fp contract(off)` asks (each float operation is decorated
+    `NoContraction`)."""
+
+    __slots__ = ("mode",)
+
+    def __init__(self, mode: str) -> None:
+        if mode not in ("fast", "off"):
+            raise invalid(f"fp_contract takes \"fast\" or \"off\", got {mode!r}")
+        self.mode = mode
+
+
+class fast_math(_KernelProperty):
+    """`fast_math`: the kernel's float operations may assume no NaNs, infinities or
+    signed zeros, as `-ffast-math` lets them. Without it (the default) the device is
+    asked to keep them where it can, so results compare with Python's and numpy's.
+    (SPIR-V's per-instruction `FPFastMathMode` needs the Kernel capability, or
+    SPV_KHR_float_controls2, which Vulkan shaders lack: fast math is the module's not
+    asking for `SignedZeroInfNanPreserve`.)"""
+
+    __slots__ = ()
+
+
+def float_controls(properties: Any, own: Any = ()) -> tuple[bool, bool]:
+    """(contraction allowed, fast math) from a launch's and a kernel's own properties."""
+    contract, fast = True, False
+    for p in (*(properties or ()), *own):
+        if isinstance(p, fp_contract):
+            contract = p.mode == "fast"
+        elif isinstance(p, fast_math):
+            fast = True
+    return contract, fast
+
+
 def properties(*props: Any) -> list[Any]:
     """`syclexp.properties(p1, p2, ...)`: a property list (a plain list)."""
     return list(props)
@@ -142,5 +179,5 @@ def launch_properties(properties: Any, launch: Any, device: Any) -> list[Any]:
     return props
 
 
-__all__ = ["device_has", "launch_config", "properties", "sub_group_size", "work_group_size",
-           "work_group_size_hint"]
+__all__ = ["device_has", "fast_math", "fp_contract", "launch_config", "properties",
+           "sub_group_size", "work_group_size", "work_group_size_hint"]

@@ -1,8 +1,8 @@
 """Which compiled variant of a kernel a launch runs: the work-group shape of its launch
 shape, the scratch memory and required aspects its properties ask for, work-groups
 numbered linearly where a dimension has more than the device dispatches, the virtual
-call sets it may reach, whether it reads its arguments from memory, and how joint_matrix
-lowers on the device.
+call sets it may reach, whether it reads its arguments from memory, how joint_matrix
+lowers on the device, and the floating-point controls its properties ask for.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ..compiler.reduction import ReductionSpec
 from ..properties import work_group_scratch_size
 from ..runtime.aspects import aspect, matrix_combinations
 from .device_checks import group_arithmetic, required_aspects, too_many_groups
+from .properties import float_controls
 from .virtual import check_sets, indirect_sets
 
 # work-group shapes for range kernels: 256 work-items where the device allows (measured
@@ -93,13 +94,14 @@ def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
         (launch.get_global_range() if kind == "nd_range" else launch)[0] >= \
         local[0] * coarsening.COARSEN
 
-    ieee = ieee_floats(device)
+    contract, fast = float_controls(properties, info.properties if info is not None else ())
+    ieee = () if fast else ieee_floats(device)
 
     def spec() -> KernelSpec:
         return KernelSpec(name, kind, dims, local, has_offset, param_types, scratch, fold,
                           args_in_memory, sets, virtual.digest(sets) if sets else "", has,
-                          reductions, matrix, arithmetic, coarsenable, ieee)
+                          reductions, matrix, arithmetic, coarsenable, ieee, contract)
 
     return (kind, dims, local, has_offset, scratch, param_types, fold, args_in_memory, sets,
             virtual.version() if sets else 0, has, reductions, matrix, arithmetic,
-            coarsenable, ieee), spec
+            coarsenable, ieee, contract), spec

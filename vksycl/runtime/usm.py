@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import errc, exception
-from ..types import as_dtype, pointee, pointer_dtype, struct_class
+from ..types import as_dtype, pointee, pointer_dtype, struct_class, typed_view
 from .allocator import Allocator, Chunk
 from .engine import Buffer
 
@@ -207,7 +207,7 @@ class ptr:
         if type(index) is slice:
             return self._span(index)
         _check_index(index)
-        return _loaded(self._element(index).view(self.dtype)[0], self.dtype,
+        return _loaded(typed_view(self._element(index), self.dtype)[0], self.dtype,
                        self.allocation.context)
 
     def __setitem__(self, index: int | slice, value: Any) -> None:
@@ -215,7 +215,7 @@ class ptr:
             self._store_span(index, value)
             return
         _check_index(index)
-        self._element(index).view(self.dtype)[0] = stored(value, self.dtype)
+        typed_view(self._element(index), self.dtype)[0] = stored(value, self.dtype)
 
     def _store_span(self, index: slice, value: Any) -> None:
         """`p[a:b] = values`: numbers as numpy assigns them (one value to all, or as many
@@ -241,7 +241,7 @@ class ptr:
             return np.array(self.__array__(), dtype=dtype)
         raw = self.allocation.host_bytes()
         view = raw[self.byte_offset: self.byte_offset + self.count * self.dtype.itemsize]
-        view = view.view(self.dtype)
+        view = typed_view(view, self.dtype)
         return view if dtype is None else view.astype(dtype, copy=False)
 
     # DLPack, so host and shared USM goes to libraries as it is (mpi4py's buffers,

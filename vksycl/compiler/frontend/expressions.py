@@ -10,7 +10,7 @@ import operator
 import types as pytypes
 from typing import Any
 
-from .. import accessors, if_device, ir, reduction, virtual
+from .. import accessors, if_device, ir, reduction, vector_code, virtual
 from .. import device as dev
 from .. import device_global_code as dgc
 from ..device_global import device_global
@@ -89,6 +89,8 @@ class Expressions(LoweringState):
             if isinstance(obj, device_global):  # a class attribute
                 return self.m.device_global(obj)
             return PyV(obj)
+        if vector_code.is_vec(base):
+            return vector_code.attribute(self, base, e.attr, e)
         if isinstance(base, AggV):
             i = base.sty.field_index(e.attr)
             if i >= 0:
@@ -139,6 +141,8 @@ class Expressions(LoweringState):
                 return PyV(base.obj[index.obj])
             except Exception:
                 raise self.err(e, f"cannot index {describe(base.obj)}") from None
+        if vector_code.is_vec(base):
+            return vector_code.index(self, base, index, e)
         if isinstance(base, TupV | AggV):
             if not isinstance(index, PyV) or not isinstance(index.obj, int):
                 raise self.err(e.slice, "a tuple index must be a constant integer")
@@ -181,6 +185,8 @@ class Expressions(LoweringState):
             except Exception:
                 raise self.err(e, f"bad operand for unary operator: {describe(v.obj)}") \
                     from None
+        if vector_code.is_vec(v):
+            return vector_code.unary(self, e.op, v, e)
         if isinstance(e.op, ast.Not):
             return ir.Op("OpLogicalNot", BOOL, [self.truth(v, e)])
         x = self.scalar(v, e)
@@ -207,6 +213,8 @@ class Expressions(LoweringState):
                     from None
         if isinstance(a, PtrV) or isinstance(b, PtrV):
             return self.pointer_arith(op, a, b, node)
+        if vector_code.is_vec(a) or vector_code.is_vec(b):
+            return vector_code.binop(self, op, a, b, node)
         return self.m.intr.arith(self, op, a, b, node)
 
     def expr_BoolOp(self, e: ast.BoolOp) -> Any:
@@ -268,6 +276,8 @@ class Expressions(LoweringState):
             raise self.err(node, "'in' is not supported on device values")
         if isinstance(a, PyV) and isinstance(b, PyV):
             return PyV(_PY_CMPOPS[type(op)](a.obj, b.obj))
+        if vector_code.is_vec(a) or vector_code.is_vec(b):
+            return vector_code.compare(self, op, a, b, node)
         return self.m.intr.compare(self, op, a, b, node)
 
     def expr_IfExp(self, e: ast.IfExp) -> Any:

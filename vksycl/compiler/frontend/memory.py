@@ -6,8 +6,20 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from .. import ir
-from ..typesys import BOOL, I32, I64, U64, PtrType, Scalar, Struct, Type, layout, mem_type
+from .. import ir, vector_code
+from ..typesys import (
+    BOOL,
+    I32,
+    I64,
+    U64,
+    PtrType,
+    Scalar,
+    Struct,
+    Type,
+    VecType,
+    layout,
+    mem_type,
+)
 from ..values import AggV, PtrV, PyV, TupV
 from .base import LoweringState
 from .describe import kind_of
@@ -60,6 +72,14 @@ class Memory(LoweringState):
         """The value at a place; `logical` is its type where memory holds it otherwise
         (bools as bytes, pointers as addresses), the root's element type by default."""
         ty = place.ty
+        if isinstance(ty, VecType) and ty.count > 4:
+            parts = [self.load(vector_code.part(place, j), node) for j in range(ty.count // 4)]
+            return AggV(ty, [x for p in parts for x in p.fields])
+        if isinstance(ty, VecType):  # one vector load
+            self.m.use_storage(place.root, ty.elem)
+            self.m.note_access(self, place, node, "load")
+            v = ir.Load(place)
+            return AggV(ty, [ir.Extract(v, k, ty.elem) for k in range(ty.count)])
         if isinstance(ty, Struct):
             fields = []
             for i, (_, ft) in enumerate(ty.fields):
@@ -80,6 +100,18 @@ class Memory(LoweringState):
     def store(self, place: ir.Place, value: Any, node: ast.AST,
               logical: Type | None = None) -> None:
         ty = place.ty
+        if isinstance(ty, VecType):  # one vector store
+            if not isinstance(value, AggV) or value.sty != ty:
+                raise self.err(node, f"cannot store {kind_of(value)} into a {ty!r}")
+            if ty.count > 4:
+                for j in range(ty.count // 4):
+                    part = vector_code.part(place, j)
+                    self.store(part, AggV(part.ty, value.fields[4 * j: 4 * j + 4]), node)
+                return
+            self.m.use_storage(place.root, ty.elem)
+            self.m.note_access(self, place, node, "store")
+            self.emit(ir.Store(place, ir.Compose(ty, list(value.fields))))
+            return
         if isinstance(ty, Struct):
             if not isinstance(value, AggV) or value.sty != ty:
                 raise self.err(node, f"cannot store {kind_of(value)} into a {ty!r}")

@@ -138,6 +138,8 @@ class Names(LoweringState):
             if not isinstance(value, AggV) or value.sty != slot.sty:
                 raise self.err(node, f"'{name}' holds a {slot.sty!r}, cannot assign "
                                f"{kind_of(value)}")
+            if _reads_slot(value, slot):  # `v = v.wzyx`: every field before any store
+                value = self.snapshot(value)
             for (f, _), s, v in zip(slot.sty.fields, slot.fields, value.fields, strict=True):
                 self.assign_slot(f"{name}.{f}", s, v, node)
         elif isinstance(slot, ObjSlot):
@@ -180,3 +182,43 @@ def _stable(v: ir.Value) -> bool:
         else:
             return False
     return True
+
+
+def _locals_of(slot: Any) -> set[int]:
+    if isinstance(slot, ScalarSlot):
+        return {id(slot.local)}
+    if isinstance(slot, PtrSlot):
+        return {id(slot.offset)}
+    if isinstance(slot, AggSlot):
+        return set().union(*(_locals_of(f) for f in slot.fields))
+    return set()
+
+
+def _reads_slot(value: AggV, slot: AggSlot) -> bool:
+    """Whether a field of a struct value reads a variable of a field before it in the
+    slot it is assigned to (which is stored first); unknown values are taken to."""
+    before: set[int] = set()
+    for f, fslot in zip(value.fields, slot.fields, strict=True):
+        if before and _reads(f.offset if isinstance(f, PtrV) else f, before):
+            return True
+        before |= _locals_of(fslot)
+    return False
+
+
+def _reads(v: Any, ids: set[int]) -> bool:
+    stack: list[Any] = [v]
+    for x in ir.each_once(stack):
+        if isinstance(x, ir.Read):
+            if id(x.local) in ids:
+                return True
+        elif isinstance(x, ir.Op | ir.Ext):
+            stack.extend(a for a in x.args if isinstance(a, ir.Value))
+        elif isinstance(x, ir.Extract):
+            stack.append(x.base)
+        elif isinstance(x, ir.Compose):
+            stack.extend(x.parts)
+        elif isinstance(x, AggV):
+            stack.extend(f.offset if isinstance(f, PtrV) else f for f in x.fields)
+        elif not isinstance(x, ir.Const | ir.PushField | ir.ArgRead | ir.Builtin | PyV):
+            return True
+    return False

@@ -8,10 +8,10 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from .. import accessors, if_device, ir, reduction, virtual
+from .. import accessors, if_device, ir, reduction, unrolling, vector_code, virtual
 from .. import device_global_code as dgc
 from ..type_registry import type_of_annotation
-from ..typesys import BOOL, I32, I64, Scalar, Struct, mem_type, promote
+from ..typesys import BOOL, I32, I64, Scalar, Struct, VecType, mem_type, promote
 from ..values import (
     AccessorV,
     AggSlot,
@@ -196,23 +196,20 @@ class Statements(LoweringState):
     def lvalue(self, target: ast.Subscript | ast.Attribute) -> Callable[[Any], Any]:
         """A function that stores its argument to the target, or loads it when given None
         (the target's sub-expressions are evaluated once)."""
+        vector = self.vector_lvalue(target)
+        if vector is not None:
+            return vector
         if isinstance(target, ast.Subscript):
             place = self.subscript_place(target)
             return lambda v: self.load(place, target) if v is None else \
                 self.store(place, v, target)
         base_node = target.value
         attr = target.attr
-        if isinstance(base_node, ast.Subscript):
-            place = self.subscript_place(base_node)
-            sty = place.ty
-            if not isinstance(sty, Struct):
-                raise self.err(target, f"{sty!r} has no field '{attr}'")
-            i = sty.field_index(attr)
-            if i < 0:
-                raise self.err(target, f"struct {sty.name} has no field '{attr}'")
-            fplace = ir.Place(place.root, place.index, (*place.members, i),
-                              mem_type(sty.fields[i][1]))
-            ftype = sty.fields[i][1]
+        place = self.memory_place(base_node)
+        if place is not None:
+            if isinstance(place.ty, VecType):
+                return vector_code.memory_lvalue(self, place, attr, target)
+            fplace, ftype = self.field_place(place, attr, target)
             return lambda v: self.load(fplace, target, ftype) if v is None else \
                 self.store(fplace, v, target, ftype)
         if isinstance(base_node, ast.Name):
@@ -233,6 +230,68 @@ class Statements(LoweringState):
         if isinstance(obj, ObjV):
             return lambda v: virtual.store_field(self, obj, attr, v, target)
         raise self.err(target, "cannot assign to this attribute in device code")
+
+    def vector_lvalue(self, target: ast.Subscript | ast.Attribute,
+                      ) -> Callable[[Any], Any] | None:
+        """The lvalue of an element or swizzle of a vector variable (`v[i]`, `v.xy`,
+        `s.pos.x`); None for other targets."""
+        base_node = target.value
+        slot = self.struct_slot(base_node)
+        if slot is not None:
+            if not isinstance(slot.sty, VecType):
+                return None
+            name = ast.unparse(base_node)
+
+            def current() -> AggV:
+                return self.read_slot(slot)
+
+            if isinstance(target, ast.Subscript):
+                i = self.expr(target.slice)
+                return lambda v: vector_code.index(self, current(), i, target) \
+                    if v is None else self.assign_slot(name, slot, vector_code.assign_index(
+                        self, current(), i, self.snapshot(v), target), target)
+            idx = vector_code.swizzle_target(self, target.attr, slot.sty, target)
+            # the value is computed before any element is stored (`v.xy = v.yx`)
+            return lambda v: vector_code.attribute(self, current(), target.attr, target) \
+                if v is None else self.assign_slot(name, slot, vector_code.assign(
+                    self, current(), idx, self.snapshot(v), target), target)
+        return None
+
+    def struct_slot(self, node: ast.expr) -> AggSlot | None:
+        """The struct (or vector) variable, or field of one, that `node` names."""
+        if isinstance(node, ast.Name):
+            slot = self.env.get(node.id)
+        elif isinstance(node, ast.Attribute):
+            base = self.struct_slot(node.value)
+            i = -1 if base is None or isinstance(base.sty, VecType) else \
+                base.sty.field_index(node.attr)
+            slot = base.fields[i] if i >= 0 else None
+        else:
+            return None
+        return slot if isinstance(slot, AggSlot) else None
+
+    def memory_place(self, node: ast.expr) -> ir.Place | None:
+        """Where in memory `node` (`p[i]`, or a field of it: `p[i].pos`) is, for a
+        target that writes part of it; None for other expressions."""
+        if isinstance(node, ast.Subscript):
+            if self.struct_slot(node.value) is not None:
+                return None
+            return self.subscript_place(node)
+        if not isinstance(node, ast.Attribute):
+            return None
+        base = self.memory_place(node.value)
+        return None if base is None else self.field_place(base, node.attr, node)[0]
+
+    def field_place(self, place: ir.Place, attr: str, node: ast.AST) -> tuple[ir.Place, Any]:
+        """The place of field `attr` of the struct at `place`, and the field's type."""
+        sty = place.ty
+        if not isinstance(sty, Struct) or isinstance(sty, VecType):
+            raise self.err(node, f"{sty!r} has no field '{attr}'")
+        i = sty.field_index(attr)
+        if i < 0:
+            raise self.err(node, f"struct {sty.name} has no field '{attr}'")
+        ftype = sty.fields[i][1]
+        return ir.Place(place.root, place.index, (*place.members, i), mem_type(ftype)), ftype
 
     def stmt_If(self, s: ast.If) -> None:
         cond = self.truth(self.expr(s.test), s.test)
@@ -265,7 +324,12 @@ class Statements(LoweringState):
             if isinstance(fn, PyV) and fn.obj is builtins.range:
                 self.for_range(s, it)
                 return
+            if unrolling.is_unroll(fn):
+                self.for_range(s, *unrolling.request(self, it))
+                return
         seq = self.expr(it)
+        if vector_code.is_vec(seq):  # a vector's elements, as a tuple's
+            seq = TupV(list(seq.fields))
         if isinstance(seq, TupV) or (isinstance(seq, PyV) and isinstance(seq.obj, tuple)):
             items = seq.items if isinstance(seq, TupV) else [PyV(o) for o in seq.obj]
             for item in items:  # unrolled: each element may have its own type
@@ -281,7 +345,8 @@ class Statements(LoweringState):
             return
         raise self.err(s.iter, "device code can only loop over range(...) or a tuple")
 
-    def for_range(self, s: ast.For, call: ast.Call) -> None:
+    def for_range(self, s: ast.For, call: ast.Call,
+                  unroll: unrolling.Request | None = None) -> None:
         if call.keywords or not 1 <= len(call.args) <= 3:
             raise self.err(call, "range() takes 1 to 3 positional arguments")
         args = [self.expr(a) for a in call.args]
@@ -323,17 +388,38 @@ class Statements(LoweringState):
             cond = ir.Op("OpSelect", BOOL, [
                 up, ir.Op(lt, BOOL, [ir.Read(counter), ir.Read(limit)]),
                 ir.Op(gt, BOOL, [ir.Read(counter), ir.Read(limit)])])
-        saved = self.out
-        self.out = []
-        self.loop_depth += 1
-        self.store_target(s.target, ir.Read(counter))
-        self.block(s.body)
-        body = self.out
-        self.loop_depth -= 1
-        self.out = saved
+
+        def lowered(at: ir.Value) -> list[ir.Stmt]:
+            saved = self.out
+            self.out = []
+            self.loop_depth += 1
+            self.store_target(s.target, at)
+            self.block(s.body)
+            body = self.out
+            self.loop_depth -= 1
+            self.out = saved
+            return body
+
+        constant = all(isinstance(v, ir.Const) for v in (start, stop, step))
+        simple = not unrolling.exits(s.body)
+        control = "Unroll" if _short(start, stop, step) else "None"
+        if unroll is not None and unroll.factor is None:
+            values = range(start.value, stop.value, step.value) if constant else None
+            if simple and values is not None and len(values) <= unrolling.FULL_UNROLL:
+                unrolling.full(self, s, values, ty)
+                return
+            control = "Unroll"
+        elif unroll is not None and unroll.factor == 1:
+            control = "DontUnroll"
+        elif unroll is not None:
+            if simple and isinstance(step, ir.Const):
+                unrolling.partial(self, s, unroll.factor, counter, limit, step.value, ty,
+                                  lowered)
+                return
+            control = "Unroll"
         step_stmts: list[ir.Stmt] = [ir.Assign(counter, ir.Op(
             "OpIAdd", ty, [ir.Read(counter), ir.Read(stride)]))]
-        self.emit(ir.Loop([], cond, body, step_stmts, _short(start, stop, step)))
+        self.emit(ir.Loop([], cond, lowered(ir.Read(counter)), step_stmts, control))
 
     def stmt_Break(self, s: ast.Break) -> None:
         if self.loop_depth == 0:

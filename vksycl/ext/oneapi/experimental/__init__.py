@@ -61,6 +61,8 @@ from ....kernels.free_function import (
 from ....kernels.if_device import if_device, if_host
 from ....kernels.properties import (
     device_has,
+    fast_math,
+    fp_contract,
     launch_config,
     properties,
     sub_group_size,
@@ -132,6 +134,8 @@ __all__ = [
     "external_mem_descriptor",
     "external_mem_handle_type",
     "external_semaphore",
+    "fast_math",
+    "fp_contract",
     "free_exportable_memory",
     "get_device_globals",
     "get_kernel_bundle",
