@@ -73,7 +73,7 @@ class Ranges:
                 self._values(s.selector, ctx)
                 for _, body in s.cases:
                     self._walk(body, ctx)
-            else:
+            elif dataclasses.is_dataclass(s):
                 for f in dataclasses.fields(s):
                     x = getattr(s, f.name)
                     if isinstance(x, list) and all(isinstance(c, ir.Stmt) for c in x):
