@@ -108,6 +108,9 @@ class KernelSpec:
     # Vulkan lets a driver assume none occur, and lavapipe then turned 0 * 2**44 in
     # float16, reassociated past the overflow, into NaN
     ieee_floats: tuple[int, ...] = ()
+    # the kernel's adjoint (`adjoint`): the kernel differentiated, gradient pointers after
+    # its arguments
+    adjoint: bool = False
 
 
 @dataclass
@@ -184,6 +187,8 @@ class KernelModule(DeviceCalls):
         self.names: dict[str, int] = {}
         # sub-group ids and ranges: scalars that can also be indexed with [0]
         self.one_d: dict[int, ir.Value] = {}
+        # where each IR node comes from, by id (node, file, line), for an adjoint's errors
+        self.sites: dict[int, tuple] | None = {} if spec.adjoint else None
 
     # -- entry ---------------------------------------------------------------------------
     def lower(self) -> Lowered:
@@ -245,7 +250,8 @@ class KernelModule(DeviceCalls):
             spec.fold_groups
         if reductions is not None:
             fn = reductions.kernel(fl, fn, guarded, node)
-        elif independent and spec.dims == 1 and spec.coarsenable and not self.checks and \
+        elif independent and spec.dims == 1 and spec.coarsenable and not spec.adjoint and \
+                not self.checks and \
                 coarsening.eligible(fn.body):
             fn = self.coarsened(fn, src, bound)
             coarsen = coarsening.COARSEN

@@ -1,0 +1,924 @@
+"""The adjoint of a kernel: reverse-mode automatic differentiation by source transformation
+of the typed IR.
+
+The adjoint kernel takes the forward kernel's arguments plus, for each float32/float64
+USM pointer the kernel reads or writes (structs of floats included), a gradient pointer of
+the same type (explicit arguments after the kernel's own). Its body is
+
+1. a **forward sweep**: the kernel again, in SSA form (each assignment to a variable writes
+   a fresh local, an `if` merges the versions of its branches), without its side effects:
+   stores to global memory and atomics are left out, so memory holds what the forward
+   launches left there and every value the reverse sweep needs is recomputed, none stored;
+2. the **reverse sweep**: the statements in reverse order, each propagating adjoints to its
+   operands. A float local's adjoint is a local; a load `x[j]` of differentiable memory
+   scatters its adjoint into `grad_x[j]` with an atomic add (a compare-and-swap loop on
+   the float's bits, which needs no float atomics, so float64 works on any device with
+   64-bit atomics); a store `y[i] = v` reads `grad_y[i]` into `v`'s adjoint, and zeroes it
+   first only when the kernel also reads `y` (an in-place update), as an overwrite must;
+   `fetch_add` on differentiable memory reads the target's gradient.
+
+`if`/`else` becomes an `if` on the same (recomputed) condition. A `for` loop over `range`
+runs in reverse: iteration k's body is recomputed from the loop's working variables, with
+the counter set to `start + k * step`; when the reverse of the body needs values carried
+from earlier iterations (beyond the counter), the loop first replays iterations 0..k-1
+from the loop's entry state (quadratic time, no storage). A sum `s += f(x[j])` needs no
+replay. Device functions are inlined; math functions keep their meaning (`Ext`) until
+the adjoint is built, so float64 functions are differentiated as functions, then expanded.
+`min`/`max`/`abs`/`where`/`clamp` take subgradients (the branch taken).
+
+What has no adjoint raises `errc.build` at its line: atomics other than add on
+differentiable memory or atomic results used as values, loops whose count depends on
+float values, `while` loops, `break`/`continue`/`return` in loops, integer-to-float
+conversions of values computed from floats, arithmetic mixing two differentiable pointers,
+local memory and private arrays, group operations and reductions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import errc, exception
+from . import ir
+from .math_functions import glsl_call, is_exact_glsl
+from .typesys import BOOL, U64, VOID, ArrayType, Scalar, Struct, Type, field_offsets
+
+_DEVICE_SCOPE = 1
+_NO_DERIVATIVE = ("Floor", "Ceil", "Trunc", "Round", "RoundEven", "FSign", "Step")
+
+
+def differentiable(dtype: Any) -> bool:
+    """Whether memory of `dtype` gets a gradient: float32/float64, or a struct of them."""
+    dtype = np.dtype(dtype)
+    if dtype.fields:
+        return any(differentiable(f[0]) for f in dtype.fields.values())
+    return dtype.kind == "f" and dtype.itemsize in (4, 8)
+
+
+def _is_float(t: Type) -> bool:
+    return isinstance(t, Scalar) and t.is_float
+
+
+def _zero(t: Type) -> ir.Const:
+    if not isinstance(t, Scalar):
+        raise TypeError(f"no zero of {t!r}")
+    return ir.Const(t, 0.0 if t.is_float else 0)
+
+
+class Adjoint:
+    """Builds the adjoint of one lowered kernel (`KernelModule.lower`'s result)."""
+
+    def __init__(self, m: Any, lowered: Any, nparams: int) -> None:
+        self.m = m
+        self.lowered = lowered
+        self.sites: dict[int, tuple] = m.sites
+        code = m.pyfn.__code__
+        self.default_site = (code.co_filename, code.co_firstlineno)
+        self.name = m.spec.name
+        self.fn = ir.Function("kernel", [], VOID)
+        # forward pointer push index -> its gradient's push field; their capture paths
+        self.grad: dict[int, ir.PushField] = {}
+        self.paths: list[tuple] = []
+        for a in list(lowered.args):
+            if a.kind == "ptr" and differentiable(a.dtype):
+                pf = m.push_field(U64)
+                m.args.append(dataclasses.replace(a, path=("param", nparams + len(self.paths)),
+                                                  push_index=pf.index))
+                self.grad[a.push_index] = pf
+                self.paths.append(a.path)
+        self.defs: dict[int, list[ir.Value]] = {}  # version local -> the values it takes
+        self.active: set[int] = set()  # versions whose values depend on float data
+        self.adjoints: dict[int, ir.Local] = {}
+        self.read_ptrs: set[int] = set()  # pointers the kernel loads from
+
+    # -- diagnostics ---------------------------------------------------------------------
+    def error(self, node: Any, what: str) -> exception:
+        site = self.sites.get(id(node))
+        filename, line = (site[1], site[2]) if site is not None else self.default_site
+        return exception(errc.build, f"{filename}:{line}: cannot differentiate kernel "
+                         f"{self.name}: {what}")
+
+    def keep_site(self, new: Any, old: Any) -> Any:
+        site = self.sites.get(id(old))
+        if site is not None and new is not old:
+            self.sites.setdefault(id(new), (new, *site[1:]))
+        return new
+
+    # -- entry ---------------------------------------------------------------------------
+    def build(self) -> ir.Function:
+        body = self.inline_block(strip_returns(self, self.lowered.kernel.body, None)[0])
+        forward, records = self.fwd_block(body, {})
+        reverse: list[ir.Stmt] = []
+        self.rev_block(records, reverse)
+        init = [ir.Assign(a, _zero(a.ty)) for a in self.adjoints.values()]
+        self.fn.body = expand_math(init + forward + reverse)
+        return self.fn
+
+    def local(self, name: str, ty: Type) -> ir.Local:
+        local = ir.Local(name, ty)
+        self.fn.locals.append(local)
+        return local
+
+    def adj(self, version: ir.Local) -> ir.Local:
+        a = self.adjoints.get(id(version))
+        if a is None:
+            a = self.adjoints[id(version)] = self.local(f"adj.{version.name}", version.ty)
+        return a
+
+    # -- device functions ------------------------------------------------------------------
+    def inline_block(self, body: list[ir.Stmt]) -> list[ir.Stmt]:
+        """The statements with device function calls inlined (their bodies before the
+        statement that uses the result)."""
+        out: list[ir.Stmt] = []
+        for s in body:
+            new: ir.Stmt = s
+            if isinstance(s, ir.Assign):
+                new = ir.Assign(s.local, self.lift(s.value, out, {}))
+            elif isinstance(s, ir.Store):
+                memo: dict[int, Any] = {}
+                place = dataclasses.replace(s.place, index=self.lift(s.place.index, out, memo))
+                new = ir.Store(place, self.lift(s.value, out, memo))
+            elif isinstance(s, ir.Eval):
+                new = ir.Eval(self.lift(s.value, out, {}))
+            elif isinstance(s, ir.If):
+                new = ir.If(self.lift(s.cond, out, {}), self.inline_block(s.then),
+                            self.inline_block(s.orelse))
+            elif isinstance(s, ir.Loop):
+                if _has_call([s.pre, s.cond]):
+                    raise self.error(s, "a device function call in a loop condition")
+                new = ir.Loop(s.pre, s.cond, self.inline_block(s.body),
+                              self.inline_block(s.step), s.unroll)
+            out.append(self.keep_site(new, s))
+        return out
+
+    def lift(self, v: Any, out: list[ir.Stmt], memo: dict[int, Any]) -> Any:
+        """`v` with each call replaced by a read of its inlined result."""
+        if not isinstance(v, ir.Value) or id(v) in memo:
+            return memo.get(id(v), v)
+        r: Any = v
+        if isinstance(v, ir.Call):
+            r = self.inline_call(v, [self.lift(a, out, memo) for a in v.args], out)
+        elif isinstance(v, ir.Op | ir.Ext):
+            args = [self.lift(a, out, memo) for a in v.args]
+            if any(a is not b for a, b in zip(args, v.args, strict=True)):
+                r = ir.Op(v.opname, v.ty, args) if isinstance(v, ir.Op) else \
+                    ir.Ext(v.name, v.ty, args)
+        elif isinstance(v, ir.Load):
+            index = self.lift(v.place.index, out, memo)
+            if index is not v.place.index:
+                r = ir.Load(dataclasses.replace(v.place, index=index))
+        elif isinstance(v, ir.Cond) and _has_call([v.a, v.b, v.pre_a, v.pre_b]):
+            raise self.error(v, "a device function call in a conditional expression")
+        memo[id(v)] = self.keep_site(r, v)
+        return r
+
+    def inline_call(self, call: ir.Call, args: list[Any], out: list[ir.Stmt]) -> ir.Value:
+        fn = call.fn
+        params: dict[int, ir.Local] = {}
+        for p, a in zip(fn.params, args, strict=True):
+            if p.root is not None or isinstance(a, ir.Root):
+                raise self.error(call, f"device function {fn.name} takes local or private "
+                                 "memory")
+            params[id(p)] = ir.Local(p.name, p.ty)
+            out.append(ir.Assign(params[id(p)], a))
+        ret = ir.Local(f"{fn.name}.ret", fn.ret) if fn.ret != VOID else None
+        body = self.clone(fn.body, {}, params, {})
+        out.extend(self.inline_block(strip_returns(self, body, ret)[0]))
+        return ir.Read(ret) if ret is not None else ir.Const(BOOL, False)
+
+    def clone(self, x: Any, locs: dict[int, ir.Local], params: dict[int, ir.Local],
+              memo: dict[int, Any]) -> Any:
+        """A copy of a device function's statements or values with fresh locals, its
+        parameters read from `params`."""
+        if isinstance(x, list):
+            return [self.clone(i, locs, params, memo) for i in x]
+        if id(x) in memo:
+            return memo[id(x)]
+        r: Any
+        if isinstance(x, ir.Local):
+            r = locs.setdefault(id(x), ir.Local(x.name, x.ty))
+        elif isinstance(x, ir.ArgRead):
+            r = ir.Read(params[id(x.param)])
+        elif isinstance(x, ir.Break | ir.Continue):
+            r = type(x)()
+        elif dataclasses.is_dataclass(x) and isinstance(x, ir.Value | ir.Stmt | ir.Place):
+            r = type(x)(**{f.name: self.clone(getattr(x, f.name), locs, params, memo)
+                           for f in dataclasses.fields(x) if f.init})
+        else:
+            return x
+        memo[id(x)] = self.keep_site(r, x)
+        return r
+
+    # -- values -----------------------------------------------------------------------------
+    def is_active(self, v: ir.Value) -> bool:
+        """Whether `v` depends on float data (so an integer made from it has no adjoint)."""
+        stack: list[Any] = [v]
+        for x in ir.each_once(stack):
+            if isinstance(x, ir.Read) and id(x.local) in self.active:
+                return True
+            if isinstance(x, ir.Load) and _is_float(x.ty):
+                return True
+            if isinstance(x, ir.Op | ir.Ext):
+                stack.extend(a for a in x.args if isinstance(a, ir.Value))
+            elif isinstance(x, ir.Cond):
+                stack.extend((x.cond, x.a, x.b))
+            elif isinstance(x, ir.Load):
+                stack.append(x.place.index)
+        return False
+
+    def pointer_of(self, index: ir.Value, site: Any) -> int | None:
+        """The differentiable pointer argument an address is computed from (its push
+        index), or None."""
+        found: set[int] = set()
+        stack: list[Any] = [index]
+        for x in ir.each_once(stack):
+            if isinstance(x, ir.PushField) and x.index in self.grad:
+                found.add(x.index)
+            elif isinstance(x, ir.Read):
+                stack.extend(self.defs.get(id(x.local), ()))
+            elif isinstance(x, ir.Op | ir.Ext):
+                stack.extend(a for a in x.args if isinstance(a, ir.Value))
+            elif isinstance(x, ir.Cond):
+                stack.extend((x.a, x.b))
+        if len(found) > 1:
+            raise self.error(site, "pointer arithmetic mixing differentiable pointers")
+        return found.pop() if found else None
+
+    def fwd_value(self, v: Any, env: dict[int, ir.Local], memo: dict[int, Any]) -> Any:
+        """`v` reading the current versions of the variables, for the forward sweep."""
+        if not isinstance(v, ir.Value):
+            return v
+        hit = memo.get(id(v))
+        if hit is not None:
+            return hit
+        r: Any
+        if isinstance(v, ir.Const | ir.PushField | ir.Builtin):
+            r = v
+        elif isinstance(v, ir.Read):
+            if isinstance(v.local.ty, ArrayType):
+                raise self.error(v, "a private array")
+            current = env.get(id(v.local))
+            if current is None:
+                raise self.error(v, f"'{v.local.name}' is read before it is assigned")
+            r = ir.Read(current)
+        elif isinstance(v, ir.Op):
+            if v.opname.startswith(ir.COLLECTIVE_OPS):
+                raise self.error(v, f"group operation {v.opname}")
+            r = ir.Op(v.opname, v.ty, [self.fwd_value(a, env, memo) for a in v.args])
+        elif isinstance(v, ir.Ext):
+            r = ir.Ext(v.name, v.ty, [self.fwd_value(a, env, memo) for a in v.args])
+        elif isinstance(v, ir.Load):
+            place = self.fwd_place(v.place, env, memo, v)
+            r = ir.Load(place)
+            if _is_float(v.ty):
+                pf = self.pointer_of(place.index, v)
+                if pf is not None:
+                    self.read_ptrs.add(pf)
+        elif isinstance(v, ir.Cond):
+            if v.pre_a or v.pre_b:
+                raise self.error(v, "a conditional expression with statements")
+            r = ir.Cond(*(self.fwd_value(x, env, memo) for x in (v.cond, v.a, v.b)), v.ty)
+        elif isinstance(v, ir.Atomic):
+            raise self.error(v, f"the result of an atomic operation ({v.opname}) used as a "
+                             "value")
+        else:
+            raise self.error(v, f"a {type(v).__name__} value")
+        memo[id(v)] = self.keep_site(r, v)
+        return r
+
+    def fwd_place(self, place: ir.Place, env: dict[int, ir.Local], memo: dict[int, Any],
+                  site: Any) -> ir.Place:
+        if not isinstance(place.root, ir.GlobalRoot):
+            raise self.error(site, "local memory or a private array")
+        return dataclasses.replace(place, index=self.fwd_value(place.index, env, memo))
+
+    # -- forward sweep ----------------------------------------------------------------------
+    def version(self, original: ir.Local, value: ir.Value | None = None) -> ir.Local:
+        v = self.local(original.name, original.ty)
+        self.defs[id(v)] = [value] if value is not None else []
+        if _is_float(original.ty) or (value is not None and self.is_active(value)):
+            self.active.add(id(v))
+        return v
+
+    def fwd_block(self, body: list[ir.Stmt], env: dict[int, ir.Local]
+                  ) -> tuple[list[ir.Stmt], list[tuple]]:
+        """The forward sweep of `body` (updating `env`), and what its reverse needs."""
+        out: list[ir.Stmt] = []
+        records: list[tuple] = []
+        for s in body:
+            self.fwd_stmt(s, env, out, records)
+        return out, records
+
+    def fwd_stmt(self, s: ir.Stmt, env: dict[int, ir.Local], out: list[ir.Stmt],
+                 records: list[tuple]) -> None:
+        memo: dict[int, Any] = {}
+        if isinstance(s, ir.Assign):
+            if not isinstance(s.local.ty, Scalar):
+                raise self.error(s, f"a variable of type {s.local.ty!r}")
+            value = self.fwd_value(s.value, env, memo)
+            new = self.version(s.local, value)
+            out.append(ir.Assign(new, value))
+            env[id(s.local)] = new
+            records.append(("assign", new, value))
+        elif isinstance(s, ir.Store):
+            place = self.fwd_place(s.place, env, memo, s)
+            records.append(("store", place, self.fwd_value(s.value, env, memo), s))
+        elif isinstance(s, ir.Eval):
+            x = s.value
+            if isinstance(x, ir.Atomic) and _is_float(x.ty):
+                place = self.fwd_place(x.place, env, memo, x)
+                pf = self.pointer_of(place.index, x)
+                if pf is None:
+                    return
+                if x.opname != "OpAtomicFAddEXT":
+                    raise self.error(x, f"atomic {x.opname[8:].replace('EXT', '')} on "
+                                     "differentiable memory (only fetch_add/fetch_sub have "
+                                     "adjoints)")
+                records.append(("atomic_add", place, self.fwd_value(x.args[0], env, memo),
+                                pf))
+            # other atomics, barriers and prints: effects the adjoint does not repeat
+        elif isinstance(s, ir.If):
+            self.fwd_if(s, env, out, records, self.fwd_value(s.cond, env, memo))
+        elif isinstance(s, ir.Loop):
+            self.fwd_loop(s, env, out, records)
+        elif isinstance(s, ir.Break | ir.Continue):
+            raise self.error(s, "break or continue in a loop")
+        elif isinstance(s, ir.Return):
+            raise self.error(s, "return inside a loop")
+        else:
+            raise self.error(s, f"a {type(s).__name__} statement")
+
+    def fwd_if(self, s: ir.If, env: dict[int, ir.Local], out: list[ir.Stmt],
+               records: list[tuple], cond: ir.Value) -> None:
+        env_t, env_e = dict(env), dict(env)
+        then, t_rec = self.fwd_block(s.then, env_t)
+        orelse, e_rec = self.fwd_block(s.orelse, env_e)
+        merges = []
+        originals = {id(x.local): x.local for x in _assigns(s.then + s.orelse)}
+        for key, original in originals.items():
+            a, b = env_t.get(key), env_e.get(key)
+            if a is b:
+                continue
+            merged = self.version(original)
+            for branch, v in ((then, a), (orelse, b)):
+                value = ir.Read(v) if v is not None else _zero(original.ty)
+                branch.append(ir.Assign(merged, value))
+                self.defs[id(merged)].append(value)
+                if v is not None and id(v) in self.active:
+                    self.active.add(id(merged))
+            merges.append((merged, a, b))
+            env[key] = merged
+        out.append(ir.If(cond, then, orelse))
+        records.append(("if", cond, t_rec, e_rec, merges))
+
+    def fwd_loop(self, s: ir.Loop, env: dict[int, ir.Local], out: list[ir.Stmt],
+                 records: list[tuple]) -> None:
+        step = s.step
+        if s.pre or s.cond is None or len(step) != 1 or not isinstance(step[0], ir.Assign) \
+                or not isinstance(step[0].value, ir.Op) or step[0].value.opname != "OpIAdd":
+            raise self.error(s, "a while loop (only for loops over range() are "
+                             "differentiated)")
+        counter = step[0].local
+        carried = list({id(a.local): a.local for a in _assigns(s.body + step)}.values())
+        entry = {id(c): env.get(id(c)) for c in carried}
+        work = {id(c): self.version(c) for c in carried}
+        for c in carried:
+            start = entry[id(c)]
+            value = ir.Read(start) if start is not None else _zero(c.ty)
+            out.append(ir.Assign(work[id(c)], value))
+            self.defs[id(work[id(c)])].append(value)
+            if start is not None and id(start) in self.active:
+                self.active.add(id(work[id(c)]))
+        loop_env = {**env, **work}
+        memo: dict[int, Any] = {}
+        cond = self.fwd_value(s.cond, loop_env, memo)
+        stride = self.fwd_value(step[0].value.args[1], loop_env, memo)
+        if self.is_active(cond) or self.is_active(stride):
+            raise self.error(s, "a loop whose count depends on float values")
+        count = self.local("loop.count", counter.ty)
+        body = self.iteration(s, loop_env, work)[0]
+        wc = work[id(counter)]
+        out.append(ir.Assign(count, _zero(counter.ty)))
+        out.append(ir.Loop([], cond, body, [
+            ir.Assign(wc, ir.Op("OpIAdd", counter.ty, [ir.Read(wc), stride])),
+            ir.Assign(count, ir.Op("OpIAdd", counter.ty, [ir.Read(count),
+                                                          ir.Const(counter.ty, 1)]))]))
+        final = {}
+        for c in carried:
+            f = self.version(c, ir.Read(work[id(c)]))
+            out.append(ir.Assign(f, ir.Read(work[id(c)])))
+            env[id(c)] = final[id(c)] = f
+        records.append(("loop", s, counter, carried, entry, work, final, loop_env, count,
+                        stride))
+
+    def iteration(self, s: ir.Loop, loop_env: dict[int, ir.Local],
+                  work: dict[int, ir.Local]) -> tuple[list[ir.Stmt], list[tuple], dict]:
+        """One iteration's forward sweep from the working variables, writing them back."""
+        env = dict(loop_env)
+        out, records = self.fwd_block(s.body, env)
+        for key, w in work.items():
+            if env.get(key) is not w:
+                out.append(ir.Assign(w, ir.Read(env[key])))
+                self.defs[id(w)].append(ir.Read(env[key]))
+                if id(env[key]) in self.active:
+                    self.active.add(id(w))
+        return out, records, env
+
+    # -- reverse sweep ----------------------------------------------------------------------
+    def rev_block(self, records: list[tuple], out: list[ir.Stmt]) -> None:
+        for r in reversed(records):
+            getattr(self, "rev_" + r[0])(r, out)
+
+    def accumulate(self, local: ir.Local, a: ir.Value, out: list[ir.Stmt]) -> None:
+        adj = self.adj(local)
+        out.append(ir.Assign(adj, ir.Op("OpFAdd", local.ty, [ir.Read(adj), a])))
+
+    def rev_assign(self, r: tuple, out: list[ir.Stmt]) -> None:
+        _, version, value = r
+        if _is_float(version.ty):
+            adj = self.adj(version)
+            self.back(value, ir.Read(adj), out)
+            out.append(ir.Assign(adj, _zero(version.ty)))
+
+    def rev_store(self, r: tuple, out: list[ir.Stmt]) -> None:
+        _, place, value, site = r
+        if not _is_float(place.ty):
+            return
+        pf = self.pointer_of(place.index, site)
+        if pf is None:
+            return
+        gplace = dataclasses.replace(place, index=self.grad_address(place.index, pf))
+        g = self.local("adj.store", place.ty)
+        out.append(ir.Assign(g, ir.Load(gplace)))
+        if pf in self.read_ptrs:  # an in-place update: the old value's adjoint starts anew
+            out.append(ir.Store(dataclasses.replace(gplace), _zero(place.ty)))
+        self.back(value, ir.Read(g), out)
+
+    def rev_atomic_add(self, r: tuple, out: list[ir.Stmt]) -> None:
+        _, place, value, pf = r
+        g = self.local("adj.atomic", place.ty)
+        out.append(ir.Assign(g, ir.Load(dataclasses.replace(
+            place, index=self.grad_address(place.index, pf)))))
+        self.back(value, ir.Read(g), out)
+
+    def rev_if(self, r: tuple, out: list[ir.Stmt]) -> None:
+        _, cond, t_rec, e_rec, merges = r
+        then: list[ir.Stmt] = []
+        orelse: list[ir.Stmt] = []
+        for merged, a, b in merges:
+            if _is_float(merged.ty):
+                for branch, v in ((then, a), (orelse, b)):
+                    if v is not None:
+                        self.accumulate(v, ir.Read(self.adj(merged)), branch)
+        self.rev_block(t_rec, then)
+        self.rev_block(e_rec, orelse)
+        out.append(ir.If(cond, then, orelse))
+        for merged, _, _ in merges:
+            if _is_float(merged.ty):
+                out.append(ir.Assign(self.adj(merged), _zero(merged.ty)))
+
+    def rev_loop(self, r: tuple, out: list[ir.Stmt]) -> None:
+        _, s, counter, carried, entry, work, final, loop_env, count, stride = r
+        floats = [c for c in carried if _is_float(c.ty)]
+        flow = {id(c): self.local(f"adj.carried.{c.name}", c.ty) for c in floats}
+        for c in floats:
+            out.append(ir.Assign(flow[id(c)], ir.Read(self.adj(final[id(c)]))))
+            out.append(ir.Assign(self.adj(final[id(c)]), _zero(c.ty)))
+        t = counter.ty
+        left, k = self.local("loop.left", t), self.local("loop.k", t)
+        wc = work[id(counter)]
+        start = entry[id(counter)]
+        assert start is not None  # the frontend assigns the counter before the loop
+
+        def at(n: ir.Value) -> ir.Stmt:  # the counter of iteration n
+            return ir.Assign(wc, ir.Op("OpIAdd", t, [ir.Read(start), ir.Op(
+                "OpIMul", t, [n, stride])]))
+
+        body: list[ir.Stmt] = [
+            ir.Assign(k, ir.Op("OpISub", t, [ir.Read(left), ir.Const(t, 1)])), at(ir.Read(k))]
+        first = len(self.fn.locals)
+        forward, records, env = self.iteration(s, loop_env, work)
+        for c in floats:
+            if env[id(c)] is not work[id(c)]:
+                forward.append(ir.Assign(self.adj(env[id(c)]), ir.Read(flow[id(c)])))
+        reverse: list[ir.Stmt] = []
+        self.rev_block(records, reverse)
+        carried_in = {id(work[id(c)]) for c in carried if c is not counter}
+        if _reads(reverse, _derived(carried_in, self.fn.locals[first:], self.defs)):
+            body += self.replay(s, carried, counter, entry, work, loop_env, k, at)
+        body += forward + reverse
+        for c in floats:
+            w = work[id(c)]
+            body.append(ir.Assign(flow[id(c)], ir.Read(self.adj(w))))
+            body.append(ir.Assign(self.adj(w), _zero(c.ty)))
+        greater = "OpSGreaterThan" if t.is_signed else "OpUGreaterThan"
+        out.append(ir.Assign(left, ir.Read(count)))
+        out.append(ir.Loop([], ir.Op(greater, BOOL, [ir.Read(left), _zero(t)]), body, [
+            ir.Assign(left, ir.Op("OpISub", t, [ir.Read(left), ir.Const(t, 1)]))]))
+        for c in floats:
+            before = entry[id(c)]
+            if before is not None:
+                self.accumulate(before, ir.Read(flow[id(c)]), out)
+
+    def replay(self, s: ir.Loop, carried: list[ir.Local], counter: ir.Local,
+               entry: dict[int, ir.Local | None], work: dict[int, ir.Local],
+               loop_env: dict[int, ir.Local], k: ir.Local, at: Any) -> list[ir.Stmt]:
+        """Statements recomputing the working variables of iteration k from the loop's
+        entry: iterations 0..k-1 again."""
+        t = counter.ty
+        j = self.local("loop.replay", t)
+        out: list[ir.Stmt] = []
+        for c in carried:
+            start = entry[id(c)]
+            out.append(ir.Assign(work[id(c)], ir.Read(start) if start is not None
+                                 else _zero(c.ty)))
+        less = "OpSLessThan" if t.is_signed else "OpULessThan"
+        out.append(ir.Assign(j, _zero(t)))
+        out.append(ir.Loop([], ir.Op(less, BOOL, [ir.Read(j), ir.Read(k)]),
+                           self.iteration(s, loop_env, work)[0],
+                           [at(ir.Op("OpIAdd", t, [ir.Read(j), ir.Const(t, 1)])),
+                            ir.Assign(j, ir.Op("OpIAdd", t, [ir.Read(j), ir.Const(t, 1)]))]))
+        out.append(at(ir.Read(k)))
+        return out
+
+    # -- memory -------------------------------------------------------------------------------
+    def grad_address(self, index: ir.Value, pf: int) -> ir.Value:
+        """The address in the gradient of pointer `pf` matching `index` in its memory."""
+        return ir.Op("OpIAdd", U64, [ir.Op("OpISub", U64, [index, ir.PushField(pf, U64)]),
+                                     self.grad[pf]])
+
+    def scatter(self, place: ir.Place, a: ir.Value, out: list[ir.Stmt], site: Any) -> None:
+        """grad[place] += a, atomically: a compare-and-swap loop on the float's bits."""
+        if not isinstance(place.root, ir.GlobalRoot):
+            return
+        pf = self.pointer_of(place.index, site)
+        if pf is None:
+            return
+        t = place.ty
+        assert isinstance(t, Scalar)
+        ut = Scalar("u", t.bits)
+        if t.bits == 64:
+            self.m.aspects.add("atomic64")
+        address = self.grad_address(place.index, pf)
+        offset = _member_offset(place.root.elem, place.members)
+        if offset:
+            address = ir.Op("OpIAdd", U64, [address, ir.Const(U64, offset)])
+        root = self.m.global_root(ut)
+        value, old, seen = (self.local(n, ty) for n, ty in (
+            ("adj.scatter", t), ("cas.old", ut), ("cas.seen", ut)))
+        new = ir.Op("OpBitcast", ut, [ir.Op("OpFAdd", t, [ir.Op("OpBitcast", t, [
+            ir.Read(old)]), ir.Read(value)])])
+        cas = ir.Atomic("OpAtomicCompareExchange", ir.Place(root, address, (), ut),
+                        [new, ir.Read(old)], ut, _DEVICE_SCOPE, 0)
+        out += [ir.Assign(value, a), ir.Assign(old, ir.Load(ir.Place(root, address, (), ut))),
+                ir.Loop([], None, [
+                    ir.Assign(seen, cas),
+                    ir.If(ir.Op("OpIEqual", BOOL, [ir.Read(seen), ir.Read(old)]),
+                          [ir.Break()], []),
+                    ir.Assign(old, ir.Read(seen))], [])]
+
+    # -- derivatives ---------------------------------------------------------------------------
+    def back(self, v: ir.Value, a: ir.Value, out: list[ir.Stmt]) -> None:
+        """Adds `a`, the adjoint of value `v`, to the adjoints of what `v` is computed
+        from."""
+        if not _is_float(v.ty) or isinstance(v, ir.Const | ir.PushField | ir.Builtin):
+            return
+        if isinstance(v, ir.Read):
+            self.accumulate(v.local, a, out)
+        elif isinstance(v, ir.Load):
+            self.scatter(v.place, a, out, v)
+        elif isinstance(v, ir.Op):
+            self.back_op(v, a, out)
+        elif isinstance(v, ir.Ext):
+            self.back_ext(v, a, out)
+        elif isinstance(v, ir.Cond):
+            self.branch(v.cond, v.a, v.b, a, out)
+        else:
+            raise self.error(v, f"a {type(v).__name__} value")
+
+    def branch(self, cond: ir.Value, x: ir.Value, y: ir.Value, a: ir.Value,
+               out: list[ir.Stmt]) -> None:
+        """The adjoint of a choice goes to the side chosen (and only that side's
+        derivative is evaluated, so `where(x > 0, sqrt(x), 0)` has no NaN)."""
+        then: list[ir.Stmt] = []
+        orelse: list[ir.Stmt] = []
+        self.back(x, a, then)
+        self.back(y, a, orelse)
+        if then or orelse:
+            out.append(ir.If(cond, then, orelse))
+
+    def back_op(self, v: ir.Op, a: ir.Value, out: list[ir.Stmt]) -> None:
+        t, name, args = v.ty, v.opname, v.args
+        f = _Builder(t)
+        x = args[0]
+        if name == "OpFAdd":
+            self.back(x, a, out)
+            self.back(args[1], a, out)
+        elif name == "OpFSub":
+            self.back(x, a, out)
+            self.back(args[1], f.neg(a), out)
+        elif name == "OpFMul":
+            self.back(x, f.mul(a, args[1]), out)
+            self.back(args[1], f.mul(a, x), out)
+        elif name == "OpFDiv":
+            self.back(x, f.div(a, args[1]), out)
+            self.back(args[1], f.neg(f.mul(a, f.div(v, args[1]))), out)
+        elif name == "OpFNegate":
+            self.back(x, f.neg(a), out)
+        elif name in ("OpFMod", "OpFRem"):
+            self.back(x, a, out)
+            whole = ir.Ext("Floor" if name == "OpFMod" else "Trunc", t, [f.div(x, args[1])])
+            self.back(args[1], f.neg(f.mul(a, whole)), out)
+        elif name == "OpSelect":
+            self.branch(x, args[1], args[2], a, out)
+        elif name == "OpFConvert":
+            self.back(x, ir.Op("OpFConvert", x.ty, [a]), out)
+        elif name in ("OpConvertSToF", "OpConvertUToF"):
+            if self.is_active(x):
+                raise self.error(v, "an integer-to-float conversion of a value computed "
+                                 "from floats")
+        elif name == "OpBitcast" and _copysign_source(v) is not None:
+            src = _copysign_source(v)
+            assert src is not None
+            self.back(src, f.mul(a, f.mul(ir.Ext("FSign", t, [src]),
+                                          ir.Ext("FSign", t, [v]))), out)
+        elif name == "OpBitcast" and not self.is_active(x):
+            return
+        else:
+            raise self.error(v, f"{name[2:]} on floats")
+
+    def back_ext(self, v: ir.Ext, a: ir.Value, out: list[ir.Stmt]) -> None:
+        t, name, args = v.ty, v.name, v.args
+        f = _Builder(t)
+        x = args[0]
+        one = f.c(1.0)
+        rules = {
+            "Sqrt": lambda: f.div(f.mul(a, f.c(0.5)), v),
+            "InverseSqrt": lambda: f.mul(a, f.mul(f.c(-0.5), f.div(v, x))),
+            "Sin": lambda: f.mul(a, f.ext("Cos", x)),
+            "Cos": lambda: f.neg(f.mul(a, f.ext("Sin", x))),
+            "Tan": lambda: f.mul(a, f.add(one, f.mul(v, v))),
+            "Atan": lambda: f.div(a, f.add(one, f.mul(x, x))),
+            "Sinh": lambda: f.mul(a, f.ext("Cosh", x)),
+            "Cosh": lambda: f.mul(a, f.ext("Sinh", x)),
+            "Tanh": lambda: f.mul(a, f.sub(one, f.mul(v, v))),
+            "Asinh": lambda: f.div(a, f.ext("Sqrt", f.add(f.mul(x, x), one))),
+            "Acosh": lambda: f.div(a, f.ext("Sqrt", f.sub(f.mul(x, x), one))),
+            "Atanh": lambda: f.div(a, f.sub(one, f.mul(x, x))),
+            "Exp": lambda: f.mul(a, v),
+            "Exp2": lambda: f.mul(a, f.mul(v, f.c(math.log(2.0)))),
+            "Log": lambda: f.div(a, x),
+            "Log2": lambda: f.div(a, f.mul(x, f.c(math.log(2.0)))),
+            "Fract": lambda: a,
+            "Degrees": lambda: f.mul(a, f.c(180.0 / math.pi)),
+            "Radians": lambda: f.mul(a, f.c(math.pi / 180.0)),
+            "FAbs": lambda: f.mul(a, f.ext("FSign", x)),
+            "Ldexp": lambda: ir.Ext("Ldexp", t, [a, args[1]]),
+        }
+        if name in rules:
+            self.back(x, rules[name](), out)
+        elif name in _NO_DERIVATIVE:
+            return
+        elif name == "Atan2":
+            y, x = args
+            den = f.add(f.mul(x, x), f.mul(y, y))
+            self.back(y, f.mul(a, f.div(x, den)), out)
+            self.back(x, f.neg(f.mul(a, f.div(y, den))), out)
+        elif name == "Pow":
+            u, w = args
+            self.back(u, f.mul(a, f.mul(w, ir.Ext("Pow", t, [u, f.sub(w, one)]))), out)
+            positive: list[ir.Stmt] = []
+            self.back(w, f.mul(a, f.mul(f.ext("Log", u), v)), positive)
+            if positive:
+                out.append(ir.If(ir.Op("OpFOrdGreaterThan", BOOL, [u, f.c(0.0)]), positive,
+                                 []))
+        elif name in ("FMin", "NMin", "FMax", "NMax"):
+            cmp = "OpFOrdLessThanEqual" if "Min" in name else "OpFOrdGreaterThanEqual"
+            self.branch(ir.Op(cmp, BOOL, [x, args[1]]), x, args[1], a, out)
+        elif name == "FClamp":
+            lo, hi = args[1], args[2]
+            inner: list[ir.Stmt] = []
+            self.branch(ir.Op("OpFOrdGreaterThan", BOOL, [x, hi]), hi, x, a, inner)
+            below: list[ir.Stmt] = []
+            self.back(lo, a, below)
+            out.append(ir.If(ir.Op("OpFOrdLessThan", BOOL, [x, lo]), below, inner))
+        elif name == "FMix":
+            y, s = args[1], args[2]
+            self.back(x, f.mul(a, f.sub(one, s)), out)
+            self.back(y, f.mul(a, s), out)
+            self.back(s, f.mul(a, f.sub(y, x)), out)
+        elif name == "Fma":
+            self.back(x, f.mul(a, args[1]), out)
+            self.back(args[1], f.mul(a, x), out)
+            self.back(args[2], a, out)
+        else:
+            raise self.error(v, f"math function {name}")
+
+
+class _Builder:
+    """Float arithmetic of one type, for derivative formulas."""
+
+    def __init__(self, t: Type) -> None:
+        self.t = t
+
+    def c(self, value: float) -> ir.Const:
+        return ir.Const(self.t, value)
+
+    def add(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return ir.Op("OpFAdd", self.t, [x, y])
+
+    def sub(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return ir.Op("OpFSub", self.t, [x, y])
+
+    def mul(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return ir.Op("OpFMul", self.t, [x, y])
+
+    def div(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        return ir.Op("OpFDiv", self.t, [x, y])
+
+    def neg(self, x: ir.Value) -> ir.Value:
+        return ir.Op("OpFNegate", self.t, [x])
+
+    def ext(self, name: str, x: ir.Value) -> ir.Value:
+        return ir.Ext(name, self.t, [x])
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+def strip_returns(owner: Adjoint, body: list[ir.Stmt], ret: ir.Local | None
+                  ) -> tuple[list[ir.Stmt], bool]:
+    """`body` without `return`s: what follows an `if` that returns moves into its other
+    branch, a returned value is assigned to `ret`. Also whether it always returns."""
+    out: list[ir.Stmt] = []
+    for k, s in enumerate(body):
+        if isinstance(s, ir.Return):
+            if s.value is not None and ret is not None:
+                out.append(ir.Assign(ret, s.value))
+            return out, True
+        if isinstance(s, ir.If):
+            then, t_ret = strip_returns(owner, s.then, ret)
+            orelse, e_ret = strip_returns(owner, s.orelse, ret)
+            if t_ret and e_ret:
+                out.append(owner.keep_site(ir.If(s.cond, then, orelse), s))
+                return out, True
+            if t_ret or e_ret:
+                rest, r_ret = strip_returns(owner, body[k + 1:], ret)
+                if t_ret:
+                    orelse += rest
+                else:
+                    then += rest
+                out.append(owner.keep_site(ir.If(s.cond, then, orelse), s))
+                return out, r_ret
+            out.append(owner.keep_site(ir.If(s.cond, then, orelse), s))
+            continue
+        if isinstance(s, ir.Loop) and _has_return(s.body):
+            raise owner.error(s, "return inside a loop")
+        out.append(s)
+    return out, False
+
+
+def _has_return(body: list[ir.Stmt]) -> bool:
+    for s in body:
+        if isinstance(s, ir.Return):
+            return True
+        if isinstance(s, ir.If) and (_has_return(s.then) or _has_return(s.orelse)):
+            return True
+        if isinstance(s, ir.Loop) and _has_return(s.body):
+            return True
+    return False
+
+
+def _has_call(node: Any) -> bool:
+    stack = [node]
+    for x in ir.each_once(stack):
+        if isinstance(x, ir.Call):
+            return True
+        if isinstance(x, list | tuple):
+            stack.extend(x)
+        elif dataclasses.is_dataclass(x) and isinstance(x, ir.Value | ir.Stmt | ir.Place):
+            stack.extend(getattr(x, f.name) for f in dataclasses.fields(x) if f.name != "ty")
+    return False
+
+
+def _assigns(body: list[ir.Stmt]) -> list[ir.Assign]:
+    """The assignments in `body`, nested ones included."""
+    out: list[ir.Assign] = []
+    for s in body:
+        if isinstance(s, ir.Assign):
+            out.append(s)
+        elif isinstance(s, ir.If):
+            out += _assigns(s.then) + _assigns(s.orelse)
+        elif isinstance(s, ir.Loop):
+            out += _assigns(s.pre) + _assigns(s.body) + _assigns(s.step)
+    return out
+
+
+def _derived(seeds: set[int], created: list[ir.Local], defs: dict[int, list]) -> set[int]:
+    """`seeds` and the locals among `created` (in creation order) whose values read them."""
+    out = set(seeds)
+    for local in created:
+        if any(_reads([v], out) for v in defs.get(id(local), ())):
+            out.add(id(local))
+    return out
+
+
+def _reads(node: Any, locals_: set[int]) -> bool:
+    """Whether statements or values read one of `locals_`."""
+    stack = [node]
+    for x in ir.each_once(stack):
+        if isinstance(x, ir.Read):
+            if id(x.local) in locals_:
+                return True
+        elif isinstance(x, list | tuple):
+            stack.extend(x)
+        elif dataclasses.is_dataclass(x) and isinstance(x, ir.Value | ir.Stmt | ir.Place):
+            stack.extend(getattr(x, f.name) for f in dataclasses.fields(x)
+                         if f.name not in ("ty", "local"))
+    return False
+
+
+def _member_offset(t: Type, members: tuple[int, ...]) -> int:
+    offset = 0
+    for m in members:
+        assert isinstance(t, Struct)
+        offset += field_offsets(t)[m]
+        t = t.fields[m][1]
+    return offset
+
+
+def _copysign_source(v: ir.Op) -> ir.Value | None:
+    """x of `copysign(x, y)` as `MathFunctions.copysign` builds it from bits, or None."""
+    bits = v.args[0]
+    if not (isinstance(bits, ir.Op) and bits.opname == "OpBitwiseOr"):
+        return None
+    magnitude = bits.args[0]
+    if isinstance(magnitude, ir.Op) and magnitude.opname == "OpBitwiseAnd":
+        cast = magnitude.args[0]
+        if isinstance(cast, ir.Op) and cast.opname == "OpBitcast" and \
+                _is_float(cast.args[0].ty):
+            return cast.args[0]
+    return None
+
+
+def expand_math(body: list[ir.Stmt]) -> list[ir.Stmt]:
+    """Math functions the adjoint kept whole (`Ext`) lowered as the frontend lowers them
+    (float64 functions GLSL lacks, as exact formulas)."""
+    memo: dict[int, Any] = {}
+
+    def value(v: Any) -> Any:
+        if not isinstance(v, ir.Value) or id(v) in memo:
+            return memo.get(id(v), v)
+        r: Any = v
+        if isinstance(v, ir.Ext):
+            args = [value(a) for a in v.args]
+            r = glsl_call(v.name, v.ty, args) if not is_exact_glsl(v.name, v.ty) else \
+                ir.Ext(v.name, v.ty, args)
+        elif isinstance(v, ir.Op):
+            r = ir.Op(v.opname, v.ty, [value(a) for a in v.args])
+        elif isinstance(v, ir.Load):
+            r = ir.Load(place(v.place))
+        elif isinstance(v, ir.Atomic):
+            r = ir.Atomic(v.opname, place(v.place), [value(a) for a in v.args], v.ty,
+                          v.scope, v.semantics)
+        elif isinstance(v, ir.Cond):
+            r = ir.Cond(value(v.cond), value(v.a), value(v.b), v.ty)
+        memo[id(v)] = r
+        return r
+
+    def place(p: ir.Place) -> ir.Place:
+        return dataclasses.replace(p, index=value(p.index))
+
+    def stmts(body: list[ir.Stmt]) -> list[ir.Stmt]:
+        for s in body:
+            if isinstance(s, ir.Assign | ir.Eval):
+                s.value = value(s.value)
+            elif isinstance(s, ir.Store):
+                s.place, s.value = place(s.place), value(s.value)
+            elif isinstance(s, ir.If):
+                s.cond = value(s.cond)
+                stmts(s.then)
+                stmts(s.orelse)
+            elif isinstance(s, ir.Loop):
+                s.cond = value(s.cond) if s.cond is not None else None
+                for part in (s.pre, s.body, s.step):
+                    stmts(part)
+        return body
+
+    return stmts(body)
+
+
+def adjoint_kernel(m: Any, lowered: Any, nparams: int) -> tuple[Any, tuple[tuple, ...]]:
+    """The adjoint of a lowered kernel, and the capture path of the forward pointer each
+    gradient argument belongs to (in the order of the gradient arguments)."""
+    if m.spec.reductions:
+        raise exception(errc.build, f"kernel {m.spec.name}: reductions are not "
+                        "differentiated")
+    builder = Adjoint(m, lowered, nparams)
+    fn = builder.build()
+    return dataclasses.replace(lowered, kernel=fn, coarsen=1), tuple(builder.paths)
+
+
+__all__ = ["adjoint_kernel", "differentiable"]

@@ -1,0 +1,175 @@
+"""Tapes: reverse-mode automatic differentiation of kernel launches.
+
+A `Tape` records the Python kernels launched while it is active, whatever the spelling
+(`q.parallel_for`, `q.single_task`, a command group's handler, nd_range launches): it
+wraps the one kernel front end every closure launch goes through, so recording adds no
+second marshalling path. For each launch it packs, right away, the launch of the
+kernel's adjoint (`compiler.adjoint`) with the values the forward launch captured and the
+gradient of each differentiable pointer, so later changes to captured variables do not
+change what the backward pass runs. `backward` submits those launches in reverse order.
+
+Gradients are one zeroed allocation per forward allocation (a pointer into it gets the
+pointer at the same offset): a kernel writing `y[i]` reads `grad_y[i]`, a kernel reading
+`x[j]` adds into `grad_x[j]`. Gradients accumulate over backward passes until `zero()`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from ..compiler.adjoint import differentiable
+from ..compiler.captures import path_getter
+from ..compiler.kernel import CompiledKernel, load_or_compile
+from ..exceptions import errc, exception
+from ..runtime import handler
+from ..runtime.commands import KernelLaunch
+from ..runtime.malloc import malloc_shared
+from ..runtime.queue import queue as sycl_queue
+from ..runtime.usm import Allocation, ptr
+from .device_checks import check_supported, group_counts
+from .launch import _kernel_function, compiled
+from .marshal import ADDRESS, ArgumentBlock, Prepared
+
+# adjoint kernels by the id of the forward kernel they differentiate (compiled kernels
+# stay in the compiler's cache, so their ids are not reused)
+_ADJOINTS: dict[int, tuple[CompiledKernel, Prepared]] = {}
+
+
+def _adjoint(pyfn: Any, forward: CompiledKernel) -> tuple[CompiledKernel, Prepared]:
+    hit = _ADJOINTS.get(id(forward))
+    if hit is None:
+        spec = dataclasses.replace(forward.spec, adjoint=True)
+        ck = load_or_compile(pyfn, spec, ("adjoint", id(forward)), forward.spec_values)
+        hit = _ADJOINTS[id(forward)] = (ck, Prepared(ck, pyfn, ("adjoint", id(forward))))
+    return hit
+
+
+class Tape:
+    """Records kernel launches made inside `with Tape() as tape:`; `tape.backward(seeds)`
+    then runs their adjoints in reverse order. Launches whose kernels touch no
+    float32/float64 USM memory are not recorded. `queue` runs the backward pass and
+    gradient initialisation; without one, the tape makes a queue for the device of the
+    first launch it records."""
+
+    def __init__(self, queue: Any = None) -> None:
+        self._queue = queue
+        self._launches: list[KernelLaunch | exception] = []
+        # gradient memory by the id of the allocation it belongs to (kept alive with it)
+        self._gradients: dict[int, tuple[Allocation, Allocation]] = {}
+        self._outer: Any = None
+
+    # -- recording -----------------------------------------------------------------------
+    def __enter__(self) -> Tape:
+        self._outer = handler.kernel_front_end()
+        outer = self._outer
+
+        def recording(device: Any, kernel: Any, launch: Any, properties: Any = None,
+                      context: Any = None, reductions: tuple = (),
+                      required: list | None = None) -> Any:
+            command = outer(device, kernel, launch, properties, context, reductions,
+                            required)
+            self._record(device, context, kernel, launch, properties, reductions)
+            return command
+
+        handler.use_kernel_front_end(recording)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        handler.use_kernel_front_end(self._outer)
+
+    def _record(self, device: Any, context: Any, kernel: Any, launch: Any,
+                properties: Any, reductions: tuple) -> None:
+        pyfn, _ = _kernel_function(kernel)
+        forward = compiled(device, kernel, launch, properties)
+        if not any(a.kind == "ptr" and differentiable(a.dtype) for a in forward.args):
+            return
+        if self._queue is None:
+            self._queue = sycl_queue(context, device) if context is not None else \
+                sycl_queue(device)
+        if reductions:
+            self._launches.append(exception(errc.build, f"kernel {forward.name}: "
+                                            "reductions are not differentiated"))
+            return
+        try:
+            ck, p = _adjoint(pyfn, forward)
+        except exception as ex:
+            if ex.code() != errc.build:
+                raise
+            self._launches.append(ex)  # raised by backward(): the forward pass runs
+            return
+        if id(device.vulkan) not in p.checked:
+            check_supported(p, device)
+        grads = tuple(self.gradient(path_getter(path, pyfn)(pyfn, ()))
+                      for path in ck.gradients)
+        push = p.arguments(pyfn, grads, launch, context, None, device)
+        keep: tuple = grads
+        if ck.spec.args_in_memory:
+            block = ArgumentBlock(device, push)
+            push, keep = ADDRESS.pack(block.address), (*grads, block)
+        self._launches.append(KernelLaunch(ck.name, ck.binary, ck.entry, push,
+                                           group_counts(ck, launch, device), keep_alive=keep))
+
+    # -- gradients -----------------------------------------------------------------------
+    def gradient(self, p: Any) -> Any:
+        """The gradient of USM pointer `p`: the same element type at the same offset in
+        zeroed memory of the same size as `p`'s allocation, one per allocation."""
+        if p is None:
+            return None
+        if not isinstance(p, ptr):
+            raise exception(errc.invalid, f"tape.gradient takes a USM pointer, got "
+                            f"{type(p).__name__}")
+        a = p.allocation
+        entry = self._gradients.get(id(a))
+        if entry is None:
+            q = self._queue_for(a)
+            g = malloc_shared(a.nbytes, np.uint8, q)
+            q.memset(g, 0, a.nbytes)
+            entry = self._gradients[id(a)] = (a, g.allocation)
+        return ptr(entry[1], p.byte_offset, p.dtype)
+
+    def _queue_for(self, a: Allocation) -> Any:
+        if self._queue is None:
+            self._queue = sycl_queue(a.context, a.device)
+        return self._queue
+
+    def backward(self, seeds: dict[Any, Any]) -> None:
+        """Sets the gradient of each pointer in `seeds` (a number for every element from
+        the pointer to its allocation's end, or an array for as many elements), then runs
+        the recorded launches' adjoints in reverse order and waits for them: afterwards
+        `gradient(x)` holds d(seeded outputs)/dx, added to what it held."""
+        for p, seed in seeds.items():
+            g = self.gradient(p)
+            q = self._queue_for(p.allocation)
+            values = np.asarray(seed, dtype=p.dtype)
+            if values.ndim == 0:
+                q.fill(g, values, g.count)
+            else:
+                q.copy(np.ascontiguousarray(values).reshape(-1), g, values.size)
+        for launch in self._launches:
+            if isinstance(launch, exception):
+                raise launch
+        if self._queue is None:
+            return
+        for launch in reversed(self._launches):
+            assert isinstance(launch, KernelLaunch)
+            self._queue.execute(launch, [])
+        self._queue.wait()
+
+    def zero(self) -> None:
+        """Zeroes every gradient (the pointers `gradient` returned stay valid)."""
+        for a, g in self._gradients.values():
+            q = self._queue_for(a)
+            q.memset(ptr(g, 0, np.uint8), 0, g.nbytes)
+        if self._queue is not None:
+            self._queue.wait()
+
+    def reset(self) -> None:
+        """Forgets the recorded launches and zeroes the gradients."""
+        self._launches.clear()
+        self.zero()
+
+
+__all__ = ["Tape"]
