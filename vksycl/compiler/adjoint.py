@@ -81,18 +81,20 @@ class Adjoint:
         self.fn = ir.Function("kernel", [], VOID)
         # forward pointer push index -> its gradient's push field; their capture paths
         self.grad: dict[int, ir.PushField] = {}
-        self.paths: list[tuple] = []
+        self.paths: list[tuple[tuple, int]] = []
         for a in list(lowered.args):
             if a.kind == "ptr" and differentiable(a.dtype):
                 pf = m.push_field(U64)
                 m.args.append(dataclasses.replace(a, path=("param", nparams + len(self.paths)),
                                                   push_index=pf.index))
                 self.grad[a.push_index] = pf
-                self.paths.append(a.path)
+                self.paths.append((a.path, a.push_index))
         self.defs: dict[int, list[ir.Value]] = {}  # version local -> the values it takes
         self.active: set[int] = set()  # versions whose values depend on float data
         self.adjoints: dict[int, ir.Local] = {}
-        self.read_ptrs: set[int] = set()  # pointers the kernel loads from
+        self.read_ptrs: set[int] = set()  # pointers the kernel loads floats from
+        self.written: set[int] = set()  # and those it stores or adds floats to
+        self.loads: dict[int, tuple[ir.Load, int]] = {}  # the forward sweep's, by id
 
     # -- diagnostics ---------------------------------------------------------------------
     def error(self, node: Any, what: str) -> exception:
@@ -113,6 +115,7 @@ class Adjoint:
         forward, records = self.fwd_block(body, {})
         reverse: list[ir.Stmt] = []
         self.rev_block(records, reverse)
+        self.check_overwritten(reverse)
         init = [ir.Assign(a, _zero(a.ty)) for a in self.adjoints.values()]
         self.fn.body = expand_math(init + forward + reverse)
         return self.fn
@@ -277,6 +280,7 @@ class Adjoint:
                 pf = self.pointer_of(place.index, v)
                 if pf is not None:
                     self.read_ptrs.add(pf)
+                    self.loads[id(r)] = (r, pf)
         elif isinstance(v, ir.Cond):
             if v.pre_a or v.pre_b:
                 raise self.error(v, "a conditional expression with statements")
@@ -450,6 +454,7 @@ class Adjoint:
         pf = self.pointer_of(place.index, site)
         if pf is None:
             return
+        self.written.add(pf)
         gplace = dataclasses.replace(place, index=self.grad_address(place.index, pf))
         g = self.local("adj.store", place.ty)
         out.append(ir.Assign(g, ir.Load(gplace)))
@@ -459,6 +464,7 @@ class Adjoint:
 
     def rev_atomic_add(self, r: tuple, out: list[ir.Stmt]) -> None:
         _, place, value, pf = r
+        self.written.add(pf)
         g = self.local("adj.atomic", place.ty)
         out.append(ir.Assign(g, ir.Load(dataclasses.replace(
             place, index=self.grad_address(place.index, pf)))))
@@ -543,6 +549,28 @@ class Adjoint:
                             ir.Assign(j, ir.Op("OpIAdd", t, [ir.Read(j), ir.Const(t, 1)]))]))
         out.append(at(ir.Read(k)))
         return out
+
+    def check_overwritten(self, reverse: list[ir.Stmt]) -> None:
+        """The reverse sweep recomputes values from memory as the forward launch left it:
+        one that needs a value the kernel read from memory it also writes would get the
+        new value, so that is an error (an update `y[i] += f(x)` needs none)."""
+        both = self.read_ptrs & self.written
+        if not both:
+            return
+        stack: list[Any] = [reverse]
+        for x in ir.each_once(stack):
+            hit = self.loads.get(id(x))
+            if hit is not None and hit[1] in both:
+                raise self.error(x, "a value read from memory the kernel also writes (the "
+                                 "adjoint would read the new value); write the result to "
+                                 "another array")
+            if isinstance(x, ir.Read):
+                stack.extend(self.defs.get(id(x.local), ()))
+            elif isinstance(x, list | tuple):
+                stack.extend(x)
+            elif dataclasses.is_dataclass(x) and isinstance(x, ir.Value | ir.Stmt | ir.Place):
+                stack.extend(getattr(x, f.name) for f in dataclasses.fields(x)
+                             if f.name not in ("ty", "local"))
 
     # -- memory -------------------------------------------------------------------------------
     def grad_address(self, index: ir.Value, pf: int) -> ir.Value:
@@ -911,14 +939,17 @@ def expand_math(body: list[ir.Stmt]) -> list[ir.Stmt]:
 
 
 def adjoint_kernel(m: Any, lowered: Any, nparams: int) -> tuple[Any, tuple[tuple, ...]]:
-    """The adjoint of a lowered kernel, and the capture path of the forward pointer each
-    gradient argument belongs to (in the order of the gradient arguments)."""
+    """The adjoint of a lowered kernel, and for each gradient argument (in their order)
+    the capture path of the forward pointer it belongs to and how the kernel uses that
+    memory: "r" (reads floats), "w" (writes them), "rw", or "" (neither)."""
     if m.spec.reductions:
         raise exception(errc.build, f"kernel {m.spec.name}: reductions are not "
                         "differentiated")
     builder = Adjoint(m, lowered, nparams)
     fn = builder.build()
-    return dataclasses.replace(lowered, kernel=fn, coarsen=1), tuple(builder.paths)
+    uses = tuple((path, "r" * (pf in builder.read_ptrs) + "w" * (pf in builder.written))
+                 for path, pf in builder.paths)
+    return dataclasses.replace(lowered, kernel=fn, coarsen=1), uses
 
 
 __all__ = ["adjoint_kernel", "differentiable"]

@@ -77,8 +77,9 @@ class CompiledKernel:
     local_bytes: int = 0  # work-group memory (local accessors, work_group_memory)
     # the records its prints and assertions write to the debug buffer, by id (`printing`)
     debug_records: dict[int, dict[str, Any]] = field(default_factory=dict)
-    # an adjoint kernel's: the capture path of the forward pointer each of its gradient
-    # arguments (after the kernel's own) belongs to
+    # an adjoint kernel's: for each of its gradient arguments (after the kernel's own),
+    # the capture path of the forward pointer it belongs to and how the kernel uses that
+    # memory ("r", "w", "rw" or "": `adjoint.adjoint_kernel`)
     gradients: tuple[tuple, ...] = ()
 
     def spirv(self) -> bytes:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..compiler.adjoint import differentiable
-from ..compiler.captures import path_getter
+from ..compiler.captures import path_getter, path_name
 from ..compiler.kernel import CompiledKernel, load_or_compile
 from ..exceptions import errc, exception
 from ..runtime import handler
@@ -60,6 +60,8 @@ class Tape:
         # gradient memory by the id of the allocation it belongs to (kept alive with it)
         self._gradients: dict[int, tuple[Allocation, Allocation]] = {}
         self._outer: Any = None
+        # the kernel that last read each allocation's floats, by the allocation's id
+        self._readers: dict[int, str] = {}
 
     # -- recording -----------------------------------------------------------------------
     def __enter__(self) -> Tape:
@@ -102,8 +104,9 @@ class Tape:
             return
         if id(device.vulkan) not in p.checked:
             check_supported(p, device)
-        grads = tuple(self.gradient(path_getter(path, pyfn)(pyfn, ()))
-                      for path in ck.gradients)
+        pointers = [path_getter(path, pyfn)(pyfn, ()) for path, _ in ck.gradients]
+        self._check_overwrites(ck, pointers)
+        grads = tuple(self.gradient(p) for p in pointers)
         push = p.arguments(pyfn, grads, launch, context, None, device)
         keep: tuple = grads
         if ck.spec.args_in_memory:
@@ -111,6 +114,22 @@ class Tape:
             push, keep = ADDRESS.pack(block.address), (*grads, block)
         self._launches.append(KernelLaunch(ck.name, ck.binary, ck.entry, push,
                                            group_counts(ck, launch, device), keep_alive=keep))
+
+    def _check_overwrites(self, ck: CompiledKernel, pointers: list) -> None:
+        """The adjoint of a kernel recomputes from memory as it is at backward(): a later
+        launch writing memory an earlier one read would change that (the tape keeps no
+        copies), so such a launch makes backward() raise."""
+        for (path, use), p in zip(ck.gradients, pointers, strict=True):
+            reader = self._readers.get(id(p.allocation)) if p is not None else None
+            if "w" in use and reader is not None:
+                self._launches.append(exception(errc.invalid, f"kernel {ck.name} writes "
+                                                f"'{path_name(path)}', which kernel {reader} "
+                                                "read earlier on this tape: its adjoint "
+                                                "would see the new values; write to a new "
+                                                "array instead"))
+        for (_, use), p in zip(ck.gradients, pointers, strict=True):
+            if "r" in use and p is not None:
+                self._readers[id(p.allocation)] = ck.name
 
     # -- gradients -----------------------------------------------------------------------
     def gradient(self, p: Any) -> Any:
@@ -124,9 +143,8 @@ class Tape:
         a = p.allocation
         entry = self._gradients.get(id(a))
         if entry is None:
-            q = self._queue_for(a)
-            g = malloc_shared(a.nbytes, np.uint8, q)
-            q.memset(g, 0, a.nbytes)
+            g = malloc_shared(a.nbytes, np.uint8, self._queue_for(a))
+            g.allocation.host_bytes()[:] = 0
             entry = self._gradients[id(a)] = (a, g.allocation)
         return ptr(entry[1], p.byte_offset, p.dtype)
 
@@ -140,36 +158,42 @@ class Tape:
         the pointer to its allocation's end, or an array for as many elements), then runs
         the recorded launches' adjoints in reverse order and waits for them: afterwards
         `gradient(x)` holds d(seeded outputs)/dx, added to what it held."""
+        if self._queue is not None:
+            self._queue.wait()  # gradients are written on the host
         for p, seed in seeds.items():
             g = self.gradient(p)
-            q = self._queue_for(p.allocation)
-            values = np.asarray(seed, dtype=p.dtype)
-            if values.ndim == 0:
-                q.fill(g, values, g.count)
-            else:
-                q.copy(np.ascontiguousarray(values).reshape(-1), g, values.size)
+            values = np.asarray(seed, dtype=p.dtype).reshape(-1)
+            view = _elements(g)
+            view[: values.size if values.size > 1 else view.size] = values
         for launch in self._launches:
             if isinstance(launch, exception):
                 raise launch
         if self._queue is None:
             return
+        done: list = []
         for launch in reversed(self._launches):
             assert isinstance(launch, KernelLaunch)
-            self._queue.execute(launch, [])
+            done = [self._queue.execute(launch, done)]
         self._queue.wait()
 
     def zero(self) -> None:
         """Zeroes every gradient (the pointers `gradient` returned stay valid)."""
-        for a, g in self._gradients.values():
-            q = self._queue_for(a)
-            q.memset(ptr(g, 0, np.uint8), 0, g.nbytes)
         if self._queue is not None:
             self._queue.wait()
+        for _, g in self._gradients.values():
+            g.host_bytes()[:] = 0
 
     def reset(self) -> None:
         """Forgets the recorded launches and zeroes the gradients."""
         self._launches.clear()
+        self._readers.clear()
         self.zero()
+
+
+def _elements(p: ptr) -> np.ndarray:
+    """The elements from `p` to its allocation's end, as a live numpy view."""
+    raw = p.allocation.host_bytes()[p.byte_offset:]
+    return raw[: raw.size // p.dtype.itemsize * p.dtype.itemsize].view(p.dtype)
 
 
 __all__ = ["Tape"]

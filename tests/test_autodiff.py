@@ -1,0 +1,501 @@
+"""Reverse-mode automatic differentiation (`vksycl.ext.vksycl.autodiff`): gradients of
+kernels launched under a tape, computed on the device by their adjoint kernels, against
+central finite differences of the same kernels in float64 (relative error at most 1e-6)
+and against gradients worked out with numpy: elementwise kernels, every differentiable
+math function, branches, static loops (with and without values carried between
+iterations), device functions, structs, gathers (whose adjoints are atomic scatter-adds),
+in-place updates, nd_range kernels, a 2-D stencil over 100 time steps; an error naming the
+line of each construct that has no adjoint; and what zero() and reset() clear."""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+import pytest
+
+import vksycl as sycl
+from vksycl.ext.vksycl import autodiff as ad
+
+F64 = np.float64
+
+
+@pytest.fixture(scope="module")
+def q():
+    return sycl.queue()
+
+
+def shared(q, values, dtype=F64):
+    values = np.asarray(values, dtype)
+    p = sycl.malloc_shared(values.size, dtype, q)
+    p[: values.size] = values
+    return p
+
+
+def gradcheck(q, forward, inputs, out_sizes, check=None, h=1e-6):
+    """The tape's gradients of sum(seed * outputs) with respect to each input against
+    central finite differences (of the elements `check` lists, else all); returns the
+    gradients."""
+    rng = np.random.default_rng(1)
+    ins = [shared(q, a) for a in inputs]
+    outs = [shared(q, np.zeros(n)) for n in out_sizes]
+    seeds = [rng.uniform(0.5, 1.5, n) for n in out_sizes]
+
+    def loss():
+        for o, n in zip(outs, out_sizes, strict=True):
+            o[:n] = np.zeros(n)
+        forward(q, *ins, *outs)
+        q.wait()
+        return sum(float(np.dot(s, o[: len(s)])) for s, o in zip(seeds, outs, strict=True))
+
+    tape = ad.Tape(q)
+    with tape:
+        forward(q, *ins, *outs)
+    tape.backward({o: s for o, s in zip(outs, seeds, strict=True)})
+    grads = []
+    for a, p in zip(inputs, ins, strict=True):
+        a = np.asarray(a, F64)
+        g = np.array(tape.gradient(p)[: a.size])
+        which = range(a.size) if check is None else check
+        fd = []
+        for j in which:
+            step = h * max(1.0, abs(a[j]))
+            p[j] = a[j] + step
+            up = loss()
+            p[j] = a[j] - step
+            down = loss()
+            p[j] = a[j]
+            fd.append((up - down) / (2 * step))
+        fd = np.array(fd)
+        err = np.max(np.abs(g[list(which)] - fd)) / max(np.max(np.abs(fd)), 1e-300)
+        assert err <= 1e-6, f"relative error {err}: {g[list(which)]} vs {fd}"
+        grads.append(g)
+    return grads
+
+
+X = np.linspace(0.3, 0.9, 8)
+W = np.linspace(1.2, 2.5, 8)
+
+
+def test_elementwise(q):
+    def forward(q, x, w, y):
+        def k(i):
+            y[i] = x[i] * x[i] * w[i] + x[i] / w[i] - w[i] * 3.0
+
+        q.parallel_for(sycl.range(8), k)
+
+    gx, gw = gradcheck(q, forward, [X, W], [8])
+    rng = np.random.default_rng(1)
+    seed = rng.uniform(0.5, 1.5, 8)
+    np.testing.assert_allclose(gx, seed * (2 * X * W + 1 / W), rtol=1e-12)
+    np.testing.assert_allclose(gw, seed * (X * X - X / W**2 - 3), rtol=1e-12)
+
+
+UNARY = {
+    "sqrt": (math.sqrt, X), "rsqrt": (sycl.rsqrt, X), "sin": (math.sin, X * 3),
+    "cos": (math.cos, X * 3), "tan": (math.tan, X), "asin": (math.asin, X - 0.5),
+    "acos": (math.acos, X - 0.5), "atan": (math.atan, X * 2 - 1),
+    "sinh": (math.sinh, X), "cosh": (math.cosh, X), "tanh": (math.tanh, X - 0.5),
+    "asinh": (math.asinh, X), "acosh": (math.acosh, X + 1.5),
+    "atanh": (math.atanh, X - 0.5), "exp": (math.exp, X), "exp2": (sycl.exp2, X),
+    "exp10": (sycl.exp10, X), "expm1": (math.expm1, X - 0.5), "log": (math.log, X),
+    "log2": (math.log2, X), "log10": (math.log10, X), "log1p": (math.log1p, X),
+    "cbrt": (sycl.cbrt, X - 0.5), "fabs": (math.fabs, X - 0.6), "abs": (abs, X - 0.6),
+    "floor": (math.floor, X * 4), "ceil": (math.ceil, X * 4), "trunc": (math.trunc, X * 4),
+    "round": (sycl.round, X * 4 + 0.1), "rint": (sycl.rint, X * 4 + 0.1),
+    "fract": (sycl.fract, X * 4 + 0.1), "sign": (sycl.sign, X - 0.6),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_math_unary(q, name):
+    fn, values = UNARY[name]
+
+    def forward(q, x, y):
+        def k(i):
+            y[i] = fn(x[i]) * 1.5
+
+        q.parallel_for(sycl.range(8), k)
+
+    gradcheck(q, forward, [values], [8])
+
+
+BINARY = {
+    "atan2": math.atan2, "pow": math.pow, "hypot": math.hypot, "fmod": math.fmod,
+    "copysign": math.copysign, "min": min, "max": max, "fmin": sycl.fmin,
+    "fmax": sycl.fmax, "fdim": sycl.fdim, "powr": sycl.powr, "step": sycl.step,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_math_binary(q, name):
+    fn = BINARY[name]
+    a = np.array([0.3, 0.7, 1.9, 0.45, 2.2, 0.8, 1.3, 0.61])
+    b = np.array([0.5, 0.4, 0.7, 1.1, 0.3, 1.4, 0.9, 0.2]) * (-1 if name == "copysign" else 1)
+
+    def forward(q, x, w, y):
+        def k(i):
+            y[i] = fn(x[i], w[i])
+
+        q.parallel_for(sycl.range(8), k)
+
+    gradcheck(q, forward, [a, b], [8])
+
+
+@pytest.mark.parametrize("name", ["fma", "mix", "clamp", "mad"])
+def test_math_ternary(q, name):
+    fn = getattr(sycl, name)
+
+    def forward(q, x, w, y):
+        def k(i):  # clamp bounds 0.31-0.64 to 0.5-0.83: x below, between and above
+            y[i] = fn(x[i], w[i] * 0.25 + 0.01, w[i] * 0.25 + 0.2)
+
+        q.parallel_for(sycl.range(8), k)
+
+    gradcheck(q, forward, [X, W], [8])
+
+
+def test_integer_power_and_where(q):
+    def forward(q, x, y):
+        def k(i):
+            v = x[i] - 0.6
+            y[i] = v**3 + (math.sqrt(v) if v > 0.0 else 0.0) + x[i] ** 2.5
+
+        q.parallel_for(sycl.range(8), k)
+
+    (g,) = gradcheck(q, forward, [X], [8])
+    assert np.all(np.isfinite(g))  # the branch not taken is not differentiated
+
+
+def test_branches(q):
+    def forward(q, x, w, y):
+        def k(i):
+            v = x[i]
+            t = 0.0
+            if v > 0.55:
+                t = v * v * w[i]
+            elif v > 0.4:
+                t = math.exp(v)
+            else:
+                y[i] = math.sin(v)
+                return
+            y[i] = t * w[i]
+
+        q.parallel_for(sycl.range(8), k)
+
+    gradcheck(q, forward, [X, W], [8])
+
+
+def test_static_loops(q):
+    def forward(q, x, w, y):
+        m = 4
+
+        def k(i):
+            s = 0.0
+            for j in range(m):  # Horner: the reverse needs the carried value
+                s = s * x[i] + w[j]
+            acc = 0.0
+            for j in range(1, 8, 2):  # a sum: nothing carried is needed
+                acc += math.sin(x[j] * w[i])
+            y[i] = s + acc
+
+        q.parallel_for(sycl.range(8), k)
+
+    gradcheck(q, forward, [X, W], [8])
+
+
+def test_single_task_sum(q):
+    n = 64
+    values = np.linspace(-1, 1, n)
+
+    def forward(q, x, loss):
+        def k():
+            s = 0.0
+            for j in range(n):
+                s += (x[j] - 0.25) ** 2
+            loss[0] = s
+
+        q.single_task(k)
+
+    (g,) = gradcheck(q, forward, [values], [1], check=range(0, n, 9))
+    seed = np.random.default_rng(1).uniform(0.5, 1.5, 1)[0]
+    np.testing.assert_allclose(g, seed * 2 * (values - 0.25), rtol=1e-12)
+
+
+def _square(a):
+    return a * a
+
+
+def _blend(a, b):
+    if a > b:
+        return _square(a) - b
+    return a * math.cos(b)
+
+
+def test_device_functions(q):
+    def forward(q, x, w, y):
+        def k(i):
+            y[i] = _blend(x[i] * 2.0, w[i] - 1.0) + _square(w[i])
+
+        q.parallel_for(sycl.range(8), k)
+
+    gradcheck(q, forward, [X, W], [8])
+
+
+@sycl.struct
+class Particle:
+    pos: sycl.float64
+    vel: sycl.float64
+
+
+def test_structs(q):
+    n = 6
+    init = np.zeros(n, dtype=[("pos", F64), ("vel", F64)])
+    init["pos"], init["vel"] = np.linspace(0, 1, n), np.linspace(1, 2, n)
+    ps = sycl.malloc_shared(n, init.dtype, q)
+    ps[:n] = init
+    out = sycl.malloc_shared(n, F64, q)
+
+    def k(i):
+        p = ps[i]
+        out[i] = p.pos * p.vel + math.sin(ps[i].vel)
+
+    tape = ad.Tape(q)
+    with tape:
+        q.parallel_for(sycl.range(n), k).wait()
+    tape.backward({out: 1.0})
+    g = np.array(tape.gradient(ps)[:n])
+    np.testing.assert_allclose(g["pos"], init["vel"], rtol=1e-12)
+    np.testing.assert_allclose(g["vel"], init["pos"] + np.cos(init["vel"]), rtol=1e-12)
+
+
+def test_gathers(q):
+    index = np.array([3, 3, 0, 7, 1, 3, 6, 0], dtype=np.int32)
+
+    def forward(q, x, w, y):
+        idx = sycl.malloc_shared(8, np.int32, q)
+        idx[:8] = index
+
+        def k(i):
+            y[i] = x[idx[i]] * w[(i + 1) % 8] + x[i]
+
+        q.parallel_for(sycl.range(8), k)
+
+    gx, _ = gradcheck(q, forward, [X, W], [8])
+    seed = np.random.default_rng(1).uniform(0.5, 1.5, 8)
+    expect = seed.copy()
+    np.add.at(expect, index, seed * np.roll(W, -1))
+    np.testing.assert_allclose(gx, expect, rtol=1e-12)
+
+
+def test_update_in_place_and_two_kernels(q):
+    def forward(q, x, w, y):
+        def square(i):
+            y[i] = x[i] * x[i]
+
+        def add(i):
+            y[i] += w[i] * x[i]
+
+        q.parallel_for(sycl.range(8), square)
+        q.parallel_for(sycl.range(8), add)
+
+    gx, gw = gradcheck(q, forward, [X, W], [8])
+    seed = np.random.default_rng(1).uniform(0.5, 1.5, 8)
+    np.testing.assert_allclose(gx, seed * (2 * X + W), rtol=1e-12)
+    np.testing.assert_allclose(gw, seed * X, rtol=1e-12)
+
+
+def test_nd_range(q):
+    def forward(q, x, y):
+        def k(it):
+            i = it.get_global_id(0)
+            y[i] = math.tanh(x[i]) * x[(i + 1) % 8]
+
+        q.parallel_for(sycl.nd_range(sycl.range(8), sycl.range(4)), k)
+
+    gradcheck(q, forward, [X], [8])
+
+
+def test_stencil_100_steps(q):
+    side, steps = 6, 100
+
+    def heat(src, dst):
+        def step(item):
+            i, j = item[0], item[1]
+            c = src[i * side + j]
+            up = src[max(i - 1, 0) * side + j]
+            down = src[min(i + 1, side - 1) * side + j]
+            left = src[i * side + max(j - 1, 0)]
+            right = src[i * side + min(j + 1, side - 1)]
+            dst[i * side + j] = c + 0.1 * (up + down + left + right - 4.0 * c) \
+                + 0.01 * math.sin(c)
+
+        return step
+
+    def forward(q, u0, out):
+        grids = [u0] + [sycl.malloc_shared(side * side, F64, q) for _ in range(steps - 1)]
+        grids.append(out)
+        for t in range(steps):  # one array per step: the tape keeps no copies
+            q.parallel_for(sycl.range(side, side), heat(grids[t], grids[t + 1]))
+
+    u0 = np.cos(np.arange(side * side) * 0.37)
+    gradcheck(q, forward, [u0], [side * side], check=[0, 7, 14, 21, 35])
+
+
+def _line(marker: str) -> int:
+    lines = inspect.getsource(inspect.getmodule(_line)).splitlines()
+    return next(k for k, text in enumerate(lines, 1) if text.rstrip().endswith(marker))
+
+
+def _raises_at(q, kernel, marker, what, n=4, dtype=F64):
+    tape = ad.Tape(q)
+    with tape:
+        q.parallel_for(sycl.range(n), kernel).wait()
+    with pytest.raises(sycl.exception) as info:
+        tape.backward({})
+    assert info.value.code() == sycl.errc.build
+    assert f"{__file__}:{_line(marker)}:" in str(info.value)
+    assert what in str(info.value)
+
+
+def test_error_atomic_max(q):
+    x = shared(q, np.ones(4), np.float32)
+    y = shared(q, np.zeros(1), np.float32)
+
+    def k(i):
+        sycl.atomic_ref(y[0]).fetch_max(x[i])  # atomic max
+
+    _raises_at(q, k, "# atomic max", "atomic FMax on differentiable memory")
+
+
+def test_error_atomic_result(q):
+    x = shared(q, np.ones(4), np.float32)
+    y = shared(q, np.zeros(1), np.float32)
+    z = shared(q, np.zeros(4), np.float32)
+
+    def k(i):
+        z[i] = sycl.atomic_ref(y[0]).fetch_add(x[i])  # atomic result
+
+    _raises_at(q, k, "# atomic result", "the result of an atomic operation")
+
+
+def test_error_int_to_float(q):
+    x, y = shared(q, X[:4] * 10), shared(q, np.zeros(4))
+
+    def k(i):
+        whole = int(x[i])
+        y[i] = float(whole) * x[i]  # int to float
+
+    _raises_at(q, k, "# int to float", "integer-to-float conversion")
+
+
+def test_error_data_dependent_loop(q):
+    x, y = shared(q, X[:4] * 10), shared(q, np.zeros(4))
+
+    def k(i):
+        s = 0.0
+        for _ in range(int(x[i])):  # float count
+            s += x[i]
+        y[i] = s
+
+    _raises_at(q, k, "# float count", "a loop whose count depends on float values")
+
+
+def test_error_while_loop(q):
+    x, y = shared(q, X[:4]), shared(q, np.zeros(4))
+
+    def k(i):
+        j = 0
+        s = x[i]
+        while j < 3:  # while
+            s = s * s
+            j += 1
+        y[i] = s
+
+    _raises_at(q, k, "# while", "a while loop")
+
+
+def test_error_value_overwritten(q):
+    x, y = shared(q, X[:4]), shared(q, X[:4])
+
+    def k(i):
+        y[i] = y[i] * x[i]  # overwritten
+
+    _raises_at(q, k, "# overwritten", "a value read from memory the kernel also writes")
+
+
+def test_error_later_launch_overwrites(q):
+    x, y = shared(q, X[:4]), shared(q, np.zeros(4))
+
+    def square(i):
+        y[i] = x[i] * x[i]
+
+    def overwrite(i):
+        x[i] = 2.0 * y[i]
+
+    tape = ad.Tape(q)
+    with tape:
+        q.parallel_for(sycl.range(4), square)
+        q.parallel_for(sycl.range(4), overwrite).wait()
+    with pytest.raises(sycl.exception, match="kernel overwrite writes 'x', which kernel "
+                       "square read earlier on this tape") as info:
+        tape.backward({x: 1.0})
+    assert info.value.code() == sycl.errc.invalid
+
+
+def test_error_pointer_arithmetic(q):
+    x, w, y = shared(q, X[:4]), shared(q, W[:4]), shared(q, np.zeros(4))
+
+    def k(i):
+        d = w - x
+        y[i] = (x + d)[i]  # pointer arithmetic
+
+    _raises_at(q, k, "# pointer arithmetic", "pointer arithmetic mixing differentiable")
+
+
+def test_forward_results_and_no_float_memory(q):
+    x, y = shared(q, X), shared(q, np.zeros(8))
+    counts = shared(q, np.zeros(8, np.int32), np.int32)
+
+    def count(i):
+        counts[i] = i * 2
+
+    def k(i):
+        y[i] = x[i] * 2.0
+
+    tape = ad.Tape(q)
+    with tape:
+        q.parallel_for(sycl.range(8), count)
+        q.submit(lambda h: h.parallel_for(sycl.range(8), k)).wait()
+    np.testing.assert_allclose(y[:8], X * 2)  # the forward pass ran as ever
+    assert list(counts[:8]) == list(range(0, 16, 2))
+    tape.backward({y: 1.0})
+    np.testing.assert_allclose(tape.gradient(x)[:8], np.full(8, 2.0))
+
+
+def test_zero_and_reset(q):
+    x, y = shared(q, X), shared(q, np.zeros(8))
+
+    def k(i):
+        y[i] = x[i] * x[i]
+
+    tape = ad.Tape(q)
+    with tape:
+        q.parallel_for(sycl.range(8), k).wait()
+    gx = tape.gradient(x)
+    assert tape.gradient(x + 2).byte_offset == gx.byte_offset + 16  # one per allocation
+    tape.backward({y: 1.0})
+    np.testing.assert_allclose(gx[:8], 2 * X)
+    tape.backward({y: 1.0})  # gradients accumulate
+    np.testing.assert_allclose(gx[:8], 4 * X)
+    tape.zero()
+    np.testing.assert_allclose(gx[:8], np.zeros(8))
+    np.testing.assert_allclose(tape.gradient(y)[:8], np.zeros(8))
+    tape.backward({y: np.arange(8.0)})
+    np.testing.assert_allclose(gx[:8], 2 * X * np.arange(8))
+    tape.reset()
+    np.testing.assert_allclose(gx[:8], np.zeros(8))
+    tape.backward({y: 1.0})  # nothing recorded: only the seed is set
+    np.testing.assert_allclose(gx[:8], np.zeros(8))
+    np.testing.assert_allclose(tape.gradient(y)[:8], np.ones(8))
