@@ -22,9 +22,9 @@ runs in reverse: iteration k's body is recomputed from the loop's working variab
 the counter set to `start + k * step`; when the reverse of the body needs values carried
 from earlier iterations (beyond the counter), the loop first replays iterations 0..k-1
 from the loop's entry state (quadratic time, no storage). A sum `s += f(x[j])` needs no
-replay. Device functions are inlined; math functions keep their meaning (`Ext`) until
-the adjoint is built, so float64 functions are differentiated as functions, then expanded.
-`min`/`max`/`abs`/`where`/`clamp` take subgradients (the branch taken).
+replay. Device functions are inlined first (`inlining`); each operation's reverse rule is
+in `derivatives`. Math functions keep their meaning (`Ext`) until the adjoint is built, so
+float64 functions are differentiated as functions, then expanded (`expand_math`).
 
 What has no adjoint raises `errc.build` at its line: atomics other than add on
 differentiable memory or atomic results used as values, loops whose count depends on
@@ -36,18 +36,18 @@ local memory and private arrays, group operations and reductions.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import numpy as np
 
 from ..exceptions import errc, exception
 from . import ir
+from .derivatives import Derivatives, is_float
+from .inlining import Inlining, strip_returns
 from .math_functions import glsl_call, is_exact_glsl
 from .typesys import BOOL, U64, VOID, ArrayType, Scalar, Struct, Type, field_offsets
 
 _DEVICE_SCOPE = 1
-_NO_DERIVATIVE = ("Floor", "Ceil", "Trunc", "Round", "RoundEven", "FSign", "Step")
 
 
 def differentiable(dtype: Any) -> bool:
@@ -58,17 +58,13 @@ def differentiable(dtype: Any) -> bool:
     return dtype.kind == "f" and dtype.itemsize in (4, 8)
 
 
-def _is_float(t: Type) -> bool:
-    return isinstance(t, Scalar) and t.is_float
-
-
 def _zero(t: Type) -> ir.Const:
     if not isinstance(t, Scalar):
         raise TypeError(f"no zero of {t!r}")
     return ir.Const(t, 0.0 if t.is_float else 0)
 
 
-class Adjoint:
+class Adjoint(Inlining, Derivatives):
     """Builds the adjoint of one lowered kernel (`KernelModule.lower`'s result)."""
 
     def __init__(self, m: Any, lowered: Any, nparams: int) -> None:
@@ -131,90 +127,6 @@ class Adjoint:
             a = self.adjoints[id(version)] = self.local(f"adj.{version.name}", version.ty)
         return a
 
-    # -- device functions ------------------------------------------------------------------
-    def inline_block(self, body: list[ir.Stmt]) -> list[ir.Stmt]:
-        """The statements with device function calls inlined (their bodies before the
-        statement that uses the result)."""
-        out: list[ir.Stmt] = []
-        for s in body:
-            new: ir.Stmt = s
-            if isinstance(s, ir.Assign):
-                new = ir.Assign(s.local, self.lift(s.value, out, {}))
-            elif isinstance(s, ir.Store):
-                memo: dict[int, Any] = {}
-                place = dataclasses.replace(s.place, index=self.lift(s.place.index, out, memo))
-                new = ir.Store(place, self.lift(s.value, out, memo))
-            elif isinstance(s, ir.Eval):
-                new = ir.Eval(self.lift(s.value, out, {}))
-            elif isinstance(s, ir.If):
-                new = ir.If(self.lift(s.cond, out, {}), self.inline_block(s.then),
-                            self.inline_block(s.orelse))
-            elif isinstance(s, ir.Loop):
-                if _has_call([s.pre, s.cond]):
-                    raise self.error(s, "a device function call in a loop condition")
-                new = ir.Loop(s.pre, s.cond, self.inline_block(s.body),
-                              self.inline_block(s.step), s.unroll)
-            out.append(self.keep_site(new, s))
-        return out
-
-    def lift(self, v: Any, out: list[ir.Stmt], memo: dict[int, Any]) -> Any:
-        """`v` with each call replaced by a read of its inlined result."""
-        if not isinstance(v, ir.Value) or id(v) in memo:
-            return memo.get(id(v), v)
-        r: Any = v
-        if isinstance(v, ir.Call):
-            r = self.inline_call(v, [self.lift(a, out, memo) for a in v.args], out)
-        elif isinstance(v, ir.Op | ir.Ext):
-            args = [self.lift(a, out, memo) for a in v.args]
-            if any(a is not b for a, b in zip(args, v.args, strict=True)):
-                r = ir.Op(v.opname, v.ty, args) if isinstance(v, ir.Op) else \
-                    ir.Ext(v.name, v.ty, args)
-        elif isinstance(v, ir.Load):
-            index = self.lift(v.place.index, out, memo)
-            if index is not v.place.index:
-                r = ir.Load(dataclasses.replace(v.place, index=index))
-        elif isinstance(v, ir.Cond) and _has_call([v.a, v.b, v.pre_a, v.pre_b]):
-            raise self.error(v, "a device function call in a conditional expression")
-        memo[id(v)] = self.keep_site(r, v)
-        return r
-
-    def inline_call(self, call: ir.Call, args: list[Any], out: list[ir.Stmt]) -> ir.Value:
-        fn = call.fn
-        params: dict[int, ir.Local] = {}
-        for p, a in zip(fn.params, args, strict=True):
-            if p.root is not None or isinstance(a, ir.Root):
-                raise self.error(call, f"device function {fn.name} takes local or private "
-                                 "memory")
-            params[id(p)] = ir.Local(p.name, p.ty)
-            out.append(ir.Assign(params[id(p)], a))
-        ret = ir.Local(f"{fn.name}.ret", fn.ret) if fn.ret != VOID else None
-        body = self.clone(fn.body, {}, params, {})
-        out.extend(self.inline_block(strip_returns(self, body, ret)[0]))
-        return ir.Read(ret) if ret is not None else ir.Const(BOOL, False)
-
-    def clone(self, x: Any, locs: dict[int, ir.Local], params: dict[int, ir.Local],
-              memo: dict[int, Any]) -> Any:
-        """A copy of a device function's statements or values with fresh locals, its
-        parameters read from `params`."""
-        if isinstance(x, list):
-            return [self.clone(i, locs, params, memo) for i in x]
-        if id(x) in memo:
-            return memo[id(x)]
-        r: Any
-        if isinstance(x, ir.Local):
-            r = locs.setdefault(id(x), ir.Local(x.name, x.ty))
-        elif isinstance(x, ir.ArgRead):
-            r = ir.Read(params[id(x.param)])
-        elif isinstance(x, ir.Break | ir.Continue):
-            r = type(x)()
-        elif dataclasses.is_dataclass(x) and isinstance(x, ir.Value | ir.Stmt | ir.Place):
-            r = type(x)(**{f.name: self.clone(getattr(x, f.name), locs, params, memo)
-                           for f in dataclasses.fields(x) if f.init})
-        else:
-            return x
-        memo[id(x)] = self.keep_site(r, x)
-        return r
-
     # -- values -----------------------------------------------------------------------------
     def is_active(self, v: ir.Value) -> bool:
         """Whether `v` depends on float data (so an integer made from it has no adjoint)."""
@@ -222,7 +134,7 @@ class Adjoint:
         for x in ir.each_once(stack):
             if isinstance(x, ir.Read) and id(x.local) in self.active:
                 return True
-            if isinstance(x, ir.Load) and _is_float(x.ty):
+            if isinstance(x, ir.Load) and is_float(x.ty):
                 return True
             if isinstance(x, ir.Op | ir.Ext):
                 stack.extend(a for a in x.args if isinstance(a, ir.Value))
@@ -276,7 +188,7 @@ class Adjoint:
         elif isinstance(v, ir.Load):
             place = self.fwd_place(v.place, env, memo, v)
             r = ir.Load(place)
-            if _is_float(v.ty):
+            if is_float(v.ty):
                 pf = self.pointer_of(place.index, v)
                 if pf is not None:
                     self.read_ptrs.add(pf)
@@ -303,7 +215,7 @@ class Adjoint:
     def version(self, original: ir.Local, value: ir.Value | None = None) -> ir.Local:
         v = self.local(original.name, original.ty)
         self.defs[id(v)] = [value] if value is not None else []
-        if _is_float(original.ty) or (value is not None and self.is_active(value)):
+        if is_float(original.ty) or (value is not None and self.is_active(value)):
             self.active.add(id(v))
         return v
 
@@ -332,7 +244,7 @@ class Adjoint:
             records.append(("store", place, self.fwd_value(s.value, env, memo), s))
         elif isinstance(s, ir.Eval):
             x = s.value
-            if isinstance(x, ir.Atomic) and _is_float(x.ty):
+            if isinstance(x, ir.Atomic) and is_float(x.ty):
                 place = self.fwd_place(x.place, env, memo, x)
                 pf = self.pointer_of(place.index, x)
                 if pf is None:
@@ -442,14 +354,14 @@ class Adjoint:
 
     def rev_assign(self, r: tuple, out: list[ir.Stmt]) -> None:
         _, version, value = r
-        if _is_float(version.ty):
+        if is_float(version.ty):
             adj = self.adj(version)
             self.back(value, ir.Read(adj), out)
             out.append(ir.Assign(adj, _zero(version.ty)))
 
     def rev_store(self, r: tuple, out: list[ir.Stmt]) -> None:
         _, place, value, site = r
-        if not _is_float(place.ty):
+        if not is_float(place.ty):
             return
         pf = self.pointer_of(place.index, site)
         if pf is None:
@@ -475,7 +387,7 @@ class Adjoint:
         then: list[ir.Stmt] = []
         orelse: list[ir.Stmt] = []
         for merged, a, b in merges:
-            if _is_float(merged.ty):
+            if is_float(merged.ty):
                 for branch, v in ((then, a), (orelse, b)):
                     if v is not None:
                         self.accumulate(v, ir.Read(self.adj(merged)), branch)
@@ -483,12 +395,12 @@ class Adjoint:
         self.rev_block(e_rec, orelse)
         out.append(ir.If(cond, then, orelse))
         for merged, _, _ in merges:
-            if _is_float(merged.ty):
+            if is_float(merged.ty):
                 out.append(ir.Assign(self.adj(merged), _zero(merged.ty)))
 
     def rev_loop(self, r: tuple, out: list[ir.Stmt]) -> None:
         _, s, counter, carried, entry, work, final, loop_env, count, stride = r
-        floats = [c for c in carried if _is_float(c.ty)]
+        floats = [c for c in carried if is_float(c.ty)]
         flow = {id(c): self.local(f"adj.carried.{c.name}", c.ty) for c in floats}
         for c in floats:
             out.append(ir.Assign(flow[id(c)], ir.Read(self.adj(final[id(c)]))))
@@ -608,228 +520,7 @@ class Adjoint:
                           [ir.Break()], []),
                     ir.Assign(old, ir.Read(seen))], [])]
 
-    # -- derivatives ---------------------------------------------------------------------------
-    def back(self, v: ir.Value, a: ir.Value, out: list[ir.Stmt]) -> None:
-        """Adds `a`, the adjoint of value `v`, to the adjoints of what `v` is computed
-        from."""
-        if not _is_float(v.ty) or isinstance(v, ir.Const | ir.PushField | ir.Builtin):
-            return
-        if isinstance(v, ir.Read):
-            self.accumulate(v.local, a, out)
-        elif isinstance(v, ir.Load):
-            self.scatter(v.place, a, out, v)
-        elif isinstance(v, ir.Op):
-            self.back_op(v, a, out)
-        elif isinstance(v, ir.Ext):
-            self.back_ext(v, a, out)
-        elif isinstance(v, ir.Cond):
-            self.branch(v.cond, v.a, v.b, a, out)
-        else:
-            raise self.error(v, f"a {type(v).__name__} value")
-
-    def branch(self, cond: ir.Value, x: ir.Value, y: ir.Value, a: ir.Value,
-               out: list[ir.Stmt]) -> None:
-        """The adjoint of a choice goes to the side chosen (and only that side's
-        derivative is evaluated, so `where(x > 0, sqrt(x), 0)` has no NaN)."""
-        then: list[ir.Stmt] = []
-        orelse: list[ir.Stmt] = []
-        self.back(x, a, then)
-        self.back(y, a, orelse)
-        if then or orelse:
-            out.append(ir.If(cond, then, orelse))
-
-    def back_op(self, v: ir.Op, a: ir.Value, out: list[ir.Stmt]) -> None:
-        t, name, args = v.ty, v.opname, v.args
-        f = _Builder(t)
-        x = args[0]
-        if name == "OpFAdd":
-            self.back(x, a, out)
-            self.back(args[1], a, out)
-        elif name == "OpFSub":
-            self.back(x, a, out)
-            self.back(args[1], f.neg(a), out)
-        elif name == "OpFMul":
-            self.back(x, f.mul(a, args[1]), out)
-            self.back(args[1], f.mul(a, x), out)
-        elif name == "OpFDiv":
-            self.back(x, f.div(a, args[1]), out)
-            self.back(args[1], f.neg(f.mul(a, f.div(v, args[1]))), out)
-        elif name == "OpFNegate":
-            self.back(x, f.neg(a), out)
-        elif name in ("OpFMod", "OpFRem"):
-            self.back(x, a, out)
-            whole = ir.Ext("Floor" if name == "OpFMod" else "Trunc", t, [f.div(x, args[1])])
-            self.back(args[1], f.neg(f.mul(a, whole)), out)
-        elif name == "OpSelect":
-            self.branch(x, args[1], args[2], a, out)
-        elif name == "OpFConvert":
-            self.back(x, ir.Op("OpFConvert", x.ty, [a]), out)
-        elif name in ("OpConvertSToF", "OpConvertUToF"):
-            if self.is_active(x):
-                raise self.error(v, "an integer-to-float conversion of a value computed "
-                                 "from floats")
-        elif name == "OpBitcast" and _copysign_source(v) is not None:
-            src = _copysign_source(v)
-            assert src is not None
-            self.back(src, f.mul(a, f.mul(ir.Ext("FSign", t, [src]),
-                                          ir.Ext("FSign", t, [v]))), out)
-        elif name == "OpBitcast" and not self.is_active(x):
-            return
-        else:
-            raise self.error(v, f"{name[2:]} on floats")
-
-    def back_ext(self, v: ir.Ext, a: ir.Value, out: list[ir.Stmt]) -> None:
-        t, name, args = v.ty, v.name, v.args
-        f = _Builder(t)
-        x = args[0]
-        one = f.c(1.0)
-        rules = {
-            "Sqrt": lambda: f.div(f.mul(a, f.c(0.5)), v),
-            "InverseSqrt": lambda: f.mul(a, f.mul(f.c(-0.5), f.div(v, x))),
-            "Sin": lambda: f.mul(a, f.ext("Cos", x)),
-            "Cos": lambda: f.neg(f.mul(a, f.ext("Sin", x))),
-            "Tan": lambda: f.mul(a, f.add(one, f.mul(v, v))),
-            "Atan": lambda: f.div(a, f.add(one, f.mul(x, x))),
-            "Sinh": lambda: f.mul(a, f.ext("Cosh", x)),
-            "Cosh": lambda: f.mul(a, f.ext("Sinh", x)),
-            "Tanh": lambda: f.mul(a, f.sub(one, f.mul(v, v))),
-            "Asinh": lambda: f.div(a, f.ext("Sqrt", f.add(f.mul(x, x), one))),
-            "Acosh": lambda: f.div(a, f.ext("Sqrt", f.sub(f.mul(x, x), one))),
-            "Atanh": lambda: f.div(a, f.sub(one, f.mul(x, x))),
-            "Exp": lambda: f.mul(a, v),
-            "Exp2": lambda: f.mul(a, f.mul(v, f.c(math.log(2.0)))),
-            "Log": lambda: f.div(a, x),
-            "Log2": lambda: f.div(a, f.mul(x, f.c(math.log(2.0)))),
-            "Fract": lambda: a,
-            "Degrees": lambda: f.mul(a, f.c(180.0 / math.pi)),
-            "Radians": lambda: f.mul(a, f.c(math.pi / 180.0)),
-            "FAbs": lambda: f.mul(a, f.ext("FSign", x)),
-            "Ldexp": lambda: ir.Ext("Ldexp", t, [a, args[1]]),
-        }
-        if name in rules:
-            self.back(x, rules[name](), out)
-        elif name in _NO_DERIVATIVE:
-            return
-        elif name == "Atan2":
-            y, x = args
-            den = f.add(f.mul(x, x), f.mul(y, y))
-            self.back(y, f.mul(a, f.div(x, den)), out)
-            self.back(x, f.neg(f.mul(a, f.div(y, den))), out)
-        elif name == "Pow":
-            u, w = args
-            self.back(u, f.mul(a, f.mul(w, ir.Ext("Pow", t, [u, f.sub(w, one)]))), out)
-            positive: list[ir.Stmt] = []
-            self.back(w, f.mul(a, f.mul(f.ext("Log", u), v)), positive)
-            if positive:
-                out.append(ir.If(ir.Op("OpFOrdGreaterThan", BOOL, [u, f.c(0.0)]), positive,
-                                 []))
-        elif name in ("FMin", "NMin", "FMax", "NMax"):
-            cmp = "OpFOrdLessThanEqual" if "Min" in name else "OpFOrdGreaterThanEqual"
-            self.branch(ir.Op(cmp, BOOL, [x, args[1]]), x, args[1], a, out)
-        elif name == "FClamp":
-            lo, hi = args[1], args[2]
-            inner: list[ir.Stmt] = []
-            self.branch(ir.Op("OpFOrdGreaterThan", BOOL, [x, hi]), hi, x, a, inner)
-            below: list[ir.Stmt] = []
-            self.back(lo, a, below)
-            out.append(ir.If(ir.Op("OpFOrdLessThan", BOOL, [x, lo]), below, inner))
-        elif name == "FMix":
-            y, s = args[1], args[2]
-            self.back(x, f.mul(a, f.sub(one, s)), out)
-            self.back(y, f.mul(a, s), out)
-            self.back(s, f.mul(a, f.sub(y, x)), out)
-        elif name == "Fma":
-            self.back(x, f.mul(a, args[1]), out)
-            self.back(args[1], f.mul(a, x), out)
-            self.back(args[2], a, out)
-        else:
-            raise self.error(v, f"math function {name}")
-
-
-class _Builder:
-    """Float arithmetic of one type, for derivative formulas."""
-
-    def __init__(self, t: Type) -> None:
-        self.t = t
-
-    def c(self, value: float) -> ir.Const:
-        return ir.Const(self.t, value)
-
-    def add(self, x: ir.Value, y: ir.Value) -> ir.Value:
-        return ir.Op("OpFAdd", self.t, [x, y])
-
-    def sub(self, x: ir.Value, y: ir.Value) -> ir.Value:
-        return ir.Op("OpFSub", self.t, [x, y])
-
-    def mul(self, x: ir.Value, y: ir.Value) -> ir.Value:
-        return ir.Op("OpFMul", self.t, [x, y])
-
-    def div(self, x: ir.Value, y: ir.Value) -> ir.Value:
-        return ir.Op("OpFDiv", self.t, [x, y])
-
-    def neg(self, x: ir.Value) -> ir.Value:
-        return ir.Op("OpFNegate", self.t, [x])
-
-    def ext(self, name: str, x: ir.Value) -> ir.Value:
-        return ir.Ext(name, self.t, [x])
-
-
 # -- helpers -----------------------------------------------------------------------------------
-
-def strip_returns(owner: Adjoint, body: list[ir.Stmt], ret: ir.Local | None
-                  ) -> tuple[list[ir.Stmt], bool]:
-    """`body` without `return`s: what follows an `if` that returns moves into its other
-    branch, a returned value is assigned to `ret`. Also whether it always returns."""
-    out: list[ir.Stmt] = []
-    for k, s in enumerate(body):
-        if isinstance(s, ir.Return):
-            if s.value is not None and ret is not None:
-                out.append(ir.Assign(ret, s.value))
-            return out, True
-        if isinstance(s, ir.If):
-            then, t_ret = strip_returns(owner, s.then, ret)
-            orelse, e_ret = strip_returns(owner, s.orelse, ret)
-            if t_ret and e_ret:
-                out.append(owner.keep_site(ir.If(s.cond, then, orelse), s))
-                return out, True
-            if t_ret or e_ret:
-                rest, r_ret = strip_returns(owner, body[k + 1:], ret)
-                if t_ret:
-                    orelse += rest
-                else:
-                    then += rest
-                out.append(owner.keep_site(ir.If(s.cond, then, orelse), s))
-                return out, r_ret
-            out.append(owner.keep_site(ir.If(s.cond, then, orelse), s))
-            continue
-        if isinstance(s, ir.Loop) and _has_return(s.body):
-            raise owner.error(s, "return inside a loop")
-        out.append(s)
-    return out, False
-
-
-def _has_return(body: list[ir.Stmt]) -> bool:
-    for s in body:
-        if isinstance(s, ir.Return):
-            return True
-        if isinstance(s, ir.If) and (_has_return(s.then) or _has_return(s.orelse)):
-            return True
-        if isinstance(s, ir.Loop) and _has_return(s.body):
-            return True
-    return False
-
-
-def _has_call(node: Any) -> bool:
-    stack = [node]
-    for x in ir.each_once(stack):
-        if isinstance(x, ir.Call):
-            return True
-        if isinstance(x, list | tuple):
-            stack.extend(x)
-        elif dataclasses.is_dataclass(x) and isinstance(x, ir.Value | ir.Stmt | ir.Place):
-            stack.extend(getattr(x, f.name) for f in dataclasses.fields(x) if f.name != "ty")
-    return False
-
 
 def _assigns(body: list[ir.Stmt]) -> list[ir.Assign]:
     """The assignments in `body`, nested ones included."""
@@ -875,20 +566,6 @@ def _member_offset(t: Type, members: tuple[int, ...]) -> int:
         offset += field_offsets(t)[m]
         t = t.fields[m][1]
     return offset
-
-
-def _copysign_source(v: ir.Op) -> ir.Value | None:
-    """x of `copysign(x, y)` as `MathFunctions.copysign` builds it from bits, or None."""
-    bits = v.args[0]
-    if not (isinstance(bits, ir.Op) and bits.opname == "OpBitwiseOr"):
-        return None
-    magnitude = bits.args[0]
-    if isinstance(magnitude, ir.Op) and magnitude.opname == "OpBitwiseAnd":
-        cast = magnitude.args[0]
-        if isinstance(cast, ir.Op) and cast.opname == "OpBitcast" and \
-                _is_float(cast.args[0].ty):
-            return cast.args[0]
-    return None
 
 
 def expand_math(body: list[ir.Stmt]) -> list[ir.Stmt]:
