@@ -4,8 +4,9 @@ central finite differences of the same kernels in float64 (relative error at mos
 and against gradients worked out with numpy: elementwise kernels, every differentiable
 math function, branches, static loops (with and without values carried between
 iterations), device functions, structs, gathers (whose adjoints are atomic scatter-adds),
-in-place updates, nd_range kernels, a 2-D stencil over 100 time steps; an error naming the
-line of each construct that has no adjoint; and what zero() and reset() clear."""
+in-place updates, nd_range kernels, sum reductions, a 2-D stencil over 100 time steps;
+an error naming the line of each construct that has no adjoint; and what zero() and
+reset() clear."""
 
 from __future__ import annotations
 
@@ -315,6 +316,43 @@ def test_nd_range(q):
         q.parallel_for(sycl.nd_range(sycl.range(8), sycl.range(4)), k)
 
     gradcheck(q, forward, [X], [8])
+
+
+def test_reductions(q):
+    n = 40
+    values = np.linspace(-1, 1, n)
+
+    def forward(q, x, w, out):
+        def k(it, s, t):
+            i = it.get_global_id(0)
+            s += math.sin(x[i]) * w[i % 8]
+            t.combine(x[i] * x[i])
+
+        # a sum into a target holding 0, and one into out[1] keeping its value
+        q.parallel_for(sycl.nd_range(sycl.range(n), sycl.range(8)),
+                       sycl.reduction(out, sycl.plus(), property_list=[
+                           sycl.property.reduction.initialize_to_identity()]),
+                       sycl.reduction(out + 1, sycl.plus()), k)
+
+    gx, _ = gradcheck(q, forward, [values, W], [2])
+    s0, s1 = np.random.default_rng(1).uniform(0.5, 1.5, 2)
+    np.testing.assert_allclose(gx, s0 * np.cos(values) * np.tile(W, 5) + s1 * 2 * values,
+                               rtol=1e-12)
+
+
+def test_error_reduction_product(q):
+    x, out = shared(q, X), shared(q, np.ones(1))
+
+    def k(i, p):  # product
+        p.combine(x[i])
+
+    tape = ad.Tape(q)
+    with tape:
+        q.parallel_for(sycl.range(8), sycl.reduction(out, sycl.multiplies()), k).wait()
+    with pytest.raises(sycl.exception, match="a reduction of <f8 with combiner multiplies") \
+            as info:
+        tape.backward({out: 1.0})
+    assert f"{__file__}:{_line('# product')}:" in str(info.value)
 
 
 def test_stencil_100_steps(q):

@@ -45,6 +45,7 @@ from . import ir
 from .derivatives import Derivatives, is_float
 from .inlining import Inlining, strip_returns
 from .math_functions import glsl_call, is_exact_glsl
+from .module import ArgSlot
 from .typesys import BOOL, U64, VOID, ArrayType, Scalar, Struct, Type, field_offsets
 
 _DEVICE_SCOPE = 1
@@ -75,10 +76,26 @@ class Adjoint(Inlining, Derivatives):
         self.default_site = (code.co_filename, code.co_firstlineno)
         self.name = m.spec.name
         self.fn = ir.Function("kernel", [], VOID)
+        forward_args = list(lowered.args)
+        # the gradient of each reduction's target, the arguments after the kernel's own:
+        # by the reducer's accumulators
+        self.reducers: dict[int, tuple[Any, ir.PushField]] = {}
+        for k, r in enumerate(m.adjoint_reducers):
+            if r.spec.element.is_float and (r.spec.op != "plus" or
+                                            r.spec.element.bits not in (32, 64)):
+                raise self.error(None, f"a reduction of {r.spec.dtype} with combiner "
+                                 f"{r.spec.op or 'a function'} (only sums of float32 and "
+                                 "float64 are differentiated)")
+            pf = m.push_field(U64)
+            m.args.append(ArgSlot(("param", nparams + k), "ptr", r.spec.element.dtype,
+                                  pf.index))
+            self.reducers[id(r.root)] = (r, pf)
+        nparams += len(self.reducers)
         # forward pointer push index -> its gradient's push field; their capture paths
+        # (the gradients are the arguments after the reductions')
         self.grad: dict[int, ir.PushField] = {}
         self.paths: list[tuple[tuple, int]] = []
-        for a in list(lowered.args):
+        for a in forward_args:
             if a.kind == "ptr" and differentiable(a.dtype):
                 pf = m.push_field(U64)
                 m.args.append(dataclasses.replace(a, path=("param", nparams + len(self.paths)),
@@ -207,7 +224,7 @@ class Adjoint(Inlining, Derivatives):
 
     def fwd_place(self, place: ir.Place, env: dict[int, ir.Local], memo: dict[int, Any],
                   site: Any) -> ir.Place:
-        if not isinstance(place.root, ir.GlobalRoot):
+        if not isinstance(place.root, ir.GlobalRoot) and id(place.root) not in self.reducers:
             raise self.error(site, "local memory or a private array")
         return dataclasses.replace(place, index=self.fwd_value(place.index, env, memo))
 
@@ -241,7 +258,8 @@ class Adjoint(Inlining, Derivatives):
             records.append(("assign", new, value))
         elif isinstance(s, ir.Store):
             place = self.fwd_place(s.place, env, memo, s)
-            records.append(("store", place, self.fwd_value(s.value, env, memo), s))
+            kind = "reduce" if id(place.root) in self.reducers else "store"
+            records.append((kind, place, self.fwd_value(s.value, env, memo), s))
         elif isinstance(s, ir.Eval):
             x = s.value
             if isinstance(x, ir.Atomic) and is_float(x.ty):
@@ -372,6 +390,19 @@ class Adjoint(Inlining, Derivatives):
         out.append(ir.Assign(g, ir.Load(gplace)))
         if pf in self.read_ptrs:  # an in-place update: the old value's adjoint starts anew
             out.append(ir.Store(dataclasses.replace(gplace), _zero(place.ty)))
+        self.back(value, ir.Read(g), out)
+
+    def rev_reduce(self, r: tuple, out: list[ir.Stmt]) -> None:
+        """A reducer's sum: what it adds gets the adjoint of its target's element."""
+        _, place, value, _ = r
+        reducer, pf = self.reducers[id(place.root)]
+        t = reducer.spec.element
+        if not t.is_float:
+            return
+        address = ir.Op("OpIAdd", U64, [pf, ir.Op("OpIMul", U64, [
+            ir.Op("OpSConvert", U64, [place.index]), ir.Const(U64, t.nbytes)])])
+        g = self.local("adj.reduction", t)
+        out.append(ir.Assign(g, ir.Load(ir.Place(self.m.global_root(t), address, (), t))))
         self.back(value, ir.Read(g), out)
 
     def rev_atomic_add(self, r: tuple, out: list[ir.Stmt]) -> None:
@@ -616,12 +647,10 @@ def expand_math(body: list[ir.Stmt]) -> list[ir.Stmt]:
 
 
 def adjoint_kernel(m: Any, lowered: Any, nparams: int) -> tuple[Any, tuple[tuple, ...]]:
-    """The adjoint of a lowered kernel, and for each gradient argument (in their order)
-    the capture path of the forward pointer it belongs to and how the kernel uses that
-    memory: "r" (reads floats), "w" (writes them), "rw", or "" (neither)."""
-    if m.spec.reductions:
-        raise exception(errc.build, f"kernel {m.spec.name}: reductions are not "
-                        "differentiated")
+    """The adjoint of a lowered kernel, and for each gradient argument of a captured
+    pointer (in their order, after the gradients of the reductions' targets) the capture
+    path of the forward pointer it belongs to and how the kernel uses that memory: "r"
+    (reads floats), "w" (writes them), "rw", or "" (neither)."""
     builder = Adjoint(m, lowered, nparams)
     fn = builder.build()
     uses = tuple((path, "r" * (pf in builder.read_ptrs) + "w" * (pf in builder.written))

@@ -40,7 +40,7 @@ from .frontend.lowering import FunctionLowering, source_of
 from .frontend.names import Restart
 from .intrinsics import Intrinsics
 from .matrix_code import MatrixTarget
-from .reduction import KernelReductions, ReductionSpec
+from .reduction import KernelReductions, ReductionSpec, reducers
 from .type_registry import element_type
 from .typesys import (
     BOOL,
@@ -222,7 +222,12 @@ class KernelModule(DeviceCalls):
                 bound = [(params[0], FixedSlot(ItemV(kind, spec.dims)))]
         bound = receiver + bound
         reductions = None
-        if spec.reductions:
+        # an adjoint's reducers are the body's accumulators alone: what the body combines
+        # is all the adjoint needs (`adjoint`)
+        self.adjoint_reducers = reducers(spec.reductions) if spec.adjoint else []
+        bound += [(p, FixedSlot(r)) for p, r in zip(params[1:], self.adjoint_reducers,
+                                                    strict=False)]
+        if spec.reductions and not spec.adjoint:
             reductions = KernelReductions(self, spec.reductions, params[1:],
                                           spec.kind == "range" and spec.dims == 1,
                                           spec.group_arithmetic)

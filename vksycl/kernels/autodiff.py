@@ -32,6 +32,7 @@ from ..runtime.usm import Allocation, ptr
 from .device_checks import check_supported, group_counts
 from .launch import _kernel_function, compiled
 from .marshal import ADDRESS, ArgumentBlock, Prepared
+from .reduction import compiled_reduction
 
 # adjoint kernels by the id of the forward kernel they differentiate (compiled kernels
 # stay in the compiler's cache, so their ids are not reused)
@@ -85,16 +86,16 @@ class Tape:
     def _record(self, device: Any, context: Any, kernel: Any, launch: Any,
                 properties: Any, reductions: tuple) -> None:
         pyfn, _ = _kernel_function(kernel)
-        forward = compiled(device, kernel, launch, properties)
-        if not any(a.kind == "ptr" and differentiable(a.dtype) for a in forward.args):
+        forward = compiled_reduction(device, kernel, launch, reductions, properties) \
+            if reductions else compiled(device, kernel, launch, properties)
+        targets = [r.target for r in reductions]
+        if not any(a.kind == "ptr" and differentiable(a.dtype) for a in forward.args
+                   if a.path[0] != "param") and \
+                not any(differentiable(p.dtype) for p in targets):
             return
         if self._queue is None:
             self._queue = sycl_queue(context, device) if context is not None else \
                 sycl_queue(device)
-        if reductions:
-            self._launches.append(exception(errc.build, f"kernel {forward.name}: "
-                                            "reductions are not differentiated"))
-            return
         try:
             ck, p = _adjoint(pyfn, forward)
         except exception as ex:
@@ -106,7 +107,7 @@ class Tape:
             check_supported(p, device)
         pointers = [path_getter(path, pyfn)(pyfn, ()) for path, _ in ck.gradients]
         self._check_overwrites(ck, pointers)
-        grads = tuple(self.gradient(p) for p in pointers)
+        grads = tuple(self.gradient(p) for p in targets + pointers)
         push = p.arguments(pyfn, grads, launch, context, None, device)
         keep: tuple = grads
         if ck.spec.args_in_memory:
