@@ -30,7 +30,8 @@ What has no adjoint raises `errc.build` at its line: atomics other than add on
 differentiable memory or atomic results used as values, loops whose count depends on
 float values, `while` loops, `break`/`continue`/`return` in loops, integer-to-float
 conversions of values computed from floats, arithmetic mixing two differentiable pointers,
-local memory and private arrays, group operations and reductions.
+local memory and private arrays, group operations, reductions of floats other than sums
+(a sum's adjoint gives what the body combines the gradient of the target's element).
 """
 
 from __future__ import annotations

@@ -66,7 +66,9 @@ class Tape:
 
     # -- recording -----------------------------------------------------------------------
     def __enter__(self) -> Tape:
-        self._outer = handler.kernel_front_end()
+        # the front end registered now (the handler module's, read as its attribute so a
+        # compiled handler's stays as it is)
+        self._outer = handler._kernel_front_end
         outer = self._outer
 
         def recording(device: Any, kernel: Any, launch: Any, properties: Any = None,

@@ -71,11 +71,6 @@ def use_kernel_front_end(build: KernelFrontEnd) -> None:
     _kernel_front_end = build
 
 
-def kernel_front_end() -> KernelFrontEnd:
-    """The front end registered now (a tape wraps it while it records)."""
-    return _kernel_front_end
-
-
 def closure_launch(dev: device, ctx: context, kernel: Callable, launch: Any,
                    properties: Any = None, reductions: tuple = ()) -> Command:
     """The command of a Python kernel launched on a queue's device and context: what a
