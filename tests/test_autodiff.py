@@ -4,9 +4,9 @@ central finite differences of the same kernels in float64 (relative error at mos
 and against gradients worked out with numpy: elementwise kernels, every differentiable
 math function, branches, static loops (with and without values carried between
 iterations), device functions, structs, gathers (whose adjoints are atomic scatter-adds),
-in-place updates, nd_range kernels, sum reductions, a 2-D stencil over 100 time steps;
-an error naming the line of each construct that has no adjoint; and what zero() and
-reset() clear."""
+in-place updates, nd_range kernels with local memory and barriers, sum reductions, a 2-D
+stencil over 100 time steps; an error naming the line of each construct that has no
+adjoint; and what zero() and reset() clear."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import vksycl as sycl
+from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.vksycl import autodiff as ad
 
 F64 = np.float64
@@ -318,6 +319,24 @@ def test_nd_range(q):
     gradcheck(q, forward, [X], [8])
 
 
+def test_local_memory_and_barriers(q):
+    n, wg = 16, 8
+
+    def forward(q, x, y):
+        tile = syclexp.work_group_memory(sycl.float64, wg)
+
+        def k(it):
+            i, lid = it.get_global_id(0), it.get_local_id(0)
+            tile[lid] = x[i] * x[i]
+            sycl.group_barrier(it.get_group())
+            y[i] = tile[lid] * math.sin(tile[(lid + 1) % wg]) + tile[wg - 1 - lid]
+
+        q.parallel_for(sycl.nd_range(sycl.range(n), sycl.range(wg)), k)
+
+    (g,) = gradcheck(q, forward, [np.linspace(0.2, 1.0, n)], [n])
+    assert np.all(g != 0)
+
+
 def test_reductions(q):
     n = 40
     values = np.linspace(-1, 1, n)
@@ -480,6 +499,26 @@ def test_error_later_launch_overwrites(q):
                        "square read earlier on this tape") as info:
         tape.backward({x: 1.0})
     assert info.value.code() == sycl.errc.invalid
+
+
+def test_error_local_memory_written_in_a_loop(q):
+    x, y = shared(q, X[:4]), shared(q, np.zeros(4))
+    tile = syclexp.work_group_memory(sycl.float64, 4)
+
+    def k(it):
+        lid = it.get_local_id(0)
+        for r in range(2):
+            tile[lid] = x[lid] * r  # tile again
+            sycl.group_barrier(it.get_group())
+        y[lid] = tile[3 - lid]
+
+    tape = ad.Tape(q)
+    with tape:
+        q.parallel_for(sycl.nd_range(sycl.range(4), sycl.range(4)), k).wait()
+    with pytest.raises(sycl.exception, match="local memory written after it is read, or in "
+                       "a loop") as info:
+        tape.backward({y: 1.0})
+    assert f"{__file__}:{_line('# tile again')}:" in str(info.value)
 
 
 def test_error_pointer_arithmetic(q):

@@ -30,8 +30,13 @@ What has no adjoint raises `errc.build` at its line: atomics other than add on
 differentiable memory or atomic results used as values, loops whose count depends on
 float values, `while` loops, `break`/`continue`/`return` in loops, integer-to-float
 conversions of values computed from floats, arithmetic mixing two differentiable pointers,
-local memory and private arrays, group operations, reductions of floats other than sums
-(a sum's adjoint gives what the body combines the gradient of the target's element).
+work-group memory written after it is read or in a loop, private arrays, group
+operations other than barriers, reductions of floats other than sums.
+
+Work-group memory is filled again by the forward sweep; its adjoint is work-group memory
+of the floats' bits, zeroed first, scattered into atomically; a barrier's reverse is a
+barrier. A reduction's sum gives what the body combines the gradient of the target's
+element.
 """
 
 from __future__ import annotations
@@ -47,9 +52,10 @@ from .derivatives import Derivatives, is_float
 from .inlining import Inlining, strip_returns
 from .math_functions import glsl_call, is_exact_glsl
 from .module import ArgSlot
-from .typesys import BOOL, U64, VOID, ArrayType, Scalar, Struct, Type, field_offsets
+from .typesys import BOOL, I32, U64, VOID, ArrayType, Scalar, Struct, Type, field_offsets
+from .workitem import barrier, builtin
 
-_DEVICE_SCOPE = 1
+_DEVICE_SCOPE, _WORKGROUP_SCOPE = 1, 2
 
 
 def differentiable(dtype: Any) -> bool:
@@ -109,6 +115,11 @@ class Adjoint(Inlining, Derivatives):
         self.read_ptrs: set[int] = set()  # pointers the kernel loads floats from
         self.written: set[int] = set()  # and those it stores or adds floats to
         self.loads: dict[int, tuple[ir.Load, int]] = {}  # the forward sweep's, by id
+        # work-group memory: the arrays the kernel has read so far, each array's gradient
+        # (its floats' bits, for compare-and-swap), and how deep in loops the sweep is
+        self.shared_read: set[int] = set()
+        self.shared_grads: dict[int, ir.SharedRoot] = {}
+        self.loop_depth = 0
 
     # -- diagnostics ---------------------------------------------------------------------
     def error(self, node: Any, what: str) -> exception:
@@ -131,7 +142,7 @@ class Adjoint(Inlining, Derivatives):
         self.rev_block(records, reverse)
         self.check_overwritten(reverse)
         init = [ir.Assign(a, _zero(a.ty)) for a in self.adjoints.values()]
-        self.fn.body = expand_math(init + forward + reverse)
+        self.fn.body = expand_math(init + self.zero_shared_grads() + forward + reverse)
         return self.fn
 
     def local(self, name: str, ty: Type) -> ir.Local:
@@ -206,6 +217,8 @@ class Adjoint(Inlining, Derivatives):
         elif isinstance(v, ir.Load):
             place = self.fwd_place(v.place, env, memo, v)
             r = ir.Load(place)
+            if isinstance(place.root, ir.SharedRoot):
+                self.shared_read.add(id(place.root))
             if is_float(v.ty):
                 pf = self.pointer_of(place.index, v)
                 if pf is not None:
@@ -225,8 +238,11 @@ class Adjoint(Inlining, Derivatives):
 
     def fwd_place(self, place: ir.Place, env: dict[int, ir.Local], memo: dict[int, Any],
                   site: Any) -> ir.Place:
-        if not isinstance(place.root, ir.GlobalRoot) and id(place.root) not in self.reducers:
-            raise self.error(site, "local memory or a private array")
+        if isinstance(place.root, ir.SharedRoot) and place.members:
+            raise self.error(site, "a struct in local memory")
+        if not isinstance(place.root, ir.GlobalRoot | ir.SharedRoot) and \
+                id(place.root) not in self.reducers:
+            raise self.error(site, "a private array")
         return dataclasses.replace(place, index=self.fwd_value(place.index, env, memo))
 
     # -- forward sweep ----------------------------------------------------------------------
@@ -259,11 +275,22 @@ class Adjoint(Inlining, Derivatives):
             records.append(("assign", new, value))
         elif isinstance(s, ir.Store):
             place = self.fwd_place(s.place, env, memo, s)
+            value = self.fwd_value(s.value, env, memo)
+            if isinstance(place.root, ir.SharedRoot):
+                if id(place.root) in self.shared_read or self.loop_depth:
+                    raise self.error(s, "local memory written after it is read, or in a "
+                                     "loop (the adjoint recomputes from its last contents)")
+                out.append(ir.Store(place, value))  # the forward sweep fills it again
+                records.append(("shared_store", place, value))
+                return
             kind = "reduce" if id(place.root) in self.reducers else "store"
-            records.append((kind, place, self.fwd_value(s.value, env, memo), s))
+            records.append((kind, place, value, s))
         elif isinstance(s, ir.Eval):
             x = s.value
-            if isinstance(x, ir.Atomic) and is_float(x.ty):
+            if isinstance(x, ir.Op) and x.opname == "OpControlBarrier":
+                out.append(ir.Eval(ir.Op(x.opname, x.ty, list(x.args))))
+                records.append(("barrier", x))
+            elif isinstance(x, ir.Atomic) and is_float(x.ty):
                 place = self.fwd_place(x.place, env, memo, x)
                 pf = self.pointer_of(place.index, x)
                 if pf is None:
@@ -353,7 +380,9 @@ class Adjoint(Inlining, Derivatives):
                   work: dict[int, ir.Local]) -> tuple[list[ir.Stmt], list[tuple], dict]:
         """One iteration's forward sweep from the working variables, writing them back."""
         env = dict(loop_env)
+        self.loop_depth += 1
         out, records = self.fwd_block(s.body, env)
+        self.loop_depth -= 1
         for key, w in work.items():
             if env.get(key) is not w:
                 out.append(ir.Assign(w, ir.Read(env[key])))
@@ -392,6 +421,48 @@ class Adjoint(Inlining, Derivatives):
         if pf in self.read_ptrs:  # an in-place update: the old value's adjoint starts anew
             out.append(ir.Store(dataclasses.replace(gplace), _zero(place.ty)))
         self.back(value, ir.Read(g), out)
+
+    def rev_barrier(self, r: tuple, out: list[ir.Stmt]) -> None:
+        """The reverse of a barrier is a barrier: adjoints scattered into work-group
+        memory are complete before the stores of the forward sweep read them."""
+        op = r[1]
+        out.append(ir.Eval(ir.Op(op.opname, op.ty, list(op.args))))
+
+    def rev_shared_store(self, r: tuple, out: list[ir.Stmt]) -> None:
+        _, place, value = r
+        if not is_float(place.ty):
+            return
+        t, gplace = place.ty, self.shared_grad(place)
+        g = self.local("adj.local", t)
+        out.append(ir.Assign(g, ir.Op("OpBitcast", t, [ir.Load(gplace)])))
+        out.append(ir.Store(self.shared_grad(place), _zero(gplace.ty)))
+        self.back(value, ir.Read(g), out)
+
+    def shared_grad(self, place: ir.Place) -> ir.Place:
+        """The element of `place`'s gradient in work-group memory (the float's bits)."""
+        root = place.root
+        assert isinstance(root, ir.SharedRoot) and isinstance(place.ty, Scalar)
+        ut = Scalar("u", place.ty.bits)
+        grad = self.shared_grads.get(id(root))
+        if grad is None:
+            grad = self.shared_grads[id(root)] = ir.SharedRoot(
+                ut, root.length, f"grad_{root.name}", shape=root.shape)
+        return ir.Place(grad, place.index, (), ut)
+
+    def zero_shared_grads(self) -> list[ir.Stmt]:
+        """Statements zeroing the work-group's gradient arrays, then a barrier."""
+        if not self.shared_grads:
+            return []
+        size = int(np.prod(self.m.local))
+        e = self.local("zero.e", I32)
+        out: list[ir.Stmt] = []
+        for grad in self.shared_grads.values():
+            out += [ir.Assign(e, builtin("LocalInvocationIndex")), ir.Loop(
+                [], ir.Op("OpSLessThan", BOOL, [ir.Read(e), ir.Const(I32, grad.length)]),
+                [ir.Store(ir.Place(grad, ir.Read(e), (), grad.elem), _zero(grad.elem))],
+                [ir.Assign(e, ir.Op("OpIAdd", I32, [ir.Read(e), ir.Const(I32, size)]))])]
+        out.append(ir.Eval(barrier(_WORKGROUP_SCOPE)))
+        return out
 
     def rev_reduce(self, r: tuple, out: list[ir.Stmt]) -> None:
         """A reducer's sum: what it adds gets the adjoint of its target's element."""
@@ -524,28 +595,31 @@ class Adjoint(Inlining, Derivatives):
 
     def scatter(self, place: ir.Place, a: ir.Value, out: list[ir.Stmt], site: Any) -> None:
         """grad[place] += a, atomically: a compare-and-swap loop on the float's bits."""
-        if not isinstance(place.root, ir.GlobalRoot):
-            return
-        pf = self.pointer_of(place.index, site)
-        if pf is None:
-            return
         t = place.ty
         assert isinstance(t, Scalar)
         ut = Scalar("u", t.bits)
+        if isinstance(place.root, ir.SharedRoot):
+            grad, scope = self.shared_grad(place), _WORKGROUP_SCOPE
+        elif isinstance(place.root, ir.GlobalRoot):
+            pf = self.pointer_of(place.index, site)
+            if pf is None:
+                return
+            address = self.grad_address(place.index, pf)
+            offset = _member_offset(place.root.elem, place.members)
+            if offset:
+                address = ir.Op("OpIAdd", U64, [address, ir.Const(U64, offset)])
+            grad, scope = ir.Place(self.m.global_root(ut), address, (), ut), _DEVICE_SCOPE
+        else:
+            return
         if t.bits == 64:
             self.m.aspects.add("atomic64")
-        address = self.grad_address(place.index, pf)
-        offset = _member_offset(place.root.elem, place.members)
-        if offset:
-            address = ir.Op("OpIAdd", U64, [address, ir.Const(U64, offset)])
-        root = self.m.global_root(ut)
         value, old, seen = (self.local(n, ty) for n, ty in (
             ("adj.scatter", t), ("cas.old", ut), ("cas.seen", ut)))
         new = ir.Op("OpBitcast", ut, [ir.Op("OpFAdd", t, [ir.Op("OpBitcast", t, [
             ir.Read(old)]), ir.Read(value)])])
-        cas = ir.Atomic("OpAtomicCompareExchange", ir.Place(root, address, (), ut),
-                        [new, ir.Read(old)], ut, _DEVICE_SCOPE, 0)
-        out += [ir.Assign(value, a), ir.Assign(old, ir.Load(ir.Place(root, address, (), ut))),
+        cas = ir.Atomic("OpAtomicCompareExchange", dataclasses.replace(grad),
+                        [new, ir.Read(old)], ut, scope, 0)
+        out += [ir.Assign(value, a), ir.Assign(old, ir.Load(grad)),
                 ir.Loop([], None, [
                     ir.Assign(seen, cas),
                     ir.If(ir.Op("OpIEqual", BOOL, [ir.Read(seen), ir.Read(old)]),
