@@ -3,10 +3,10 @@ kernels launched under a tape, computed on the device by their adjoint kernels, 
 central finite differences of the same kernels in float64 (relative error at most 1e-6)
 and against gradients worked out with numpy: elementwise kernels, every differentiable
 math function, branches, static loops (with and without values carried between
-iterations), device functions, structs, gathers (whose adjoints are atomic scatter-adds),
-in-place updates, nd_range kernels with local memory and barriers, sum reductions, a 2-D
-stencil over 100 time steps; an error naming the line of each construct that has no
-adjoint; and what zero() and reset() clear."""
+iterations), device functions, free function kernels, structs, gathers (whose adjoints
+are atomic scatter-adds), in-place updates, nd_range kernels with local memory and
+barriers, sum reductions, a 2-D stencil over 100 time steps; an error naming the line of
+each construct that has no adjoint; and what zero() and reset() clear."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import pytest
 
 import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
+from vksycl.ext.oneapi import this_work_item
 from vksycl.ext.vksycl import autodiff as ad
 
 F64 = np.float64
@@ -319,6 +320,32 @@ def test_nd_range(q):
     gradcheck(q, forward, [X], [8])
 
 
+@syclexp.nd_range_kernel(1)
+def _scaled_exp(src: sycl.ptr[sycl.float64], dst: sycl.ptr[sycl.float64], s: sycl.float64):
+    i = this_work_item.get_nd_item(1).get_global_linear_id()
+    dst[i] = math.exp(src[i]) * s
+
+
+@syclexp.single_task_kernel
+def _squares(src: sycl.ptr[sycl.float64], out: sycl.ptr[sycl.float64], n: sycl.int32):
+    s = 0.0
+    for j in range(n):
+        s += src[j] * src[j]
+    out[0] = s
+
+
+def test_free_function_kernels(q):
+    def forward(q, x, out):
+        y = sycl.malloc_shared(8, F64, q)
+        syclexp.nd_launch(q, sycl.nd_range(sycl.range(8), sycl.range(4)), _scaled_exp, x, y,
+                          3.0)
+        q.submit(lambda h: syclexp.single_task(h, _squares, y, out, 8))
+
+    (g,) = gradcheck(q, forward, [X], [1])
+    seed = np.random.default_rng(1).uniform(0.5, 1.5, 1)[0]
+    np.testing.assert_allclose(g, seed * 18 * np.exp(2 * X), rtol=1e-12)
+
+
 def test_local_memory_and_barriers(q):
     n, wg = 16, 8
 
@@ -576,3 +603,6 @@ def test_zero_and_reset(q):
     tape.backward({y: 1.0})  # nothing recorded: only the seed is set
     np.testing.assert_allclose(gx[:8], np.zeros(8))
     np.testing.assert_allclose(tape.gradient(y)[:8], np.ones(8))
+    q.parallel_for(sycl.range(8), k).wait()  # outside the tape: not recorded
+    tape.backward({y: 1.0})
+    np.testing.assert_allclose(gx[:8], np.zeros(8))

@@ -1,8 +1,9 @@
 """Tapes: reverse-mode automatic differentiation of kernel launches.
 
 A `Tape` records the Python kernels launched while it is active, whatever the spelling
-(`q.parallel_for`, `q.single_task`, a command group's handler, nd_range launches): it
-wraps the one kernel front end every closure launch goes through, so recording adds no
+(`q.parallel_for`, `q.single_task`, a command group's handler, nd_range launches,
+reductions): it wraps the one kernel front end every closure launch goes through, and
+hears each free function kernel launch (`free_function.RECORDERS`), so recording adds no
 second marshalling path. For each launch it packs, right away, the launch of the
 kernel's adjoint (`compiler.adjoint`) with the values the forward launch captured and the
 gradient of each differentiable pointer, so later changes to captured variables do not
@@ -29,6 +30,7 @@ from ..runtime.commands import KernelLaunch
 from ..runtime.malloc import malloc_shared
 from ..runtime.queue import queue as sycl_queue
 from ..runtime.usm import Allocation, ptr
+from . import free_function
 from .device_checks import check_supported, group_counts
 from .launch import _kernel_function, compiled
 from .marshal import ADDRESS, ArgumentBlock, Prepared
@@ -80,19 +82,29 @@ class Tape:
             return command
 
         handler.use_kernel_front_end(recording)
+        free_function.RECORDERS.append(self._record_arguments)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         handler.use_kernel_front_end(self._outer)
+        free_function.RECORDERS.remove(self._record_arguments)
+
+    def _record_arguments(self, device: Any, kernel: Any, launch: Any, args: tuple,
+                          properties: Any, context: Any) -> None:
+        """Records a free function kernel's launch (explicit arguments)."""
+        self._record(device, context, kernel, launch, properties, (), args)
 
     def _record(self, device: Any, context: Any, kernel: Any, launch: Any,
-                properties: Any, reductions: tuple) -> None:
-        pyfn, _ = _kernel_function(kernel)
+                properties: Any, reductions: tuple, args: tuple = ()) -> None:
+        pyfn, info = _kernel_function(kernel)
+        if info is not None:
+            kernel = info.shaped(args)  # local_accessor shapes: a kernel of their own
         forward = compiled_reduction(device, kernel, launch, reductions, properties) \
             if reductions else compiled(device, kernel, launch, properties)
         targets = [r.target for r in reductions]
+        # (a reduction kernel's explicit arguments are its targets and partials)
         if not any(a.kind == "ptr" and differentiable(a.dtype) for a in forward.args
-                   if a.path[0] != "param") and \
+                   if not reductions or a.path[0] != "param") and \
                 not any(differentiable(p.dtype) for p in targets):
             return
         if self._queue is None:
@@ -107,10 +119,10 @@ class Tape:
             return
         if id(device.vulkan) not in p.checked:
             check_supported(p, device)
-        pointers = [path_getter(path, pyfn)(pyfn, ()) for path, _ in ck.gradients]
+        pointers = [path_getter(path, pyfn)(pyfn, args) for path, _ in ck.gradients]
         self._check_overwrites(ck, pointers)
         grads = tuple(self.gradient(p) for p in targets + pointers)
-        push = p.arguments(pyfn, grads, launch, context, None, device)
+        push = p.arguments(pyfn, (*args, *grads), launch, context, None, device)
         keep: tuple = grads
         if ck.spec.args_in_memory:
             block = ArgumentBlock(device, push)
