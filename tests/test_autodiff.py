@@ -236,10 +236,19 @@ def _blend(a, b):
     return a * math.cos(b)
 
 
+def _piecewise(a):
+    r = a
+    if a > 0.5:
+        if a > 0.7:
+            return a * a  # a return on one path of an if only
+        r = a * 3.0
+    return r + 1.0
+
+
 def test_device_functions(q):
     def forward(q, x, w, y):
         def k(i):
-            y[i] = _blend(x[i] * 2.0, w[i] - 1.0) + _square(w[i])
+            y[i] = _blend(x[i] * 2.0, w[i] - 1.0) + _square(w[i]) + _piecewise(x[i])
 
         q.parallel_for(sycl.range(8), k)
 
@@ -307,6 +316,20 @@ def test_update_in_place_and_two_kernels(q):
     seed = np.random.default_rng(1).uniform(0.5, 1.5, 8)
     np.testing.assert_allclose(gx, seed * (2 * X + W), rtol=1e-12)
     np.testing.assert_allclose(gw, seed * X, rtol=1e-12)
+
+
+def test_overwrites_in_a_kernel(q):
+    def forward(q, x, w, y):
+        def k(i):
+            y[i] = x[i] * 5.0  # overwritten below: no gradient
+            for j in range(3):  # each iteration overwrites the last
+                y[i] = w[i] * x[i] * (j + 1.0)
+
+        q.parallel_for(sycl.range(8), k)
+
+    gx, _ = gradcheck(q, forward, [X, W], [8])
+    seed = np.random.default_rng(1).uniform(0.5, 1.5, 8)
+    np.testing.assert_allclose(gx, seed * 3 * W, rtol=1e-12)
 
 
 def test_nd_range(q):

@@ -13,8 +13,9 @@ the same type (explicit arguments after the kernel's own). Its body is
    operands. A float local's adjoint is a local; a load `x[j]` of differentiable memory
    scatters its adjoint into `grad_x[j]` with an atomic add (a compare-and-swap loop on
    the float's bits, which needs no float atomics, so float64 works on any device with
-   64-bit atomics); a store `y[i] = v` reads `grad_y[i]` into `v`'s adjoint, and zeroes it
-   first only when the kernel also reads `y` (an in-place update), as an overwrite must;
+   64-bit atomics); a store `y[i] = v` reads `grad_y[i]` into `v`'s adjoint and leaves it
+   as it is (as Warp does), zeroing it only where an overwrite needs that: when the kernel
+   also reads `y` (an in-place update) or writes it from another store or in a loop;
    `fetch_add` on differentiable memory reads the target's gradient.
 
 `if`/`else` becomes an `if` on the same (recomputed) condition. A `for` loop over `range`
@@ -114,6 +115,7 @@ class Adjoint(Inlining, Derivatives):
         self.adjoints: dict[int, ir.Local] = {}
         self.read_ptrs: set[int] = set()  # pointers the kernel loads floats from
         self.written: set[int] = set()  # and those it stores or adds floats to
+        self.stores: dict[int, int] = {}  # how many stores write each pointer's memory
         self.loads: dict[int, tuple[ir.Load, int]] = {}  # the forward sweep's, by id
         # work-group memory: the arrays the kernel has read so far, each array's gradient
         # (its floats' bits, for compare-and-swap), and how deep in loops the sweep is
@@ -136,7 +138,7 @@ class Adjoint(Inlining, Derivatives):
 
     # -- entry ---------------------------------------------------------------------------
     def build(self) -> ir.Function:
-        body = self.inline_block(strip_returns(self, self.lowered.kernel.body, None)[0])
+        body = self.inline_block(strip_returns(self, self.lowered.kernel.body, None))
         forward, records = self.fwd_block(body, {})
         reverse: list[ir.Stmt] = []
         self.rev_block(records, reverse)
@@ -284,6 +286,10 @@ class Adjoint(Inlining, Derivatives):
                 records.append(("shared_store", place, value))
                 return
             kind = "reduce" if id(place.root) in self.reducers else "store"
+            if kind == "store" and is_float(place.ty):
+                pf = self.pointer_of(place.index, s)
+                if pf is not None:  # a store in a loop counts as two
+                    self.stores[pf] = self.stores.get(pf, 0) + 1 + (self.loop_depth > 0)
             records.append((kind, place, value, s))
         elif isinstance(s, ir.Eval):
             x = s.value
@@ -418,7 +424,9 @@ class Adjoint(Inlining, Derivatives):
         gplace = dataclasses.replace(place, index=self.grad_address(place.index, pf))
         g = self.local("adj.store", place.ty)
         out.append(ir.Assign(g, ir.Load(gplace)))
-        if pf in self.read_ptrs:  # an in-place update: the old value's adjoint starts anew
+        if pf in self.read_ptrs or self.stores[pf] > 1:
+            # an in-place update, or an element that may be written again: the value
+            # before this store has an adjoint of its own, starting at zero
             out.append(ir.Store(dataclasses.replace(gplace), _zero(place.ty)))
         self.back(value, ir.Read(g), out)
 

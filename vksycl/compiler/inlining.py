@@ -71,7 +71,7 @@ class Inlining:
             out.append(ir.Assign(params[id(p)], a))
         ret = ir.Local(f"{fn.name}.ret", fn.ret) if fn.ret != VOID else None
         body = self.clone(fn.body, {}, params, {})
-        out.extend(self.inline_block(strip_returns(self, body, ret)[0]))
+        out.extend(self.inline_block(strip_returns(self, body, ret)))
         return ir.Read(ret) if ret is not None else ir.Const(BOOL, False)
 
     def clone(self, x: Any, locs: dict[int, ir.Local], params: dict[int, ir.Local],
@@ -99,35 +99,25 @@ class Inlining:
 
 
 def strip_returns(owner: Inlining, body: list[ir.Stmt], ret: ir.Local | None
-                  ) -> tuple[list[ir.Stmt], bool]:
-    """`body` without `return`s: what follows an `if` that returns moves into its other
-    branch, a returned value is assigned to `ret`. Also whether it always returns."""
+                  ) -> list[ir.Stmt]:
+    """`body` without `return`s: what follows an `if` with a `return` in it goes into both
+    of its branches (each then ends where it returned), a returned value is assigned to
+    `ret`."""
     out: list[ir.Stmt] = []
     for k, s in enumerate(body):
         if isinstance(s, ir.Return):
             if s.value is not None and ret is not None:
                 out.append(ir.Assign(ret, s.value))
-            return out, True
-        if isinstance(s, ir.If):
-            then, t_ret = strip_returns(owner, s.then, ret)
-            orelse, e_ret = strip_returns(owner, s.orelse, ret)
-            if t_ret and e_ret:
-                out.append(owner.keep_site(ir.If(s.cond, then, orelse), s))
-                return out, True
-            if t_ret or e_ret:
-                rest, r_ret = strip_returns(owner, body[k + 1:], ret)
-                if t_ret:
-                    orelse += rest
-                else:
-                    then += rest
-                out.append(owner.keep_site(ir.If(s.cond, then, orelse), s))
-                return out, r_ret
-            out.append(owner.keep_site(ir.If(s.cond, then, orelse), s))
-            continue
+            return out
+        if isinstance(s, ir.If) and (_has_return(s.then) or _has_return(s.orelse)):
+            rest = body[k + 1:]
+            out.append(owner.keep_site(ir.If(s.cond, strip_returns(owner, s.then + rest, ret),
+                                             strip_returns(owner, s.orelse + rest, ret)), s))
+            return out
         if isinstance(s, ir.Loop) and _has_return(s.body):
             raise owner.error(s, "return inside a loop")
         out.append(s)
-    return out, False
+    return out
 
 
 def _has_return(body: list[ir.Stmt]) -> bool:
