@@ -5,8 +5,9 @@ and against gradients worked out with numpy: elementwise kernels, every differen
 math function, branches, static loops (with and without values carried between
 iterations), device functions, free function kernels, structs, gathers (whose adjoints
 are atomic scatter-adds), in-place updates, nd_range kernels with local memory and
-barriers, sum reductions, a 2-D stencil over 100 time steps; an error naming the line of
-each construct that has no adjoint; and what zero() and reset() clear."""
+barriers, sum reductions, a 2-D stencil over 100 time steps, captured scalars; an error
+naming the line of each construct that has no adjoint; and what zero() and reset()
+clear."""
 
 from __future__ import annotations
 
@@ -448,6 +449,65 @@ def test_stencil_100_steps(q):
 
     u0 = np.cos(np.arange(side * side) * 0.37)
     gradcheck(q, forward, [u0], [side * side], check=[0, 7, 14, 21, 35])
+
+
+class _Params:
+    def __init__(self, shift: float) -> None:
+        self.shift = shift
+
+
+def test_captured_scalars(q):
+    x, y1, y2 = shared(q, X), shared(q, np.zeros(8)), shared(q, np.zeros(8))
+    seed = np.linspace(0.5, 1.5, 8)
+
+    def run(rate, shift, y, tape=None):
+        params = _Params(np.float64(shift))
+
+        def k(i):
+            y[i] = math.exp(rate * x[i]) + params.shift * x[i]
+
+        if tape is None:
+            q.parallel_for(sycl.range(8), k).wait()
+            return float(np.dot(seed, y[:8]))
+        with tape:
+            q.parallel_for(sycl.range(8), k).wait()
+        return None
+
+    rate, shift, h = np.float64(1.7), 0.25, 1e-6
+    tape = ad.Tape(q)
+    run(rate, shift, y1, tape)
+    run(rate * 2, shift, y2, tape)  # another launch: its adjoint adds into the same name
+    tape.backward({y1: seed, y2: seed})
+    fd_rate = (run(rate + h, shift, y1) - run(rate - h, shift, y1)) / (2 * h) + \
+        (run(2 * rate + h, shift, y2) - run(2 * rate - h, shift, y2)) / (2 * h)
+    fd_shift = 2 * (run(rate, shift + h, y1) - run(rate, shift - h, y1)) / (2 * h)
+    assert abs(tape.gradient_of("rate") - fd_rate) <= 1e-6 * abs(fd_rate)
+    assert abs(tape.gradient_of("params.shift") - fd_shift) <= 1e-6 * abs(fd_shift)
+    tape.zero()
+    assert tape.gradient_of("rate") == 0.0
+    with pytest.raises(sycl.exception, match="captures a float scalar named 'nothing'"):
+        tape.gradient_of("nothing")
+
+
+def test_a_later_launch_overwrites(q):
+    def forward(q, x, w, y):
+        def first(i):
+            y[i] = x[i] * x[i]  # overwritten by the next launch: no gradient for x
+
+        def second(i):
+            y[i] = w[i] * 3.0
+
+        def third(i):
+            y[i] += x[i] * w[i]
+
+        q.parallel_for(sycl.range(8), first)
+        q.parallel_for(sycl.range(8), second)
+        q.parallel_for(sycl.range(8), third)
+
+    gx, gw = gradcheck(q, forward, [X, W], [8])
+    seed = np.random.default_rng(1).uniform(0.5, 1.5, 8)
+    np.testing.assert_allclose(gx, seed * W, rtol=1e-12)
+    np.testing.assert_allclose(gw, seed * (3 + X), rtol=1e-12)
 
 
 def _line(marker: str) -> int:

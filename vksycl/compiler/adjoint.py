@@ -15,7 +15,8 @@ the same type (explicit arguments after the kernel's own). Its body is
    the float's bits, which needs no float atomics, so float64 works on any device with
    64-bit atomics); a store `y[i] = v` reads `grad_y[i]` into `v`'s adjoint and leaves it
    as it is (as Warp does), zeroing it only where an overwrite needs that: when the kernel
-   also reads `y` (an in-place update) or writes it from another store or in a loop;
+   also reads `y` (an in-place update) or writes it from another store or in a loop, or
+   (the "zero" variant) an earlier launch wrote it;
    `fetch_add` on differentiable memory reads the target's gradient.
 
 `if`/`else` becomes an `if` on the same (recomputed) condition. A `for` loop over `range`
@@ -110,6 +111,16 @@ class Adjoint(Inlining, Derivatives):
                                                   push_index=pf.index))
                 self.grad[a.push_index] = pf
                 self.paths.append((a.path, a.push_index))
+        # float scalar argument push index -> the gradient cell its adjoint adds into (the
+        # arguments after the pointers' gradients)
+        self.scalars: dict[int, ir.PushField] = {}
+        for a in forward_args:
+            if a.kind == "scalar" and differentiable(a.dtype):
+                pf = m.push_field(U64)
+                m.args.append(ArgSlot(("param", nparams + len(self.paths)), "ptr", a.dtype,
+                                      pf.index))
+                self.scalars[a.push_index] = pf
+                self.paths.append((a.path, -1))
         self.defs: dict[int, list[ir.Value]] = {}  # version local -> the values it takes
         self.active: set[int] = set()  # versions whose values depend on float data
         self.adjoints: dict[int, ir.Local] = {}
@@ -424,9 +435,10 @@ class Adjoint(Inlining, Derivatives):
         gplace = dataclasses.replace(place, index=self.grad_address(place.index, pf))
         g = self.local("adj.store", place.ty)
         out.append(ir.Assign(g, ir.Load(gplace)))
-        if pf in self.read_ptrs or self.stores[pf] > 1:
-            # an in-place update, or an element that may be written again: the value
-            # before this store has an adjoint of its own, starting at zero
+        if pf in self.read_ptrs or self.stores[pf] > 1 or self.m.spec.adjoint == "zero":
+            # an in-place update, or an element that may be written again (here, or by an
+            # earlier launch): the value before this store has an adjoint of its own,
+            # starting at zero
             out.append(ir.Store(dataclasses.replace(gplace), _zero(place.ty)))
         self.back(value, ir.Read(g), out)
 
@@ -619,6 +631,21 @@ class Adjoint(Inlining, Derivatives):
             grad, scope = ir.Place(self.m.global_root(ut), address, (), ut), _DEVICE_SCOPE
         else:
             return
+        self.atomic_add(grad, scope, a, out)
+
+    def argument(self, v: ir.PushField, a: ir.Value, out: list[ir.Stmt]) -> None:
+        """A float scalar argument's adjoint goes into its gradient cell."""
+        cell = self.scalars.get(v.index)
+        if cell is not None:
+            ut = Scalar("u", v.ty.bits)
+            self.atomic_add(ir.Place(self.m.global_root(ut), cell, (), ut), _DEVICE_SCOPE, a,
+                            out)
+
+    def atomic_add(self, grad: ir.Place, scope: int, a: ir.Value, out: list[ir.Stmt]) -> None:
+        """The float at `grad` (as its bits) += a: a compare-and-swap loop."""
+        ut = grad.ty
+        assert isinstance(ut, Scalar)
+        t = Scalar("f", ut.bits)
         if t.bits == 64:
             self.m.aspects.add("atomic64")
         value, old, seen = (self.local(n, ty) for n, ty in (
@@ -730,14 +757,15 @@ def expand_math(body: list[ir.Stmt]) -> list[ir.Stmt]:
 
 
 def adjoint_kernel(m: Any, lowered: Any, nparams: int) -> tuple[Any, tuple[tuple, ...]]:
-    """The adjoint of a lowered kernel, and for each gradient argument of a captured
-    pointer (in their order, after the gradients of the reductions' targets) the capture
-    path of the forward pointer it belongs to and how the kernel uses that memory: "r"
-    (reads floats), "w" (writes them), "rw", or "" (neither)."""
+    """The adjoint of a lowered kernel, and for each gradient argument of a pointer or
+    float scalar (in their order, after the gradients of the reductions' targets) the
+    capture path of the value it belongs to and what it is: for a pointer, how the kernel
+    uses its memory: "r" (reads floats), "w" (writes them), "rw", or "" (neither); "s" for
+    a scalar, whose gradient is one element."""
     builder = Adjoint(m, lowered, nparams)
     fn = builder.build()
-    uses = tuple((path, "r" * (pf in builder.read_ptrs) + "w" * (pf in builder.written))
-                 for path, pf in builder.paths)
+    uses = tuple((path, "s" if pf < 0 else "r" * (pf in builder.read_ptrs) +
+                  "w" * (pf in builder.written)) for path, pf in builder.paths)
     return dataclasses.replace(lowered, kernel=fn, coarsen=1), uses
 
 

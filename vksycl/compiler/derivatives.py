@@ -22,14 +22,17 @@ def is_float(t: Type) -> bool:
 
 class Derivatives:
     """The reverse rules, a part of `adjoint.Adjoint`, which accumulates adjoints into
-    locals (`accumulate`) and memory (`scatter`) and names what has none (`error`)."""
+    locals (`accumulate`), memory (`scatter`) and scalar arguments' gradients
+    (`argument`), and names what has none (`error`)."""
 
     def back(self, v: ir.Value, a: ir.Value, out: list[ir.Stmt]) -> None:
         """Adds `a`, the adjoint of value `v`, to the adjoints of what `v` is computed
         from."""
-        if not is_float(v.ty) or isinstance(v, ir.Const | ir.PushField | ir.Builtin):
+        if not is_float(v.ty) or isinstance(v, ir.Const | ir.Builtin):
             return
-        if isinstance(v, ir.Read):
+        if isinstance(v, ir.PushField):
+            self.argument(v, a, out)
+        elif isinstance(v, ir.Read):
             self.accumulate(v.local, a, out)
         elif isinstance(v, ir.Load):
             self.scatter(v.place, a, out, v)

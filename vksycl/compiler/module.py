@@ -108,9 +108,10 @@ class KernelSpec:
     # Vulkan lets a driver assume none occur, and lavapipe then turned 0 * 2**44 in
     # float16, reassociated past the overflow, into NaN
     ieee_floats: tuple[int, ...] = ()
-    # the kernel's adjoint (`adjoint`): the kernel differentiated, gradient pointers after
-    # its arguments
-    adjoint: bool = False
+    # the kernel's adjoint (`adjoint`), gradient pointers after its arguments: "keep"
+    # leaves the gradient of what the kernel writes as it is, "zero" zeroes it once read
+    # (a launch overwriting what an earlier one wrote); "" is the kernel itself
+    adjoint: str = ""
 
 
 @dataclass

@@ -38,15 +38,19 @@ from .reduction import compiled_reduction
 
 # adjoint kernels by the id of the forward kernel they differentiate (compiled kernels
 # stay in the compiler's cache, so their ids are not reused)
-_ADJOINTS: dict[int, tuple[CompiledKernel, Prepared]] = {}
+_ADJOINTS: dict[tuple[int, str], tuple[CompiledKernel, Prepared]] = {}
 
 
-def _adjoint(pyfn: Any, forward: CompiledKernel) -> tuple[CompiledKernel, Prepared]:
-    hit = _ADJOINTS.get(id(forward))
+def _adjoint(pyfn: Any, forward: CompiledKernel, variant: str
+             ) -> tuple[CompiledKernel, Prepared]:
+    """The adjoint of a kernel, compiled and prepared: `variant` is "keep" or "zero"
+    (`KernelSpec.adjoint`)."""
+    key = (id(forward), variant)
+    hit = _ADJOINTS.get(key)
     if hit is None:
-        spec = dataclasses.replace(forward.spec, adjoint=True)
-        ck = load_or_compile(pyfn, spec, ("adjoint", id(forward)), forward.spec_values)
-        hit = _ADJOINTS[id(forward)] = (ck, Prepared(ck, pyfn, ("adjoint", id(forward))))
+        spec = dataclasses.replace(forward.spec, adjoint=variant)
+        ck = load_or_compile(pyfn, spec, ("adjoint", *key), forward.spec_values)
+        hit = _ADJOINTS[key] = (ck, Prepared(ck, pyfn, ("adjoint", *key)))
     return hit
 
 
@@ -63,8 +67,12 @@ class Tape:
         # gradient memory by the id of the allocation it belongs to (kept alive with it)
         self._gradients: dict[int, tuple[Allocation, Allocation]] = {}
         self._outer: Any = None
-        # the kernel that last read each allocation's floats, by the allocation's id
+        # the kernel that last read each allocation's floats, and the allocations whose
+        # floats a launch wrote, by the allocation's id
         self._readers: dict[int, str] = {}
+        self._writers: set[int] = set()
+        # the gradient of the float scalars captured under a name, by (name, dtype)
+        self._cells: dict[tuple[str, str], ptr] = {}
 
     # -- recording -----------------------------------------------------------------------
     def __enter__(self) -> Tape:
@@ -111,7 +119,12 @@ class Tape:
             self._queue = sycl_queue(context, device) if context is not None else \
                 sycl_queue(device)
         try:
-            ck, p = _adjoint(pyfn, forward)
+            ck, p = _adjoint(pyfn, forward, "keep")
+            pointers = self._values(ck, pyfn, args, targets)
+            if any("w" in use and id(v.allocation) in self._writers
+                   for (_, use), v in zip(ck.gradients, pointers, strict=True)
+                   if v is not None):
+                ck, p = _adjoint(pyfn, forward, "zero")  # it overwrites an earlier launch's
         except exception as ex:
             if ex.code() != errc.build:
                 raise
@@ -119,9 +132,10 @@ class Tape:
             return
         if id(device.vulkan) not in p.checked:
             check_supported(p, device)
-        pointers = [path_getter(path, pyfn)(pyfn, args) for path, _ in ck.gradients]
         self._check_overwrites(ck, pointers)
-        grads = tuple(self.gradient(p) for p in targets + pointers)
+        grads = (*(self.gradient(p) for p in targets),
+                 *(p if use == "s" else self.gradient(p)
+                   for (_, use), p in zip(ck.gradients, pointers, strict=True)))
         push = p.arguments(pyfn, (*args, *grads), launch, context, None, device)
         keep: tuple = grads
         if ck.spec.args_in_memory:
@@ -135,7 +149,8 @@ class Tape:
         launch writing memory an earlier one read would change that (the tape keeps no
         copies), so such a launch makes backward() raise."""
         for (path, use), p in zip(ck.gradients, pointers, strict=True):
-            reader = self._readers.get(id(p.allocation)) if p is not None else None
+            reader = self._readers.get(id(p.allocation)) if p is not None and \
+                use != "s" else None
             if "w" in use and reader is not None:
                 self._launches.append(exception(errc.invalid, f"kernel {ck.name} writes "
                                                 f"'{path_name(path)}', which kernel {reader} "
@@ -145,6 +160,17 @@ class Tape:
         for (_, use), p in zip(ck.gradients, pointers, strict=True):
             if "r" in use and p is not None:
                 self._readers[id(p.allocation)] = ck.name
+            if "w" in use and p is not None:
+                self._writers.add(id(p.allocation))
+
+    def _values(self, ck: CompiledKernel, pyfn: Any, args: tuple, targets: list) -> list:
+        """What each gradient argument of adjoint `ck` belongs to: the launch's pointer,
+        or for a float scalar its gradient cell."""
+        first = len(args) + len(targets)  # the gradient arguments' first index
+        kinds = {a.path[1]: a.dtype for a in ck.args if a.path[0] == "param"}
+        return [self._cell(_scalar_name(path, pyfn), kinds[first + k]) if use == "s"
+                else path_getter(path, pyfn)(pyfn, args)
+                for k, (path, use) in enumerate(ck.gradients)]
 
     # -- gradients -----------------------------------------------------------------------
     def gradient(self, p: Any) -> Any:
@@ -162,6 +188,25 @@ class Tape:
             g.allocation.host_bytes()[:] = 0
             entry = self._gradients[id(a)] = (a, g.allocation)
         return ptr(entry[1], p.byte_offset, p.dtype)
+
+    def gradient_of(self, name: str) -> float:
+        """The gradient of the float scalars the recorded kernels captured under `name`
+        (a variable's name, or a path such as `params.rate`): the sum of their adjoints
+        over every recorded launch, after `backward()`."""
+        cells = [c for (n, _), c in self._cells.items() if n == name]
+        if not cells:
+            raise exception(errc.invalid, f"no kernel recorded on this tape captures a "
+                            f"float scalar named '{name}'")
+        return float(sum(_elements(c)[0] for c in cells))
+
+    def _cell(self, name: str, dtype: Any) -> ptr:
+        """The gradient cell of the float scalars named `name` of type `dtype`."""
+        key = (name, np.dtype(dtype).str)
+        cell = self._cells.get(key)
+        if cell is None:
+            cell = self._cells[key] = malloc_shared(1, dtype, self._queue)
+            _elements(cell)[:] = 0
+        return cell
 
     def _queue_for(self, a: Allocation) -> Any:
         if self._queue is None:
@@ -197,12 +242,23 @@ class Tape:
             self._queue.wait()
         for _, g in self._gradients.values():
             g.host_bytes()[:] = 0
+        for cell in self._cells.values():
+            _elements(cell)[:] = 0
 
     def reset(self) -> None:
         """Forgets the recorded launches and zeroes the gradients."""
         self._launches.clear()
         self._readers.clear()
+        self._writers.clear()
         self.zero()
+
+
+def _scalar_name(path: tuple, pyfn: Any) -> str:
+    """What `gradient_of` knows a captured scalar by: its path, or for a free function
+    kernel's argument, the parameter's name."""
+    if path[0] == "param":
+        return pyfn.__code__.co_varnames[path[1]]
+    return path_name(path)
 
 
 def _elements(p: ptr) -> np.ndarray:
