@@ -85,42 +85,14 @@ class Adjoint(Inlining, Derivatives):
         self.default_site = (code.co_filename, code.co_firstlineno)
         self.name = m.spec.name
         self.fn = ir.Function("kernel", [], VOID)
-        forward_args = list(lowered.args)
-        # the gradient of each reduction's target, the arguments after the kernel's own:
-        # by the reducer's accumulators
+        # the gradient arguments (`gradient_arguments`): of the reductions' targets by
+        # the reducer's accumulators, of the pointers by the forward pointer's push index
+        # (and their capture paths), of the float scalars by their push index
         self.reducers: dict[int, tuple[Any, ir.PushField]] = {}
-        for k, r in enumerate(m.adjoint_reducers):
-            if r.spec.element.is_float and (r.spec.op != "plus" or
-                                            r.spec.element.bits not in (32, 64)):
-                raise self.error(None, f"a reduction of {r.spec.dtype} with combiner "
-                                 f"{r.spec.op or 'a function'} (only sums of float32 and "
-                                 "float64 are differentiated)")
-            pf = m.push_field(U64)
-            m.args.append(ArgSlot(("param", nparams + k), "ptr", r.spec.element.dtype,
-                                  pf.index))
-            self.reducers[id(r.root)] = (r, pf)
-        nparams += len(self.reducers)
-        # forward pointer push index -> its gradient's push field; their capture paths
-        # (the gradients are the arguments after the reductions')
         self.grad: dict[int, ir.PushField] = {}
         self.paths: list[tuple[tuple, int]] = []
-        for a in forward_args:
-            if a.kind == "ptr" and differentiable(a.dtype):
-                pf = m.push_field(U64)
-                m.args.append(dataclasses.replace(a, path=("param", nparams + len(self.paths)),
-                                                  push_index=pf.index))
-                self.grad[a.push_index] = pf
-                self.paths.append((a.path, a.push_index))
-        # float scalar argument push index -> the gradient cell its adjoint adds into (the
-        # arguments after the pointers' gradients)
         self.scalars: dict[int, ir.PushField] = {}
-        for a in forward_args:
-            if a.kind == "scalar" and differentiable(a.dtype):
-                pf = m.push_field(U64)
-                m.args.append(ArgSlot(("param", nparams + len(self.paths)), "ptr", a.dtype,
-                                      pf.index))
-                self.scalars[a.push_index] = pf
-                self.paths.append((a.path, -1))
+        self.gradient_arguments(list(lowered.args), nparams)
         self.defs: dict[int, list[ir.Value]] = {}  # version local -> the values it takes
         self.active: set[int] = set()  # versions whose values depend on float data
         self.adjoints: dict[int, ir.Local] = {}
@@ -133,6 +105,35 @@ class Adjoint(Inlining, Derivatives):
         self.shared_read: set[int] = set()
         self.shared_grads: dict[int, ir.SharedRoot] = {}
         self.loop_depth = 0
+
+    def gradient_arguments(self, forward: list[ArgSlot], first: int) -> None:
+        """The adjoint's arguments after the kernel's own (from index `first`): the
+        gradient of each reduction's target, of each differentiable pointer, and the
+        gradient cell of each float scalar argument."""
+        m = self.m
+        made: list[ir.PushField] = []
+
+        def argument(dtype: Any) -> ir.PushField:
+            pf = m.push_field(U64)
+            m.args.append(ArgSlot(("param", first + len(made)), "ptr", dtype, pf.index))
+            made.append(pf)
+            return pf
+
+        for r in m.adjoint_reducers:
+            if r.spec.element.is_float and (r.spec.op != "plus" or
+                                            r.spec.element.bits not in (32, 64)):
+                raise self.error(None, f"a reduction of {r.spec.dtype} with combiner "
+                                 f"{r.spec.op or 'a function'} (only sums of float32 and "
+                                 "float64 are differentiated)")
+            self.reducers[id(r.root)] = (r, argument(r.spec.element.dtype))
+        for a in forward:
+            if a.kind == "ptr" and differentiable(a.dtype):
+                self.grad[a.push_index] = argument(a.dtype)
+                self.paths.append((a.path, a.push_index))
+        for a in forward:
+            if a.kind == "scalar" and differentiable(a.dtype):
+                self.scalars[a.push_index] = argument(a.dtype)
+                self.paths.append((a.path, -1))
 
     # -- diagnostics ---------------------------------------------------------------------
     def error(self, node: Any, what: str) -> exception:
