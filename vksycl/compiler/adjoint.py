@@ -319,7 +319,7 @@ class Adjoint(Inlining, Derivatives):
                                      "adjoints)")
                 records.append(("atomic_add", place, self.fwd_value(x.args[0], env, memo),
                                 pf))
-            # other atomics, barriers and prints: effects the adjoint does not repeat
+            # other atomics and prints: effects the adjoint does not repeat
         elif isinstance(s, ir.If):
             self.fwd_if(s, env, out, records, self.fwd_value(s.cond, env, memo))
         elif isinstance(s, ir.Loop):

@@ -36,8 +36,8 @@ from .launch import _kernel_function, compiled
 from .marshal import ADDRESS, ArgumentBlock, Prepared
 from .reduction import compiled_reduction
 
-# adjoint kernels by the id of the forward kernel they differentiate (compiled kernels
-# stay in the compiler's cache, so their ids are not reused)
+# adjoint kernels by the id of the forward kernel they differentiate and their variant
+# (compiled kernels stay in the compiler's cache, so their ids are not reused)
 _ADJOINTS: dict[tuple[int, str], tuple[CompiledKernel, Prepared]] = {}
 
 
@@ -104,6 +104,8 @@ class Tape:
 
     def _record(self, device: Any, context: Any, kernel: Any, launch: Any,
                 properties: Any, reductions: tuple, args: tuple = ()) -> None:
+        """Packs the launch of the adjoint of a launch (explicit arguments `args`), or
+        keeps the build error its adjoint raised for backward()."""
         pyfn, info = _kernel_function(kernel)
         if info is not None:
             kernel = info.shaped(args)  # local_accessor shapes: a kernel of their own
