@@ -17,6 +17,7 @@ import math
 import numpy as np
 import pytest
 
+import spirv_gen
 import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
@@ -659,6 +660,25 @@ def test_forward_results_and_no_float_memory(q):
     assert list(counts[:8]) == list(range(0, 16, 2))
     tape.backward({y: 1.0})
     np.testing.assert_allclose(tape.gradient(x)[:8], np.full(8, 2.0))
+
+
+def test_adjoint_kernels_are_validated_and_cached(q):
+    x, y = shared(q, X), shared(q, np.zeros(8))
+
+    def k(i):
+        y[i] = math.cos(x[i]) * x[i]
+
+    tapes = [ad.Tape(q), ad.Tape(q)]
+    for tape in tapes:
+        with tape:
+            q.parallel_for(sycl.range(8), k).wait()
+        tape.backward({y: 1.0})
+        np.testing.assert_allclose(tape.gradient(x)[:8], np.cos(X) - X * np.sin(X),
+                                   rtol=1e-12)
+    first, second = (t._launches[0] for t in tapes)
+    assert first.spirv is second.spirv  # one compiled adjoint, from the cache
+    spirv_gen.validate(first.spirv, "vulkan1.1")
+    assert "__sycl_kernel_k" in spirv_gen.disassemble(first.spirv)
 
 
 def test_zero_and_reset(q):
