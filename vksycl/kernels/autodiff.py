@@ -9,6 +9,9 @@ kernel's adjoint (`compiler.adjoint`) with the values the forward launch capture
 gradient of each differentiable pointer, so later changes to captured variables do not
 change what the backward pass runs. `backward` submits those launches in reverse order.
 
+On a queue recording a command graph, `backward` records its work as nodes instead, so
+a graph replays forward and backward passes with no Python per kernel.
+
 Gradients are one zeroed allocation per forward allocation (a pointer into it gets the
 pointer at the same offset): a kernel writing `y[i]` reads `grad_y[i]`, a kernel reading
 `x[j]` adds into `grad_x[j]`. Gradients accumulate over backward passes until `zero()`.
@@ -219,9 +222,15 @@ class Tape:
         """Sets the gradient of each pointer in `seeds` (a number for every element from
         the pointer to its allocation's end, or an array for as many elements), then runs
         the recorded launches' adjoints in reverse order and waits for them: afterwards
-        `gradient(x)` holds d(seeded outputs)/dx, added to what it held."""
-        if self._queue is not None:
-            self._queue.wait()  # gradients are written on the host
+        `gradient(x)` holds d(seeded outputs)/dx, added to what it held. On a queue
+        recording a command graph, it records zeroing the gradients, seeding and the
+        adjoints as the graph's nodes instead."""
+        q = self._queue
+        if q is not None and q.recording_graph is not None:
+            self._record_backward(q, seeds)
+            return
+        if q is not None:
+            q.wait()  # gradients are written on the host
         for p, seed in seeds.items():
             g = self.gradient(p)
             values = np.asarray(seed, dtype=p.dtype).reshape(-1)
@@ -237,6 +246,26 @@ class Tape:
             assert isinstance(launch, KernelLaunch)
             done = [self._queue.execute(launch, done)]
         self._queue.wait()
+
+    def _record_backward(self, q: Any, seeds: dict[Any, Any]) -> None:
+        """backward() on a queue recording a command graph: zeroing the gradients, the
+        seeding and the adjoints become its nodes, each after the one before, so each
+        replay computes the gradients afresh with no Python per kernel."""
+        last = []
+        for _, g in self._gradients.values():
+            last = [q.memset(ptr(g, 0, np.uint8), 0, g.nbytes, depends_on=last)]
+        for cell in self._cells.values():
+            last = [q.memset(cell, 0, cell.dtype.itemsize, depends_on=last)]
+        for p, seed in seeds.items():
+            if np.ndim(seed) != 0:
+                raise exception(errc.invalid, "a command graph records seeds that are "
+                                "numbers, not arrays")
+            g = self.gradient(p)
+            last = [q.fill(g, np.asarray(seed, dtype=p.dtype), g.count, depends_on=last)]
+        for launch in reversed(self._launches):
+            if isinstance(launch, exception):
+                raise launch
+            last = [q.submit(lambda h, c=launch: h._set(c), depends_on=last)]
 
     def zero(self) -> None:
         """Zeroes every gradient (the pointers `gradient` returned stay valid)."""
