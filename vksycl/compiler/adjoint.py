@@ -25,8 +25,9 @@ the counter set to `start + k * step`; when the reverse of the body needs values
 from earlier iterations (beyond the counter), the loop first replays iterations 0..k-1
 from the loop's entry state (quadratic time, no storage). A sum `s += f(x[j])` needs no
 replay. Device functions are inlined first (`inlining`); each operation's reverse rule is
-in `derivatives`. Math functions keep their meaning (`Ext`) until the adjoint is built, so
-float64 functions are differentiated as functions, then expanded (`expand_math`).
+in `derivatives`, where adjoints of memory go in `gradient_memory`. Math functions keep
+their meaning (`Ext`) until the adjoint is built, so float64 functions are differentiated
+as functions, then expanded (`expand_math`).
 
 What has no adjoint raises `errc.build` at its line: atomics other than add on
 differentiable memory or atomic results used as values, loops whose count depends on
@@ -50,14 +51,12 @@ import numpy as np
 
 from ..exceptions import errc, exception
 from . import ir
-from .derivatives import Derivatives, is_float
+from .derivatives import Derivatives, is_float, zero_of
+from .gradient_memory import GradientMemory
 from .inlining import Inlining, strip_returns
 from .math_functions import glsl_call, is_exact_glsl
 from .module import ArgSlot
-from .typesys import BOOL, I32, U64, VOID, ArrayType, Scalar, Struct, Type, field_offsets
-from .workitem import barrier, builtin
-
-_DEVICE_SCOPE, _WORKGROUP_SCOPE = 1, 2
+from .typesys import BOOL, U64, VOID, ArrayType, Scalar, Type
 
 
 def differentiable(dtype: Any) -> bool:
@@ -68,13 +67,7 @@ def differentiable(dtype: Any) -> bool:
     return dtype.kind == "f" and dtype.itemsize in (4, 8)
 
 
-def _zero(t: Type) -> ir.Const:
-    if not isinstance(t, Scalar):
-        raise TypeError(f"no zero of {t!r}")
-    return ir.Const(t, 0.0 if t.is_float else 0)
-
-
-class Adjoint(Inlining, Derivatives):
+class Adjoint(Inlining, Derivatives, GradientMemory):
     """Builds the adjoint of one lowered kernel (`KernelModule.lower`'s result)."""
 
     def __init__(self, m: Any, lowered: Any, nparams: int) -> None:
@@ -155,7 +148,7 @@ class Adjoint(Inlining, Derivatives):
         reverse: list[ir.Stmt] = []
         self.rev_block(records, reverse)
         self.check_overwritten(reverse)
-        init = [ir.Assign(a, _zero(a.ty)) for a in self.adjoints.values()]
+        init = [ir.Assign(a, zero_of(a.ty)) for a in self.adjoints.values()]
         self.fn.body = expand_math(init + self.zero_shared_grads() + forward + reverse)
         return self.fn
 
@@ -344,7 +337,7 @@ class Adjoint(Inlining, Derivatives):
                 continue
             merged = self.version(original)
             for branch, v in ((then, a), (orelse, b)):
-                value = ir.Read(v) if v is not None else _zero(original.ty)
+                value = ir.Read(v) if v is not None else zero_of(original.ty)
                 branch.append(ir.Assign(merged, value))
                 self.defs[id(merged)].append(value)
                 if v is not None and id(v) in self.active:
@@ -367,7 +360,7 @@ class Adjoint(Inlining, Derivatives):
         work = {id(c): self.version(c) for c in carried}
         for c in carried:
             start = entry[id(c)]
-            value = ir.Read(start) if start is not None else _zero(c.ty)
+            value = ir.Read(start) if start is not None else zero_of(c.ty)
             out.append(ir.Assign(work[id(c)], value))
             self.defs[id(work[id(c)])].append(value)
             if start is not None and id(start) in self.active:
@@ -381,7 +374,7 @@ class Adjoint(Inlining, Derivatives):
         count = self.local("loop.count", counter.ty)
         body = self.iteration(s, loop_env, work)[0]
         wc = work[id(counter)]
-        out.append(ir.Assign(count, _zero(counter.ty)))
+        out.append(ir.Assign(count, zero_of(counter.ty)))
         out.append(ir.Loop([], cond, body, [
             ir.Assign(wc, ir.Op("OpIAdd", counter.ty, [ir.Read(wc), stride])),
             ir.Assign(count, ir.Op("OpIAdd", counter.ty, [ir.Read(count),
@@ -423,88 +416,7 @@ class Adjoint(Inlining, Derivatives):
         if is_float(version.ty):
             adj = self.adj(version)
             self.back(value, ir.Read(adj), out)
-            out.append(ir.Assign(adj, _zero(version.ty)))
-
-    def rev_store(self, r: tuple, out: list[ir.Stmt]) -> None:
-        _, place, value, site = r
-        if not is_float(place.ty):
-            return
-        pf = self.pointer_of(place.index, site)
-        if pf is None:
-            return
-        self.written.add(pf)
-        gplace = dataclasses.replace(place, index=self.grad_address(place.index, pf))
-        g = self.local("adj.store", place.ty)
-        out.append(ir.Assign(g, ir.Load(gplace)))
-        if pf in self.read_ptrs or self.stores[pf] > 1 or self.m.spec.adjoint == "zero":
-            # an in-place update, or an element that may be written again (here, or by an
-            # earlier launch): the value before this store has an adjoint of its own,
-            # starting at zero
-            out.append(ir.Store(dataclasses.replace(gplace), _zero(place.ty)))
-        self.back(value, ir.Read(g), out)
-
-    def rev_barrier(self, r: tuple, out: list[ir.Stmt]) -> None:
-        """The reverse of a barrier is a barrier: adjoints scattered into work-group
-        memory are complete before the stores of the forward sweep read them."""
-        op = r[1]
-        out.append(ir.Eval(ir.Op(op.opname, op.ty, list(op.args))))
-
-    def rev_shared_store(self, r: tuple, out: list[ir.Stmt]) -> None:
-        _, place, value = r
-        if not is_float(place.ty):
-            return
-        t, gplace = place.ty, self.shared_grad(place)
-        g = self.local("adj.local", t)
-        out.append(ir.Assign(g, ir.Op("OpBitcast", t, [ir.Load(gplace)])))
-        out.append(ir.Store(self.shared_grad(place), _zero(gplace.ty)))
-        self.back(value, ir.Read(g), out)
-
-    def shared_grad(self, place: ir.Place) -> ir.Place:
-        """The element of `place`'s gradient in work-group memory (the float's bits)."""
-        root = place.root
-        assert isinstance(root, ir.SharedRoot) and isinstance(place.ty, Scalar)
-        ut = Scalar("u", place.ty.bits)
-        grad = self.shared_grads.get(id(root))
-        if grad is None:
-            grad = self.shared_grads[id(root)] = ir.SharedRoot(
-                ut, root.length, f"grad_{root.name}", shape=root.shape)
-        return ir.Place(grad, place.index, (), ut)
-
-    def zero_shared_grads(self) -> list[ir.Stmt]:
-        """Statements zeroing the work-group's gradient arrays, then a barrier."""
-        if not self.shared_grads:
-            return []
-        size = int(np.prod(self.m.local))
-        e = self.local("zero.e", I32)
-        out: list[ir.Stmt] = []
-        for grad in self.shared_grads.values():
-            out += [ir.Assign(e, builtin("LocalInvocationIndex")), ir.Loop(
-                [], ir.Op("OpSLessThan", BOOL, [ir.Read(e), ir.Const(I32, grad.length)]),
-                [ir.Store(ir.Place(grad, ir.Read(e), (), grad.elem), _zero(grad.elem))],
-                [ir.Assign(e, ir.Op("OpIAdd", I32, [ir.Read(e), ir.Const(I32, size)]))])]
-        out.append(ir.Eval(barrier(_WORKGROUP_SCOPE)))
-        return out
-
-    def rev_reduce(self, r: tuple, out: list[ir.Stmt]) -> None:
-        """A reducer's sum: what it adds gets the adjoint of its target's element."""
-        _, place, value, _ = r
-        reducer, pf = self.reducers[id(place.root)]
-        t = reducer.spec.element
-        if not t.is_float:
-            return
-        address = ir.Op("OpIAdd", U64, [pf, ir.Op("OpIMul", U64, [
-            ir.Op("OpSConvert", U64, [place.index]), ir.Const(U64, t.nbytes)])])
-        g = self.local("adj.reduction", t)
-        out.append(ir.Assign(g, ir.Load(ir.Place(self.m.global_root(t), address, (), t))))
-        self.back(value, ir.Read(g), out)
-
-    def rev_atomic_add(self, r: tuple, out: list[ir.Stmt]) -> None:
-        _, place, value, pf = r
-        self.written.add(pf)
-        g = self.local("adj.atomic", place.ty)
-        out.append(ir.Assign(g, ir.Load(dataclasses.replace(
-            place, index=self.grad_address(place.index, pf)))))
-        self.back(value, ir.Read(g), out)
+            out.append(ir.Assign(adj, zero_of(version.ty)))
 
     def rev_if(self, r: tuple, out: list[ir.Stmt]) -> None:
         _, cond, t_rec, e_rec, merges = r
@@ -520,7 +432,7 @@ class Adjoint(Inlining, Derivatives):
         out.append(ir.If(cond, then, orelse))
         for merged, _, _ in merges:
             if is_float(merged.ty):
-                out.append(ir.Assign(self.adj(merged), _zero(merged.ty)))
+                out.append(ir.Assign(self.adj(merged), zero_of(merged.ty)))
 
     def rev_loop(self, r: tuple, out: list[ir.Stmt]) -> None:
         _, s, counter, carried, entry, work, final, loop_env, count, stride = r
@@ -528,7 +440,7 @@ class Adjoint(Inlining, Derivatives):
         flow = {id(c): self.local(f"adj.carried.{c.name}", c.ty) for c in floats}
         for c in floats:
             out.append(ir.Assign(flow[id(c)], ir.Read(self.adj(final[id(c)]))))
-            out.append(ir.Assign(self.adj(final[id(c)]), _zero(c.ty)))
+            out.append(ir.Assign(self.adj(final[id(c)]), zero_of(c.ty)))
         t = counter.ty
         left, k = self.local("loop.left", t), self.local("loop.k", t)
         wc = work[id(counter)]
@@ -555,10 +467,10 @@ class Adjoint(Inlining, Derivatives):
         for c in floats:
             w = work[id(c)]
             body.append(ir.Assign(flow[id(c)], ir.Read(self.adj(w))))
-            body.append(ir.Assign(self.adj(w), _zero(c.ty)))
+            body.append(ir.Assign(self.adj(w), zero_of(c.ty)))
         greater = "OpSGreaterThan" if t.is_signed else "OpUGreaterThan"
         out.append(ir.Assign(left, ir.Read(count)))
-        out.append(ir.Loop([], ir.Op(greater, BOOL, [ir.Read(left), _zero(t)]), body, [
+        out.append(ir.Loop([], ir.Op(greater, BOOL, [ir.Read(left), zero_of(t)]), body, [
             ir.Assign(left, ir.Op("OpISub", t, [ir.Read(left), ir.Const(t, 1)]))]))
         for c in floats:
             before = entry[id(c)]
@@ -576,91 +488,15 @@ class Adjoint(Inlining, Derivatives):
         for c in carried:
             start = entry[id(c)]
             out.append(ir.Assign(work[id(c)], ir.Read(start) if start is not None
-                                 else _zero(c.ty)))
+                                 else zero_of(c.ty)))
         less = "OpSLessThan" if t.is_signed else "OpULessThan"
-        out.append(ir.Assign(j, _zero(t)))
+        out.append(ir.Assign(j, zero_of(t)))
         out.append(ir.Loop([], ir.Op(less, BOOL, [ir.Read(j), ir.Read(k)]),
                            self.iteration(s, loop_env, work)[0],
                            [at(ir.Op("OpIAdd", t, [ir.Read(j), ir.Const(t, 1)])),
                             ir.Assign(j, ir.Op("OpIAdd", t, [ir.Read(j), ir.Const(t, 1)]))]))
         out.append(at(ir.Read(k)))
         return out
-
-    def check_overwritten(self, reverse: list[ir.Stmt]) -> None:
-        """The reverse sweep recomputes values from memory as the forward launch left it:
-        one that needs a value the kernel read from memory it also writes would get the
-        new value, so that is an error (an update `y[i] += f(x)` needs none)."""
-        both = self.read_ptrs & self.written
-        if not both:
-            return
-        stack: list[Any] = [reverse]
-        for x in ir.each_once(stack):
-            hit = self.loads.get(id(x))
-            if hit is not None and hit[1] in both:
-                raise self.error(x, "a value read from memory the kernel also writes (the "
-                                 "adjoint would read the new value); write the result to "
-                                 "another array")
-            if isinstance(x, ir.Read):
-                stack.extend(self.defs.get(id(x.local), ()))
-            elif isinstance(x, list | tuple):
-                stack.extend(x)
-            elif dataclasses.is_dataclass(x) and isinstance(x, ir.Value | ir.Stmt | ir.Place):
-                stack.extend(getattr(x, f.name) for f in dataclasses.fields(x)
-                             if f.name not in ("ty", "local"))
-
-    # -- memory -------------------------------------------------------------------------------
-    def grad_address(self, index: ir.Value, pf: int) -> ir.Value:
-        """The address in the gradient of pointer `pf` matching `index` in its memory."""
-        return ir.Op("OpIAdd", U64, [ir.Op("OpISub", U64, [index, ir.PushField(pf, U64)]),
-                                     self.grad[pf]])
-
-    def scatter(self, place: ir.Place, a: ir.Value, out: list[ir.Stmt], site: Any) -> None:
-        """grad[place] += a, atomically: a compare-and-swap loop on the float's bits."""
-        t = place.ty
-        assert isinstance(t, Scalar)
-        ut = Scalar("u", t.bits)
-        if isinstance(place.root, ir.SharedRoot):
-            grad, scope = self.shared_grad(place), _WORKGROUP_SCOPE
-        elif isinstance(place.root, ir.GlobalRoot):
-            pf = self.pointer_of(place.index, site)
-            if pf is None:
-                return
-            address = self.grad_address(place.index, pf)
-            offset = _member_offset(place.root.elem, place.members)
-            if offset:
-                address = ir.Op("OpIAdd", U64, [address, ir.Const(U64, offset)])
-            grad, scope = ir.Place(self.m.global_root(ut), address, (), ut), _DEVICE_SCOPE
-        else:
-            return
-        self.atomic_add(grad, scope, a, out)
-
-    def argument(self, v: ir.PushField, a: ir.Value, out: list[ir.Stmt]) -> None:
-        """A float scalar argument's adjoint goes into its gradient cell."""
-        cell = self.scalars.get(v.index)
-        if cell is not None:
-            ut = Scalar("u", v.ty.bits)
-            self.atomic_add(ir.Place(self.m.global_root(ut), cell, (), ut), _DEVICE_SCOPE, a,
-                            out)
-
-    def atomic_add(self, grad: ir.Place, scope: int, a: ir.Value, out: list[ir.Stmt]) -> None:
-        """The float at `grad` (as its bits) += a: a compare-and-swap loop."""
-        ut = grad.ty
-        assert isinstance(ut, Scalar)
-        t = Scalar("f", ut.bits)
-        if t.bits == 64:
-            self.m.aspects.add("atomic64")
-        value, old, seen = (self.local(n, ty) for n, ty in (
-            ("adj.scatter", t), ("cas.old", ut), ("cas.seen", ut)))
-        new = ir.Op("OpBitcast", ut, [ir.Op("OpFAdd", t, [ir.Op("OpBitcast", t, [
-            ir.Read(old)]), ir.Read(value)])])
-        cas = ir.Atomic("OpAtomicCompareExchange", dataclasses.replace(grad),
-                        [new, ir.Read(old)], ut, scope, 0)
-        out += [ir.Assign(value, a), ir.Assign(old, ir.Load(grad)),
-                ir.Loop([], None, [
-                    ir.Assign(seen, cas),
-                    ir.If(ir.Op("OpIEqual", BOOL, [ir.Read(seen), ir.Read(old)]),
-                          [ir.Break()], []),
-                    ir.Assign(old, ir.Read(seen))], [])]
 
 # -- helpers -----------------------------------------------------------------------------------
 
@@ -699,15 +535,6 @@ def _reads(node: Any, locals_: set[int]) -> bool:
             stack.extend(getattr(x, f.name) for f in dataclasses.fields(x)
                          if f.name not in ("ty", "local"))
     return False
-
-
-def _member_offset(t: Type, members: tuple[int, ...]) -> int:
-    offset = 0
-    for m in members:
-        assert isinstance(t, Struct)
-        offset += field_offsets(t)[m]
-        t = t.fields[m][1]
-    return offset
 
 
 def expand_math(body: list[ir.Stmt]) -> list[ir.Stmt]:

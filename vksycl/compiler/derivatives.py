@@ -20,6 +20,12 @@ def is_float(t: Type) -> bool:
     return isinstance(t, Scalar) and t.is_float
 
 
+def zero_of(t: Type) -> ir.Const:
+    if not isinstance(t, Scalar):
+        raise TypeError(f"no zero of {t!r}")
+    return ir.Const(t, 0.0 if t.is_float else 0)
+
+
 class Derivatives:
     """The reverse rules, a part of `adjoint.Adjoint`, which accumulates adjoints into
     locals (`accumulate`), memory (`scatter`) and scalar arguments' gradients
@@ -206,4 +212,4 @@ def _copysign_source(v: ir.Op) -> ir.Value | None:
     return None
 
 
-__all__ = ["Derivatives", "is_float"]
+__all__ = ["Derivatives", "is_float", "zero_of"]
