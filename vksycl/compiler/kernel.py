@@ -28,6 +28,7 @@ from ..config import CHECKS, cache_dir
 from ..exceptions import errc, exception
 from ..types import dtype_key
 from . import disk_cache
+from .adjoint import adjoint_kernel
 from .captures import captured_value, plain_object
 from .codegen import Codegen, analyse
 from .device_global import declared, device_global
@@ -76,6 +77,10 @@ class CompiledKernel:
     local_bytes: int = 0  # work-group memory (local accessors, work_group_memory)
     # the records its prints and assertions write to the debug buffer, by id (`printing`)
     debug_records: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # an adjoint kernel's: for each of its gradient arguments (after the kernel's own),
+    # the capture path of the forward pointer it belongs to and how the kernel uses that
+    # memory ("r", "w", "rw" or "": `adjoint.adjoint_kernel`)
+    gradients: tuple[tuple, ...] = ()
 
     def spirv(self) -> bytes:
         return self.binary
@@ -118,7 +123,11 @@ def compile_kernel(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
 
 
 def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
-    lowered = KernelModule(pyfn, spec).lower()
+    module = KernelModule(pyfn, spec)
+    lowered = module.lower()
+    gradients: tuple[tuple, ...] = ()
+    if spec.adjoint:
+        lowered, gradients = adjoint_kernel(module, lowered, len(spec.params or ()))
     usage = analyse(lowered.kernel)
     entry = f"__sycl_kernel_{spec.name}"
     cg = Codegen(entry, local_size_xyz(spec.local), spec.args_in_memory, spec.ieee_floats,
@@ -145,7 +154,7 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
                           lowered.coarsen, globals_,
                           local_bytes=sum(layout(mem_type(r.elem))[0] * r.length
                                           for r in usage.shared),
-                          debug_records=lowered.debug_records)
+                          debug_records=lowered.debug_records, gradients=gradients)
 
 
 # -- caches ----------------------------------------------------------------------------------
@@ -301,7 +310,7 @@ _FIELD_TYPES = {"name": str, "entry": str, "binary": bytes, "spec": KernelSpec, 
                 "push_size": int, "args_size": int, "local_size": tuple, "aspects": frozenset,
                 "capabilities": tuple, "specialized": tuple, "spec_values": tuple,
                 "coarsen": int, "device_globals": list, "virtual_tables": list,
-                "local_bytes": int, "debug_records": dict}
+                "local_bytes": int, "debug_records": dict, "gradients": tuple}
 
 
 def _unusable(ck: Any) -> str | None:

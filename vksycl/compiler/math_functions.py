@@ -89,13 +89,11 @@ class MathFunctions:
                       ir.Read(res))
 
     def glsl(self, fl: Any, name: str, t: Scalar, args: list[ir.Value]) -> ir.Value:
-        """A GLSL.std.450 call; float64 functions GLSL lacks are computed in float32."""
-        if t.is_float and t.bits == 64 and name not in _GLSL_64:
-            exact = fp64math.FUNCTIONS.get(name)
-            if exact is not None:
-                return exact(*args)
-            return fl.convert(ir.Ext(name, F32, [fl.convert(a, F32) for a in args]), t)
-        return ir.Ext(name, t, args)
+        """A GLSL.std.450 call. An adjoint kernel keeps each function whole until it is
+        differentiated (`adjoint.expand_math` lowers it then)."""
+        if self.m.spec.adjoint:
+            return ir.Ext(name, t, args)
+        return glsl_call(name, t, args)
 
     def math(self, fl: Any, name: str, args: list[Any], node: ast.AST) -> Any:
         if all(isinstance(a, PyV) for a in args):
@@ -220,6 +218,23 @@ class MathFunctions:
         return [fl.convert(v, promote(t, v.ty) if v.ty.is_float and not t.is_float else t)
                 for v in vals] if any(v.ty.is_float for v in vals) and not t.is_float else \
             [fl.convert(v, t) for v in vals]
+
+
+def is_exact_glsl(name: str, t: Any) -> bool:
+    """Whether GLSL.std.450 computes `name` in type `t` (float64 lacks most functions)."""
+    return not (isinstance(t, Scalar) and t.is_float and t.bits == 64 and name not in _GLSL_64)
+
+
+def glsl_call(name: str, t: Scalar, args: list[ir.Value]) -> ir.Value:
+    """A GLSL.std.450 call; float64 functions GLSL lacks are exact formulas
+    (`fp64math`), or else computed in float32."""
+    if is_exact_glsl(name, t):
+        return ir.Ext(name, t, args)
+    exact = fp64math.FUNCTIONS.get(name)
+    if exact is not None:
+        return exact(*args)
+    narrow = [a if a.ty == F32 else ir.Op("OpFConvert", F32, [a]) for a in args]
+    return ir.Op("OpFConvert", t, [ir.Ext(name, F32, narrow)])
 
 
 def round_even(x: ir.Value, t: Scalar) -> ir.Value:

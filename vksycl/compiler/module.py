@@ -41,7 +41,7 @@ from .frontend.lowering import FunctionLowering, source_of
 from .frontend.names import Restart
 from .intrinsics import Intrinsics
 from .matrix_code import MatrixTarget
-from .reduction import KernelReductions, ReductionSpec
+from .reduction import KernelReductions, ReductionSpec, reducers
 from .type_registry import element_type
 from .typesys import (
     BOOL,
@@ -112,6 +112,10 @@ class KernelSpec:
     # whether the driver may contract float operations (fuse a multiply and an add): the
     # `fp_contract` kernel property; where not, each one is decorated NoContraction
     fp_contract: bool = True
+    # the kernel's adjoint (`adjoint`), gradient pointers after its arguments: "keep"
+    # leaves the gradient of what the kernel writes as it is, "zero" zeroes it once read
+    # (a launch overwriting what an earlier one wrote); "" is the kernel itself
+    adjoint: str = ""
 
 
 @dataclass
@@ -193,6 +197,8 @@ class KernelModule(DeviceCalls):
         self.names: dict[str, int] = {}
         # sub-group ids and ranges: scalars that can also be indexed with [0]
         self.one_d: dict[int, ir.Value] = {}
+        # where each IR node comes from, by id (node, file, line), for an adjoint's errors
+        self.sites: dict[int, tuple] | None = {} if spec.adjoint else None
 
     # -- entry ---------------------------------------------------------------------------
     def lower(self) -> Lowered:
@@ -226,7 +232,12 @@ class KernelModule(DeviceCalls):
                 bound = [(params[0], FixedSlot(ItemV(kind, spec.dims)))]
         bound = receiver + bound
         reductions = None
-        if spec.reductions:
+        # an adjoint's reducers are the body's accumulators alone: what the body combines
+        # is all the adjoint needs (`adjoint`)
+        self.adjoint_reducers = reducers(spec.reductions) if spec.adjoint else []
+        bound += [(p, FixedSlot(r)) for p, r in zip(params[1:], self.adjoint_reducers,
+                                                    strict=False)]
+        if spec.reductions and not spec.adjoint:
             reductions = KernelReductions(self, spec.reductions, params[1:],
                                           spec.kind == "range" and spec.dims == 1,
                                           spec.group_arithmetic)
@@ -254,7 +265,8 @@ class KernelModule(DeviceCalls):
             spec.fold_groups
         if reductions is not None:
             fn = reductions.kernel(fl, fn, guarded, node)
-        elif independent and spec.dims == 1 and spec.coarsenable and not self.checks and \
+        elif independent and spec.dims == 1 and spec.coarsenable and not spec.adjoint and \
+                not self.checks and \
                 coarsening.eligible(fn.body):
             fn = self.coarsened(fn, src, bound)
             coarsen = coarsening.COARSEN

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Any, Final
 
@@ -472,8 +472,16 @@ def launch_command(device: Any, kernel: FreeFunctionKernel, launch: Any, args: t
         if p.local is not None:
             p.check_local(launch)
         p.checked_launch = launch
-    return build_launch_args(device, kernel, launch, args, properties, context, required,
-                             image)
+    command = build_launch_args(device, kernel, launch, args, properties, context, required,
+                                image)
+    for record in RECORDERS:
+        record(device, kernel, launch, args, properties, context)
+    return command
+
+
+# what records each launch while an autodiff tape is active (`autodiff.Tape`), called with
+# the launch's device, kernel, nd_range, converted arguments, properties and context
+RECORDERS: Final[list[Callable[..., None]]] = []
 
 
 class Relaunch:

@@ -439,6 +439,18 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
     return command
 
 
+def compiled_reduction(device: Any, kernel: Any, launch: Any,
+                       reductions: tuple[reduction, ...], properties: Any = None) -> Any:
+    """The compiled kernel a launch with reductions runs (its arguments in registers)."""
+    shape = launch_shape(launch, device)
+    specs = tuple(r.spec for r in reductions)
+    plan = Plan(kernel, launch, None, shape[0], (
+        launch_variant(kernel, None, shape, launch, device, properties, reductions=specs),
+        launch_variant(kernel, None, shape, launch, device, properties, True,
+                       reductions=specs)))
+    return prepared_for(kernel, plan, device)[0].ck
+
+
 # id(kernel code) -> (launch, device, context, specs, targets, plan, `last` as the
 # plan module keeps it) of the last reduction launch of that code (the plan holds the
 # code, so its id is not reused while the entry lives): a repeat with the very same

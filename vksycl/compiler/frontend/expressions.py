@@ -55,7 +55,11 @@ class Expressions(LoweringState):
         if method is None:
             what = _UNSUPPORTED_EXPRS.get(type(e), type(e).__name__)
             raise self.err(e, f"{what} is not supported in device code")
-        return method(e)
+        v = method(e)
+        sites = self.m.sites
+        if sites is not None and isinstance(v, ir.Value):
+            sites.setdefault(id(v), (v, self.src.filename, e.lineno))
+        return v
 
     def expr_Constant(self, e: ast.Constant) -> Any:
         if isinstance(e.value, str | bytes):

@@ -74,7 +74,14 @@ class Statements(LoweringState):
         if method is None:
             what = _UNSUPPORTED_STMTS.get(type(s), type(s).__name__)
             raise self.err(s, f"{what} is not supported in device code")
+        sites = self.m.sites
+        if sites is None:
+            method(s)
+            return
+        out, first = self.out, len(self.out)
         method(s)
+        for new in out[first:]:
+            sites.setdefault(id(new), (new, self.src.filename, s.lineno))
 
     def stmt_Pass(self, s: ast.Pass) -> None:
         pass

@@ -1,0 +1,762 @@
+"""Reverse-mode automatic differentiation (`vksycl.ext.vksycl.autodiff`): gradients of
+kernels launched under a tape, computed on the device by their adjoint kernels, against
+central finite differences of the same kernels in float64 (relative error at most 1e-6)
+and against gradients worked out with numpy: elementwise kernels, every differentiable
+math function, branches, static loops (with and without values carried between
+iterations), device functions, free function kernels, structs, gathers (whose adjoints
+are atomic scatter-adds), in-place updates, nd_range kernels with local memory and
+barriers, sum reductions, a 2-D stencil over 100 time steps, captured scalars; an error
+naming the line of each construct that has no adjoint; what zero() and reset() clear; a
+command graph replaying forward and backward passes as the eager loop runs them."""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+import pytest
+
+import spirv_gen
+import vksycl as sycl
+from vksycl.ext.oneapi import experimental as syclexp
+from vksycl.ext.oneapi import this_work_item
+from vksycl.ext.vksycl import autodiff as ad
+
+F64 = np.float64
+
+
+@pytest.fixture(scope="module")
+def q():
+    return sycl.queue()
+
+
+def shared(q, values, dtype=F64):
+    values = np.asarray(values, dtype)
+    p = sycl.malloc_shared(values.size, dtype, q)
+    p[: values.size] = values
+    return p
+
+
+def gradcheck(q, forward, inputs, out_sizes, check=None, h=1e-6):
+    """The tape's gradients of sum(seed * outputs) with respect to each input against
+    central finite differences (of the elements `check` lists, else all); returns the
+    gradients."""
+    rng = np.random.default_rng(1)
+    ins = [shared(q, a) for a in inputs]
+    outs = [shared(q, np.zeros(n)) for n in out_sizes]
+    seeds = [rng.uniform(0.5, 1.5, n) for n in out_sizes]
+
+    def loss():
+        for o, n in zip(outs, out_sizes, strict=True):
+            o[:n] = np.zeros(n)
+        forward(q, *ins, *outs)
+        q.wait()
+        return sum(float(np.dot(s, o[: len(s)])) for s, o in zip(seeds, outs, strict=True))
+
+    tape = ad.Tape(q)
+    with tape:
+        forward(q, *ins, *outs)
+    tape.backward({o: s for o, s in zip(outs, seeds, strict=True)})
+    grads = []
+    for a, p in zip(inputs, ins, strict=True):
+        a = np.asarray(a, F64)
+        g = np.array(tape.gradient(p)[: a.size])
+        which = range(a.size) if check is None else check
+        fd = []
+        for j in which:
+            step = h * max(1.0, abs(a[j]))
+            p[j] = a[j] + step
+            up = loss()
+            p[j] = a[j] - step
+            down = loss()
+            p[j] = a[j]
+            fd.append((up - down) / (2 * step))
+        fd = np.array(fd)
+        err = np.max(np.abs(g[list(which)] - fd)) / max(np.max(np.abs(fd)), 1e-300)
+        assert err <= 1e-6, f"relative error {err}: {g[list(which)]} vs {fd}"
+        grads.append(g)
+    return grads
+
+
+X = np.linspace(0.3, 0.9, 8)
+W = np.linspace(1.2, 2.5, 8)
+
+
+def test_elementwise(q):
+    def forward(q, x, w, y):
+        def k(i):
+            y[i] = x[i] * x[i] * w[i] + x[i] / w[i] - w[i] * 3.0
+
+        q.parallel_for(sycl.range(8), k)
+
+    gx, gw = gradcheck(q, forward, [X, W], [8])
+    rng = np.random.default_rng(1)
+    seed = rng.uniform(0.5, 1.5, 8)
+    np.testing.assert_allclose(gx, seed * (2 * X * W + 1 / W), rtol=1e-12)
+    np.testing.assert_allclose(gw, seed * (X * X - X / W**2 - 3), rtol=1e-12)
+
+
+UNARY = {
+    "sqrt": (math.sqrt, X), "rsqrt": (sycl.rsqrt, X), "sin": (math.sin, X * 3),
+    "cos": (math.cos, X * 3), "tan": (math.tan, X), "asin": (math.asin, X - 0.5),
+    "acos": (math.acos, X - 0.5), "atan": (math.atan, X * 2 - 1),
+    "sinh": (math.sinh, X), "cosh": (math.cosh, X), "tanh": (math.tanh, X - 0.5),
+    "asinh": (math.asinh, X), "acosh": (math.acosh, X + 1.5),
+    "atanh": (math.atanh, X - 0.5), "exp": (math.exp, X), "exp2": (sycl.exp2, X),
+    "exp10": (sycl.exp10, X), "expm1": (math.expm1, X - 0.5), "log": (math.log, X),
+    "log2": (math.log2, X), "log10": (math.log10, X), "log1p": (math.log1p, X),
+    "cbrt": (sycl.cbrt, X - 0.5), "fabs": (math.fabs, X - 0.6), "abs": (abs, X - 0.6),
+    "floor": (math.floor, X * 4), "ceil": (math.ceil, X * 4), "trunc": (math.trunc, X * 4),
+    "round": (sycl.round, X * 4 + 0.1), "rint": (sycl.rint, X * 4 + 0.1),
+    "fract": (sycl.fract, X * 4 + 0.1), "sign": (sycl.sign, X - 0.6),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_math_unary(q, name):
+    fn, values = UNARY[name]
+
+    def forward(q, x, y):
+        def k(i):
+            y[i] = fn(x[i]) * 1.5
+
+        q.parallel_for(sycl.range(8), k)
+
+    gradcheck(q, forward, [values], [8])
+
+
+BINARY = {
+    "atan2": math.atan2, "pow": math.pow, "hypot": math.hypot, "fmod": math.fmod,
+    "copysign": math.copysign, "min": min, "max": max, "fmin": sycl.fmin,
+    "fmax": sycl.fmax, "fdim": sycl.fdim, "powr": sycl.powr, "step": sycl.step,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_math_binary(q, name):
+    fn = BINARY[name]
+    a = np.array([0.3, 0.7, 1.9, 0.45, 2.2, 0.8, 1.3, 0.61])
+    b = np.array([0.5, 0.4, 0.7, 1.1, 0.3, 1.4, 0.9, 0.2]) * (-1 if name == "copysign" else 1)
+
+    def forward(q, x, w, y):
+        def k(i):
+            y[i] = fn(x[i], w[i])
+
+        q.parallel_for(sycl.range(8), k)
+
+    gradcheck(q, forward, [a, b], [8])
+
+
+@pytest.mark.parametrize("name", ["fma", "mix", "clamp", "mad"])
+def test_math_ternary(q, name):
+    fn = getattr(sycl, name)
+
+    def forward(q, x, w, y):
+        def k(i):  # clamp bounds 0.31-0.64 to 0.5-0.83: x below, between and above
+            y[i] = fn(x[i], w[i] * 0.25 + 0.01, w[i] * 0.25 + 0.2)
+
+        q.parallel_for(sycl.range(8), k)
+
+    gradcheck(q, forward, [X, W], [8])
+
+
+def test_integer_power_and_where(q):
+    def forward(q, x, y):
+        def k(i):
+            v = x[i] - 0.6
+            y[i] = v**3 + (math.sqrt(v) if v > 0.0 else 0.0) + x[i] ** 2.5
+
+        q.parallel_for(sycl.range(8), k)
+
+    (g,) = gradcheck(q, forward, [X], [8])
+    assert np.all(np.isfinite(g))  # the branch not taken is not differentiated
+
+
+def test_branches(q):
+    def forward(q, x, w, y):
+        def k(i):
+            v = x[i]
+            t = 0.0
+            if v > 0.55:
+                t = v * v * w[i]
+            elif v > 0.4:
+                t = math.exp(v)
+            else:
+                y[i] = math.sin(v)
+                return
+            y[i] = t * w[i]
+
+        q.parallel_for(sycl.range(8), k)
+
+    gradcheck(q, forward, [X, W], [8])
+
+
+def test_static_loops(q):
+    def forward(q, x, w, y):
+        m = 4
+
+        def k(i):
+            s = 0.0
+            for j in range(m):  # Horner: the reverse needs the carried value
+                s = s * x[i] + w[j]
+            acc = 0.0
+            for j in range(1, 8, 2):  # a sum: nothing carried is needed
+                acc += math.sin(x[j] * w[i])
+            y[i] = s + acc
+
+        q.parallel_for(sycl.range(8), k)
+
+    gradcheck(q, forward, [X, W], [8])
+
+
+def test_single_task_sum(q):
+    n = 64
+    values = np.linspace(-1, 1, n)
+
+    def forward(q, x, loss):
+        def k():
+            s = 0.0
+            for j in range(n):
+                s += (x[j] - 0.25) ** 2
+            loss[0] = s
+
+        q.single_task(k)
+
+    (g,) = gradcheck(q, forward, [values], [1], check=range(0, n, 9))
+    seed = np.random.default_rng(1).uniform(0.5, 1.5, 1)[0]
+    np.testing.assert_allclose(g, seed * 2 * (values - 0.25), rtol=1e-12)
+
+
+def _square(a):
+    return a * a
+
+
+def _blend(a, b):
+    if a > b:
+        return _square(a) - b
+    return a * math.cos(b)
+
+
+def _piecewise(a):
+    r = a
+    if a > 0.5:
+        if a > 0.7:
+            return a * a  # a return on one path of an if only
+        r = a * 3.0
+    return r + 1.0
+
+
+def test_device_functions(q):
+    def forward(q, x, w, y):
+        def k(i):
+            y[i] = _blend(x[i] * 2.0, w[i] - 1.0) + _square(w[i]) + _piecewise(x[i])
+
+        q.parallel_for(sycl.range(8), k)
+
+    gradcheck(q, forward, [X, W], [8])
+
+
+@sycl.struct
+class Particle:
+    pos: sycl.float64
+    vel: sycl.float64
+
+
+def test_structs(q):
+    n = 6
+    init = np.zeros(n, dtype=[("pos", F64), ("vel", F64)])
+    init["pos"], init["vel"] = np.linspace(0, 1, n), np.linspace(1, 2, n)
+    ps = sycl.malloc_shared(n, init.dtype, q)
+    ps[:n] = init
+    out = sycl.malloc_shared(n, F64, q)
+
+    def k(i):
+        p = ps[i]
+        out[i] = p.pos * p.vel + math.sin(ps[i].vel)
+
+    tape = ad.Tape(q)
+    with tape:
+        q.parallel_for(sycl.range(n), k).wait()
+    tape.backward({out: 1.0})
+    g = np.array(tape.gradient(ps)[:n])
+    np.testing.assert_allclose(g["pos"], init["vel"], rtol=1e-12)
+    np.testing.assert_allclose(g["vel"], init["pos"] + np.cos(init["vel"]), rtol=1e-12)
+
+
+def test_gathers(q):
+    index = np.array([3, 3, 0, 7, 1, 3, 6, 0], dtype=np.int32)
+
+    def forward(q, x, w, y):
+        idx = sycl.malloc_shared(8, np.int32, q)
+        idx[:8] = index
+
+        def k(i):
+            y[i] = x[idx[i]] * w[(i + 1) % 8] + x[i]
+
+        q.parallel_for(sycl.range(8), k)
+
+    gx, _ = gradcheck(q, forward, [X, W], [8])
+    seed = np.random.default_rng(1).uniform(0.5, 1.5, 8)
+    expect = seed.copy()
+    np.add.at(expect, index, seed * np.roll(W, -1))
+    np.testing.assert_allclose(gx, expect, rtol=1e-12)
+
+
+def test_update_in_place_and_two_kernels(q):
+    def forward(q, x, w, y):
+        def square(i):
+            y[i] = x[i] * x[i]
+
+        def add(i):
+            y[i] += w[i] * x[i]
+
+        q.parallel_for(sycl.range(8), square)
+        q.parallel_for(sycl.range(8), add)
+
+    gx, gw = gradcheck(q, forward, [X, W], [8])
+    seed = np.random.default_rng(1).uniform(0.5, 1.5, 8)
+    np.testing.assert_allclose(gx, seed * (2 * X + W), rtol=1e-12)
+    np.testing.assert_allclose(gw, seed * X, rtol=1e-12)
+
+
+def test_overwrites_in_a_kernel(q):
+    def forward(q, x, w, y):
+        def k(i):
+            y[i] = x[i] * 5.0  # overwritten below: no gradient
+            for j in range(3):  # each iteration overwrites the last
+                y[i] = w[i] * x[i] * (j + 1.0)
+
+        q.parallel_for(sycl.range(8), k)
+
+    gx, _ = gradcheck(q, forward, [X, W], [8])
+    seed = np.random.default_rng(1).uniform(0.5, 1.5, 8)
+    np.testing.assert_allclose(gx, seed * 3 * W, rtol=1e-12)
+
+
+def test_nd_range(q):
+    def forward(q, x, y):
+        def k(it):
+            i = it.get_global_id(0)
+            y[i] = math.tanh(x[i]) * x[(i + 1) % 8]
+
+        q.parallel_for(sycl.nd_range(sycl.range(8), sycl.range(4)), k)
+
+    gradcheck(q, forward, [X], [8])
+
+
+@syclexp.nd_range_kernel(1)
+def _scaled_exp(src: sycl.ptr[sycl.float64], dst: sycl.ptr[sycl.float64], s: sycl.float64):
+    i = this_work_item.get_nd_item(1).get_global_linear_id()
+    dst[i] = math.exp(src[i]) * s
+
+
+@syclexp.single_task_kernel
+def _squares(src: sycl.ptr[sycl.float64], out: sycl.ptr[sycl.float64], n: sycl.int32):
+    s = 0.0
+    for j in range(n):
+        s += src[j] * src[j]
+    out[0] = s
+
+
+def test_free_function_kernels(q):
+    def forward(q, x, out):
+        y = sycl.malloc_shared(8, F64, q)
+        syclexp.nd_launch(q, sycl.nd_range(sycl.range(8), sycl.range(4)), _scaled_exp, x, y,
+                          3.0)
+        q.submit(lambda h: syclexp.single_task(h, _squares, y, out, 8))
+
+    (g,) = gradcheck(q, forward, [X], [1])
+    seed = np.random.default_rng(1).uniform(0.5, 1.5, 1)[0]
+    np.testing.assert_allclose(g, seed * 18 * np.exp(2 * X), rtol=1e-12)
+
+
+def test_local_memory_and_barriers(q):
+    n, wg = 16, 8
+
+    def forward(q, x, y):
+        tile = syclexp.work_group_memory(sycl.float64, wg)
+
+        def k(it):
+            i, lid = it.get_global_id(0), it.get_local_id(0)
+            tile[lid] = x[i] * x[i]
+            sycl.group_barrier(it.get_group())
+            y[i] = tile[lid] * math.sin(tile[(lid + 1) % wg]) + tile[wg - 1 - lid]
+
+        q.parallel_for(sycl.nd_range(sycl.range(n), sycl.range(wg)), k)
+
+    (g,) = gradcheck(q, forward, [np.linspace(0.2, 1.0, n)], [n])
+    assert np.all(g != 0)
+
+
+def test_reductions(q):
+    n = 40
+    values = np.linspace(-1, 1, n)
+
+    def forward(q, x, w, out):
+        def k(it, s, t):
+            i = it.get_global_id(0)
+            s += math.sin(x[i]) * w[i % 8]
+            t.combine(x[i] * x[i])
+
+        # a sum into a target holding 0, and one into out[1] keeping its value
+        q.parallel_for(sycl.nd_range(sycl.range(n), sycl.range(8)),
+                       sycl.reduction(out, sycl.plus(), property_list=[
+                           sycl.property.reduction.initialize_to_identity()]),
+                       sycl.reduction(out + 1, sycl.plus()), k)
+
+    gx, _ = gradcheck(q, forward, [values, W], [2])
+    s0, s1 = np.random.default_rng(1).uniform(0.5, 1.5, 2)
+    np.testing.assert_allclose(gx, s0 * np.cos(values) * np.tile(W, 5) + s1 * 2 * values,
+                               rtol=1e-12)
+
+
+def test_error_reduction_product(q):
+    x, out = shared(q, X), shared(q, np.ones(1))
+
+    def k(i, p):  # product
+        p.combine(x[i])
+
+    tape = ad.Tape(q)
+    with tape:
+        q.parallel_for(sycl.range(8), sycl.reduction(out, sycl.multiplies()), k).wait()
+    with pytest.raises(sycl.exception, match="a reduction of <f8 with combiner multiplies") \
+            as info:
+        tape.backward({out: 1.0})
+    assert f"{__file__}:{_line('# product')}:" in str(info.value)
+
+
+def test_stencil_100_steps(q):
+    side, steps = 6, 100
+
+    def heat(src, dst):
+        def step(item):
+            i, j = item[0], item[1]
+            c = src[i * side + j]
+            up = src[max(i - 1, 0) * side + j]
+            down = src[min(i + 1, side - 1) * side + j]
+            left = src[i * side + max(j - 1, 0)]
+            right = src[i * side + min(j + 1, side - 1)]
+            dst[i * side + j] = c + 0.1 * (up + down + left + right - 4.0 * c) \
+                + 0.01 * math.sin(c)
+
+        return step
+
+    def forward(q, u0, out):
+        grids = [u0] + [sycl.malloc_shared(side * side, F64, q) for _ in range(steps - 1)]
+        grids.append(out)
+        for t in range(steps):  # one array per step: the tape keeps no copies
+            q.parallel_for(sycl.range(side, side), heat(grids[t], grids[t + 1]))
+
+    u0 = np.cos(np.arange(side * side) * 0.37)
+    gradcheck(q, forward, [u0], [side * side], check=[0, 7, 14, 21, 35])
+
+
+class _Params:
+    def __init__(self, shift: float) -> None:
+        self.shift = shift
+
+
+def test_captured_scalars(q):
+    x, y1, y2 = shared(q, X), shared(q, np.zeros(8)), shared(q, np.zeros(8))
+    seed = np.linspace(0.5, 1.5, 8)
+
+    def run(rate, shift, y, tape=None):
+        params = _Params(np.float64(shift))
+
+        def k(i):
+            y[i] = math.exp(rate * x[i]) + params.shift * x[i]
+
+        if tape is None:
+            q.parallel_for(sycl.range(8), k).wait()
+            return float(np.dot(seed, y[:8]))
+        with tape:
+            q.parallel_for(sycl.range(8), k).wait()
+        return None
+
+    rate, shift, h = np.float64(1.7), 0.25, 1e-6
+    tape = ad.Tape(q)
+    run(rate, shift, y1, tape)
+    run(rate * 2, shift, y2, tape)  # another launch: its adjoint adds into the same name
+    tape.backward({y1: seed, y2: seed})
+    fd_rate = (run(rate + h, shift, y1) - run(rate - h, shift, y1)) / (2 * h) + \
+        (run(2 * rate + h, shift, y2) - run(2 * rate - h, shift, y2)) / (2 * h)
+    fd_shift = 2 * (run(rate, shift + h, y1) - run(rate, shift - h, y1)) / (2 * h)
+    assert abs(tape.gradient_of("rate") - fd_rate) <= 1e-6 * abs(fd_rate)
+    assert abs(tape.gradient_of("params.shift") - fd_shift) <= 1e-6 * abs(fd_shift)
+    tape.zero()
+    assert tape.gradient_of("rate") == 0.0
+    with pytest.raises(sycl.exception, match="captures a float scalar named 'nothing'"):
+        tape.gradient_of("nothing")
+
+
+def test_a_later_launch_overwrites(q):
+    def forward(q, x, w, y):
+        def first(i):
+            y[i] = x[i] * x[i]  # overwritten by the next launch: no gradient for x
+
+        def second(i):
+            y[i] = w[i] * 3.0
+
+        def third(i):
+            y[i] += x[i] * w[i]
+
+        q.parallel_for(sycl.range(8), first)
+        q.parallel_for(sycl.range(8), second)
+        q.parallel_for(sycl.range(8), third)
+
+    gx, gw = gradcheck(q, forward, [X, W], [8])
+    seed = np.random.default_rng(1).uniform(0.5, 1.5, 8)
+    np.testing.assert_allclose(gx, seed * W, rtol=1e-12)
+    np.testing.assert_allclose(gw, seed * (3 + X), rtol=1e-12)
+
+
+def _line(marker: str) -> int:
+    lines = inspect.getsource(inspect.getmodule(_line)).splitlines()
+    return next(k for k, text in enumerate(lines, 1) if text.rstrip().endswith(marker))
+
+
+def _raises_at(q, kernel, marker, what, n=4, dtype=F64):
+    tape = ad.Tape(q)
+    with tape:
+        q.parallel_for(sycl.range(n), kernel).wait()
+    with pytest.raises(sycl.exception) as info:
+        tape.backward({})
+    assert info.value.code() == sycl.errc.build
+    assert f"{__file__}:{_line(marker)}:" in str(info.value)
+    assert what in str(info.value)
+
+
+def test_error_atomic_max(q):
+    x = shared(q, np.ones(4), np.float32)
+    y = shared(q, np.zeros(1), np.float32)
+
+    def k(i):
+        sycl.atomic_ref(y[0]).fetch_max(x[i])  # atomic max
+
+    _raises_at(q, k, "# atomic max", "atomic FMax on differentiable memory")
+
+
+def test_error_atomic_result(q):
+    x = shared(q, np.ones(4), np.float32)
+    y = shared(q, np.zeros(1), np.float32)
+    z = shared(q, np.zeros(4), np.float32)
+
+    def k(i):
+        z[i] = sycl.atomic_ref(y[0]).fetch_add(x[i])  # atomic result
+
+    _raises_at(q, k, "# atomic result", "the result of an atomic operation")
+
+
+def test_error_int_to_float(q):
+    x, y = shared(q, X[:4] * 10), shared(q, np.zeros(4))
+
+    def k(i):
+        whole = int(x[i])
+        y[i] = float(whole) * x[i]  # int to float
+
+    _raises_at(q, k, "# int to float", "integer-to-float conversion")
+
+
+def test_error_data_dependent_loop(q):
+    x, y = shared(q, X[:4] * 10), shared(q, np.zeros(4))
+
+    def k(i):
+        s = 0.0
+        for _ in range(int(x[i])):  # float count
+            s += x[i]
+        y[i] = s
+
+    _raises_at(q, k, "# float count", "a loop whose count depends on float values")
+
+
+def test_error_while_loop(q):
+    x, y = shared(q, X[:4]), shared(q, np.zeros(4))
+
+    def k(i):
+        j = 0
+        s = x[i]
+        while j < 3:  # while
+            s = s * s
+            j += 1
+        y[i] = s
+
+    _raises_at(q, k, "# while", "a while loop")
+
+
+def test_error_value_overwritten(q):
+    x, y = shared(q, X[:4]), shared(q, X[:4])
+
+    def k(i):
+        y[i] = y[i] * x[i]  # overwritten
+
+    _raises_at(q, k, "# overwritten", "a value read from memory the kernel also writes")
+
+
+def test_error_later_launch_overwrites(q):
+    x, y = shared(q, X[:4]), shared(q, np.zeros(4))
+
+    def square(i):
+        y[i] = x[i] * x[i]
+
+    def overwrite(i):
+        x[i] = 2.0 * y[i]
+
+    tape = ad.Tape(q)
+    with tape:
+        q.parallel_for(sycl.range(4), square)
+        q.parallel_for(sycl.range(4), overwrite).wait()
+    with pytest.raises(sycl.exception, match="kernel overwrite writes 'x', which kernel "
+                       "square read earlier on this tape") as info:
+        tape.backward({x: 1.0})
+    assert info.value.code() == sycl.errc.invalid
+
+
+def test_error_local_memory_written_in_a_loop(q):
+    x, y = shared(q, X[:4]), shared(q, np.zeros(4))
+    tile = syclexp.work_group_memory(sycl.float64, 4)
+
+    def k(it):
+        lid = it.get_local_id(0)
+        for r in range(2):
+            tile[lid] = x[lid] * r  # tile again
+            sycl.group_barrier(it.get_group())
+        y[lid] = tile[3 - lid]
+
+    tape = ad.Tape(q)
+    with tape:
+        q.parallel_for(sycl.nd_range(sycl.range(4), sycl.range(4)), k).wait()
+    with pytest.raises(sycl.exception, match="local memory written after it is read, or in "
+                       "a loop") as info:
+        tape.backward({y: 1.0})
+    assert f"{__file__}:{_line('# tile again')}:" in str(info.value)
+
+
+def test_error_pointer_arithmetic(q):
+    x, w, y = shared(q, X[:4]), shared(q, W[:4]), shared(q, np.zeros(4))
+
+    def k(i):
+        d = w - x
+        y[i] = (x + d)[i]  # pointer arithmetic
+
+    _raises_at(q, k, "# pointer arithmetic", "pointer arithmetic mixing differentiable")
+
+
+def test_forward_results_and_no_float_memory(q):
+    x, y = shared(q, X), shared(q, np.zeros(8))
+    counts = shared(q, np.zeros(8, np.int32), np.int32)
+
+    def count(i):
+        counts[i] = i * 2
+
+    def k(i):
+        y[i] = x[i] * 2.0
+
+    tape = ad.Tape(q)
+    with tape:
+        q.parallel_for(sycl.range(8), count)
+        q.submit(lambda h: h.parallel_for(sycl.range(8), k)).wait()
+    np.testing.assert_allclose(y[:8], X * 2)  # the forward pass ran as ever
+    assert list(counts[:8]) == list(range(0, 16, 2))
+    tape.backward({y: 1.0})
+    np.testing.assert_allclose(tape.gradient(x)[:8], np.full(8, 2.0))
+
+
+def test_command_graph_replays_forward_and_backward():
+    q = sycl.queue(property_list=[sycl.property.queue.in_order()])
+    n = 8
+    x, t = shared(q, np.linspace(1, 2, n)), shared(q, np.linspace(0, 1, n))
+    y, loss = shared(q, np.zeros(n)), shared(q, np.zeros(1))
+
+    def model(i):
+        y[i] = x[i] * x[i]
+
+    def total():
+        s = 0.0
+        for j in range(n):
+            s += (y[j] - t[j]) ** 2
+        loss[0] = s
+
+    def descend(tape):
+        grad = tape.gradient(x)
+
+        def step(i):
+            x[i] -= 0.05 * grad[i]
+
+        return step
+
+    graph_tape = ad.Tape(q)
+    g = syclexp.command_graph(q)
+    with g.recording(q):
+        with graph_tape:
+            q.parallel_for(sycl.range(n), model)
+            q.single_task(total)
+        graph_tape.backward({loss: 1.0})  # recorded: zeroing, seeding, adjoints
+        q.parallel_for(sycl.range(n), descend(graph_tape))
+    exe = g.finalize()
+    replayed = []
+    for _ in range(30):
+        q.ext_oneapi_graph(exe).wait()
+        replayed.append(loss[0])
+
+    x[:n] = np.linspace(1, 2, n)  # the same descent, eagerly
+    eager, tape = [], ad.Tape(q)
+    for _ in range(30):
+        tape.reset()
+        with tape:
+            q.parallel_for(sycl.range(n), model)
+            q.single_task(total).wait()
+        eager.append(loss[0])
+        tape.backward({loss: 1.0})
+        q.parallel_for(sycl.range(n), descend(tape)).wait()
+    assert replayed == eager
+    assert replayed[-1] < replayed[0] / 1000
+
+
+def test_adjoint_kernels_are_validated_and_cached(q):
+    x, y = shared(q, X), shared(q, np.zeros(8))
+
+    def k(i):
+        y[i] = math.cos(x[i]) * x[i]
+
+    tapes = [ad.Tape(q), ad.Tape(q)]
+    for tape in tapes:
+        with tape:
+            q.parallel_for(sycl.range(8), k).wait()
+        tape.backward({y: 1.0})
+        np.testing.assert_allclose(tape.gradient(x)[:8], np.cos(X) - X * np.sin(X),
+                                   rtol=1e-12)
+    first, second = (t._launches[0] for t in tapes)
+    assert first.spirv is second.spirv  # one compiled adjoint, from the cache
+    spirv_gen.validate(first.spirv, "vulkan1.1")
+    assert "__sycl_kernel_k" in spirv_gen.disassemble(first.spirv)
+
+
+def test_zero_and_reset(q):
+    x, y = shared(q, X), shared(q, np.zeros(8))
+
+    def k(i):
+        y[i] = x[i] * x[i]
+
+    tape = ad.Tape(q)
+    with tape:
+        q.parallel_for(sycl.range(8), k).wait()
+    gx = tape.gradient(x)
+    assert tape.gradient(x + 2).byte_offset == gx.byte_offset + 16  # one per allocation
+    tape.backward({y: 1.0})
+    np.testing.assert_allclose(gx[:8], 2 * X)
+    tape.backward({y: 1.0})  # gradients accumulate
+    np.testing.assert_allclose(gx[:8], 4 * X)
+    tape.zero()
+    np.testing.assert_allclose(gx[:8], np.zeros(8))
+    np.testing.assert_allclose(tape.gradient(y)[:8], np.zeros(8))
+    tape.backward({y: np.arange(8.0)})
+    np.testing.assert_allclose(gx[:8], 2 * X * np.arange(8))
+    tape.reset()
+    np.testing.assert_allclose(gx[:8], np.zeros(8))
+    tape.backward({y: 1.0})  # nothing recorded: only the seed is set
+    np.testing.assert_allclose(gx[:8], np.zeros(8))
+    np.testing.assert_allclose(tape.gradient(y)[:8], np.ones(8))
+    q.parallel_for(sycl.range(8), k).wait()  # outside the tape: not recorded
+    tape.backward({y: 1.0})
+    np.testing.assert_allclose(gx[:8], np.zeros(8))

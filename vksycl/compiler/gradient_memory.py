@@ -1,0 +1,196 @@
+"""Gradient memory for the adjoint of a kernel (`adjoint`): where adjoints of memory go.
+
+A read `x[j]` of differentiable memory adds its adjoint into `grad_x[j]` atomically: a
+compare-and-swap loop on the float's bits, which needs no float atomics (float64 works on
+any device with 64-bit integer atomics). A store `y[i] = v` gives `v` the adjoint in
+`grad_y[i]`, zeroing it where an overwrite needs that. Work-group memory has gradients of
+its own in work-group memory; reductions' sums and `fetch_add` read their target's
+gradient; captured float scalars add into a gradient cell each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from . import ir
+from .derivatives import is_float, zero_of
+from .typesys import BOOL, I32, U64, Scalar, Struct, Type, field_offsets
+from .workitem import barrier, builtin
+
+_DEVICE_SCOPE, _WORKGROUP_SCOPE = 1, 2
+
+
+class GradientMemory:
+    """The memory side of the reverse sweep, a part of `adjoint.Adjoint` (whose state it
+    reads: the gradient arguments, the forward sweep's loads and stores)."""
+
+    def rev_store(self, r: tuple, out: list[ir.Stmt]) -> None:
+        _, place, value, site = r
+        if not is_float(place.ty):
+            return
+        pf = self.pointer_of(place.index, site)
+        if pf is None:
+            return
+        self.written.add(pf)
+        gplace = dataclasses.replace(place, index=self.grad_address(place.index, pf))
+        g = self.local("adj.store", place.ty)
+        out.append(ir.Assign(g, ir.Load(gplace)))
+        if pf in self.read_ptrs or self.stores[pf] > 1 or self.m.spec.adjoint == "zero":
+            # an in-place update, or an element that may be written again (here, or by an
+            # earlier launch): the value before this store has an adjoint of its own,
+            # starting at zero
+            out.append(ir.Store(dataclasses.replace(gplace), zero_of(place.ty)))
+        self.back(value, ir.Read(g), out)
+
+    def rev_barrier(self, r: tuple, out: list[ir.Stmt]) -> None:
+        """The reverse of a barrier is a barrier: adjoints scattered into work-group
+        memory are complete before the stores of the forward sweep read them."""
+        op = r[1]
+        out.append(ir.Eval(ir.Op(op.opname, op.ty, list(op.args))))
+
+    def rev_shared_store(self, r: tuple, out: list[ir.Stmt]) -> None:
+        _, place, value = r
+        if not is_float(place.ty):
+            return
+        t, gplace = place.ty, self.shared_grad(place)
+        g = self.local("adj.local", t)
+        out.append(ir.Assign(g, ir.Op("OpBitcast", t, [ir.Load(gplace)])))
+        out.append(ir.Store(self.shared_grad(place), zero_of(gplace.ty)))
+        self.back(value, ir.Read(g), out)
+
+    def shared_grad(self, place: ir.Place) -> ir.Place:
+        """The element of `place`'s gradient in work-group memory (the float's bits)."""
+        root = place.root
+        assert isinstance(root, ir.SharedRoot) and isinstance(place.ty, Scalar)
+        ut = Scalar("u", place.ty.bits)
+        grad = self.shared_grads.get(id(root))
+        if grad is None:
+            grad = self.shared_grads[id(root)] = ir.SharedRoot(
+                ut, root.length, f"grad_{root.name}", shape=root.shape)
+        return ir.Place(grad, place.index, (), ut)
+
+    def zero_shared_grads(self) -> list[ir.Stmt]:
+        """Statements zeroing the work-group's gradient arrays, then a barrier."""
+        if not self.shared_grads:
+            return []
+        size = int(np.prod(self.m.local))
+        e = self.local("zero.e", I32)
+        out: list[ir.Stmt] = []
+        for grad in self.shared_grads.values():
+            out += [ir.Assign(e, builtin("LocalInvocationIndex")), ir.Loop(
+                [], ir.Op("OpSLessThan", BOOL, [ir.Read(e), ir.Const(I32, grad.length)]),
+                [ir.Store(ir.Place(grad, ir.Read(e), (), grad.elem), zero_of(grad.elem))],
+                [ir.Assign(e, ir.Op("OpIAdd", I32, [ir.Read(e), ir.Const(I32, size)]))])]
+        out.append(ir.Eval(barrier(_WORKGROUP_SCOPE)))
+        return out
+
+    def rev_reduce(self, r: tuple, out: list[ir.Stmt]) -> None:
+        """A reducer's sum: what it adds gets the adjoint of its target's element."""
+        _, place, value, _ = r
+        reducer, pf = self.reducers[id(place.root)]
+        t = reducer.spec.element
+        if not t.is_float:
+            return
+        address = ir.Op("OpIAdd", U64, [pf, ir.Op("OpIMul", U64, [
+            ir.Op("OpSConvert", U64, [place.index]), ir.Const(U64, t.nbytes)])])
+        g = self.local("adj.reduction", t)
+        out.append(ir.Assign(g, ir.Load(ir.Place(self.m.global_root(t), address, (), t))))
+        self.back(value, ir.Read(g), out)
+
+    def rev_atomic_add(self, r: tuple, out: list[ir.Stmt]) -> None:
+        _, place, value, pf = r
+        self.written.add(pf)
+        g = self.local("adj.atomic", place.ty)
+        out.append(ir.Assign(g, ir.Load(dataclasses.replace(
+            place, index=self.grad_address(place.index, pf)))))
+        self.back(value, ir.Read(g), out)
+
+    def check_overwritten(self, reverse: list[ir.Stmt]) -> None:
+        """The reverse sweep recomputes values from memory as the forward launch left it:
+        one that needs a value the kernel read from memory it also writes would get the
+        new value, so that is an error (an update `y[i] += f(x)` needs none)."""
+        both = self.read_ptrs & self.written
+        if not both:
+            return
+        stack: list[Any] = [reverse]
+        for x in ir.each_once(stack):
+            hit = self.loads.get(id(x))
+            if hit is not None and hit[1] in both:
+                raise self.error(x, "a value read from memory the kernel also writes (the "
+                                 "adjoint would read the new value); write the result to "
+                                 "another array")
+            if isinstance(x, ir.Read):
+                stack.extend(self.defs.get(id(x.local), ()))
+            elif isinstance(x, list | tuple):
+                stack.extend(x)
+            elif dataclasses.is_dataclass(x) and isinstance(x, ir.Value | ir.Stmt | ir.Place):
+                stack.extend(getattr(x, f.name) for f in dataclasses.fields(x)
+                             if f.name not in ("ty", "local"))
+
+    def grad_address(self, index: ir.Value, pf: int) -> ir.Value:
+        """The address in the gradient of pointer `pf` matching `index` in its memory."""
+        return ir.Op("OpIAdd", U64, [ir.Op("OpISub", U64, [index, ir.PushField(pf, U64)]),
+                                     self.grad[pf]])
+
+    def scatter(self, place: ir.Place, a: ir.Value, out: list[ir.Stmt], site: Any) -> None:
+        """grad[place] += a, atomically: a compare-and-swap loop on the float's bits."""
+        t = place.ty
+        assert isinstance(t, Scalar)
+        ut = Scalar("u", t.bits)
+        if isinstance(place.root, ir.SharedRoot):
+            grad, scope = self.shared_grad(place), _WORKGROUP_SCOPE
+        elif isinstance(place.root, ir.GlobalRoot):
+            pf = self.pointer_of(place.index, site)
+            if pf is None:
+                return
+            address = self.grad_address(place.index, pf)
+            offset = _member_offset(place.root.elem, place.members)
+            if offset:
+                address = ir.Op("OpIAdd", U64, [address, ir.Const(U64, offset)])
+            grad, scope = ir.Place(self.m.global_root(ut), address, (), ut), _DEVICE_SCOPE
+        else:
+            return
+        self.atomic_add(grad, scope, a, out)
+
+    def argument(self, v: ir.PushField, a: ir.Value, out: list[ir.Stmt]) -> None:
+        """A float scalar argument's adjoint goes into its gradient cell."""
+        cell = self.scalars.get(v.index)
+        if cell is not None:
+            ut = Scalar("u", v.ty.bits)
+            self.atomic_add(ir.Place(self.m.global_root(ut), cell, (), ut), _DEVICE_SCOPE, a,
+                            out)
+
+    def atomic_add(self, grad: ir.Place, scope: int, a: ir.Value, out: list[ir.Stmt]) -> None:
+        """The float at `grad` (as its bits) += a: a compare-and-swap loop."""
+        ut = grad.ty
+        assert isinstance(ut, Scalar)
+        t = Scalar("f", ut.bits)
+        if t.bits == 64:
+            self.m.aspects.add("atomic64")
+        value, old, seen = (self.local(n, ty) for n, ty in (
+            ("adj.scatter", t), ("cas.old", ut), ("cas.seen", ut)))
+        new = ir.Op("OpBitcast", ut, [ir.Op("OpFAdd", t, [ir.Op("OpBitcast", t, [
+            ir.Read(old)]), ir.Read(value)])])
+        cas = ir.Atomic("OpAtomicCompareExchange", dataclasses.replace(grad),
+                        [new, ir.Read(old)], ut, scope, 0)
+        out += [ir.Assign(value, a), ir.Assign(old, ir.Load(grad)),
+                ir.Loop([], None, [
+                    ir.Assign(seen, cas),
+                    ir.If(ir.Op("OpIEqual", BOOL, [ir.Read(seen), ir.Read(old)]),
+                          [ir.Break()], []),
+                    ir.Assign(old, ir.Read(seen))], [])]
+
+
+def _member_offset(t: Type, members: tuple[int, ...]) -> int:
+    offset = 0
+    for m in members:
+        assert isinstance(t, Struct)
+        offset += field_offsets(t)[m]
+        t = t.fields[m][1]
+    return offset
+
+
+__all__ = ["GradientMemory"]
