@@ -121,9 +121,9 @@ def write(args: argparse.Namespace, title: str, rows: Sequence[Mapping[str, obje
         old, kept = read(path)
         if kept and list(kept[0]) != fields:
             sys.exit(f"{path} has columns {list(kept[0])}, this run {fields}")
-        for key in HEADER:
-            if old.get(key) and old[key] != meta[key]:
-                meta[key] = f"{old[key]}; then {meta[key]}"
+        for key in HEADER:  # each run's value, once
+            runs = old[key].split("; then ") if old.get(key) else []
+            meta[key] = "; then ".join(runs + [meta[key]] * (meta[key] not in runs))
         run += max((int(r["run"]) for r in kept if r.get("run")), default=0)
     out = io.StringIO()
     out.write(f"# {title}\n")
