@@ -93,7 +93,8 @@ def cell(value: object) -> str:
 
 
 def read(path: Path) -> tuple[dict[str, str], list[dict[str, str]]]:
-    """A data file's `# key: value` header (its first line is the title) and its rows."""
+    """A data file's `# key: value` header and its rows; a `#` line without a key is the
+    title."""
     meta: dict[str, str] = {}
     lines = []
     for line in path.read_text().splitlines():
@@ -126,7 +127,7 @@ def write(args: argparse.Namespace, title: str, rows: Sequence[Mapping[str, obje
             meta[key] = "; then ".join(runs + [meta[key]] * (meta[key] not in runs))
         run += max((int(r["run"]) for r in kept if r.get("run")), default=0)
     out = io.StringIO()
-    out.write(f"# {title}\n")
+    out.write(f"# title: {title}\n")
     out.writelines(f"# {key}: {meta[key]}\n" for key in HEADER)
     table = csv.DictWriter(out, fields, lineterminator="\n")
     table.writeheader()

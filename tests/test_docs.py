@@ -12,6 +12,7 @@ HTML comment on the line before a block changes what is expected of it:
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 import shutil
@@ -189,11 +190,9 @@ def test_a_benchmark_writes_a_data_file_the_plots_draw(tmp_path):
                            "--csv", str(written), "--note", "a test"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import record
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("record", ROOT / "benchmarks" / "record.py")
+    record = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(record)
     meta, rows = record.read(written)
     assert set(record.HEADER) <= set(meta) and "--csv" in meta["command"], meta
     assert "a test" in meta["host"] and meta["tree"], meta
