@@ -317,7 +317,8 @@ def main() -> None:
     cases |= {"raw kp": raw_kp_case(q), "torch": torch_case(), "cupy RawKernel": cupy_case()}
     nv_version = numba_vulkan_peer.version()
     if nv_version:
-        cases["numba-vulkan"] = numba_vulkan_peer.launch_case(N)
+        cases["numba-vulkan"] = numba_vulkan_peer.launch_case(
+            q.get_device().get_info(sycl.info.device.name), N)
     cases = {k: v for k, v in cases.items() if v is not None}
     launched = dict.fromkeys(cases, 0)
     results: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}

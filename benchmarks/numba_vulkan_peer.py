@@ -2,9 +2,10 @@
 the same kernels written for it, on the same device, in the same process as vksycl.
 
 numba-vulkan is not a dependency of vksycl; where it is not importable (or finds no
-Vulkan device), `version()` is None and the benchmarks leave its figures out. Arrays live
-on the device (`nv.to_device`), so launches neither copy nor wait; `nv.synchronize()`
-waits, as `q.wait()` does for vksycl.
+Vulkan device), `version()` is None and the benchmarks leave its figures out. Each case
+selects the device vksycl's queue runs on, by name. Arrays live on the device
+(`nv.to_device`), so launches neither copy nor wait; `nv.synchronize()` waits, as
+`q.wait()` does for vksycl.
 """
 
 from __future__ import annotations
@@ -29,9 +30,12 @@ def version() -> str | None:
         return None
 
 
-def launch_case(n: int) -> Case:
-    """`x[i] += 1` over n float32: launch, wait, and a check of how many launches ran."""
+def launch_case(device: str, n: int) -> Case:
+    """`x[i] += 1` over n float32 on the device named `device`: launch, wait, and a check
+    of how many launches ran."""
     import numba_vulkan as nv
+
+    nv.select_device(device)
 
     @nv.jit
     def bump(x):
@@ -49,12 +53,15 @@ def launch_case(n: int) -> Case:
     return (lambda: launch(x)), nv.synchronize, check
 
 
-def stream_case(n: int, s: float
+def stream_case(device: str, n: int, s: float
                 ) -> tuple[dict[str, Callable[[], object]], Callable[[], object],
                            Callable[[], np.ndarray]]:
-    """STREAM's copy, scale and triad over three device arrays of n float32, set as
-    stream.py sets vksycl's (a = 1, b = 2, c = 0); the wait; and array a read back."""
+    """STREAM's copy, scale and triad over three arrays of n float32 on the device named
+    `device`, set as stream.py sets vksycl's (a = 1, b = 2, c = 0); the wait; and array a
+    read back."""
     import numba_vulkan as nv
+
+    nv.select_device(device)
 
     @nv.jit
     def copy(a, c):

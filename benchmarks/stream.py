@@ -75,7 +75,8 @@ def main() -> None:
     versions: dict[str, str] = {}
     nv_version = numba_vulkan_peer.version()
     if nv_version:
-        theirs, nv_wait, nv_result = numba_vulkan_peer.stream_case(n, float(s))
+        theirs, nv_wait, nv_result = numba_vulkan_peer.stream_case(
+            q.get_device().get_info(sycl.info.device.name), n, float(s))
         peers["numba-vulkan"] = {name: best(k, nv_wait, args.repeat)
                                  for name, k in theirs.items()}
         got = nv_result()
