@@ -9,7 +9,9 @@ floor Kompute allows and the CUDA peers on the same GPU:
 - raw kp: the same compiled SPIR-V as one pre-built `kp.OpAlgoDispatch`, recorded into a
   sequence and submitted per launch (sequences reused from a ring once complete);
 - torch: `x.add_(1)` on a CUDA tensor;
-- cupy `RawKernel`: the same kernel written in CUDA.
+- cupy `RawKernel`: the same kernel written in CUDA;
+- numba-vulkan: the same kernel as a `@nv.jit` kernel over a device array, on the same
+  Vulkan device, where numba-vulkan is importable (`numba_vulkan_peer.py`).
 
 Two figures each: launch + wait (median of single launches), and 1000 launches without
 waiting then one wait (per launch). The variants run in alternating rounds so a change in
@@ -18,9 +20,12 @@ spelling's ratio to torch and to the fastest vksycl spelling. `--items` sizes th
 kernel (default 64): with millions of items each launch keeps the GPU busy for a while,
 which shows whether submitting in batches ever leaves the device idle. `--awake` is a
 diagnostic of the machine (root, Linux): idle CPUs poll rather than halt meanwhile, which
-shows what a virtual machine's slow wake-ups of the driver's threads add.
+shows what a virtual machine's slow wake-ups of the driver's threads add. `--csv FILE`
+writes each spelling's and peer's figures for docs/plots.py (`record.py`; `--append` adds
+this process's as the next run).
 
     python3 benchmarks/eager_launch.py [--async-launches 1000] [--rounds 5] [--items 64]
+                                       [--csv FILE [--append]]
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ import statistics
 import time
 from collections.abc import Callable
 
+import numba_vulkan_peer
 import numpy as np
+import record
 from timing import cpus_awake
 
 import vksycl as sycl
@@ -269,6 +276,11 @@ extern "C" __global__ void bump(float* x, int n) {
         cupy.cuda.Device().synchronize, None
 
 
+# the peers' and the floor's names in the data file
+CSV_NAMES = {"raw kp": "raw kp (the floor)", "torch": "torch x.add_(1) (peer)",
+             "cupy RawKernel": "cupy RawKernel (peer)", "numba-vulkan": "numba-vulkan (peer)"}
+
+
 def one_round(launch: Callable, wait: Callable, singles: int, many: int) -> tuple[float, float]:
     times = []
     for _ in range(singles):
@@ -294,6 +306,7 @@ def main() -> None:
                     help="vksycl spellings to run (default: all)")
     ap.add_argument("--awake", action="store_true",
                     help="diagnostic: idle CPUs poll rather than halt (timing.cpus_awake)")
+    record.add_arguments(ap)
     args = ap.parse_args()
     N = args.items
     q = sycl.queue()
@@ -302,6 +315,10 @@ def main() -> None:
           f"{len(mypyc_modules.MODULES)} modules")
     cases = {f"vksycl, {s}": vksycl_case(q, s) for s in args.spellings}
     cases |= {"raw kp": raw_kp_case(q), "torch": torch_case(), "cupy RawKernel": cupy_case()}
+    nv_version = numba_vulkan_peer.version()
+    if nv_version:
+        cases["numba-vulkan"] = numba_vulkan_peer.launch_case(
+            q.get_device().get_info(sycl.info.device.name), N)
     cases = {k: v for k, v in cases.items() if v is not None}
     launched = dict.fromkeys(cases, 0)
     results: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
@@ -337,7 +354,22 @@ def main() -> None:
         if best is not None and name.startswith("vksycl"):
             spelled = f"{single / best[0]:.2f}x, {many / best[1]:.2f}x"
         print(f"| {name} | {single * 1e6:.1f} | {many * 1e6:.1f} | {vs} | {spelled} |")
-    print("(vksycl results checked, every spelling: every launch added 1, or its scalar)")
+    print("(results checked, every spelling and numba-vulkan: every launch added 1, or its "
+          "scalar)")
+    versions = {"numba-vulkan": nv_version} if nv_version else {}
+    if "torch" in med:
+        import torch
+        versions["torch"] = torch.__version__
+    if "cupy RawKernel" in med:
+        import cupy
+        versions["cupy"] = cupy.__version__
+    rows = [{"spelling": CSV_NAMES.get(name, name.removeprefix("vksycl, ")), "run": None,
+             "wait_us": single * 1e6, "async_us": many * 1e6}
+            for name, (single, many) in med.items()]
+    record.write(args, "Eager launch per spelling: a tiny kernel's launch + wait, and "
+                 f"asynchronous launches, in µs (medians of {args.rounds} rounds of "
+                 f"{args.singles} launch + waits and {args.async_launches} async launches)",
+                 rows, q.get_device(), versions)
 
 
 if __name__ == "__main__":

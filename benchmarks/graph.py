@@ -19,7 +19,10 @@ inside the capture, against the same 8 on one stream; (c) `fill_` of the scalar 
 the graph reads plus a replay; (d) the capture and instantiation of (a). Every figure is
 a median; results are checked on the host.
 
-    python3 benchmarks/graph.py [--small] [--n 200] [--e-items N]
+`--csv FILE` writes (a') and (e), with torch's CUDA graph and torch.compile, for
+docs/plots.py (`record.py`; `--append` adds this process's as the next run).
+
+    python3 benchmarks/graph.py [--small] [--n 200] [--e-items N] [--csv FILE [--append]]
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import argparse
 import time
 
 import numpy as np
+import record
 from timing import median_us
 
 import vksycl as sycl
@@ -305,6 +309,7 @@ def main() -> None:
     ap.add_argument("--work", type=int, default=None, help="loop iterations per work-item")
     ap.add_argument("--e-items", type=int, default=None,
                     help="float32 elements of (e)'s chain (default 64M, 1M with --small)")
+    record.add_arguments(ap)
     args = ap.parse_args()
     q = sycl.queue()
     dev = q.get_device()
@@ -363,6 +368,20 @@ def main() -> None:
         line += (f"; torch.compile {te:.0f} us, fused / torch.compile "
                  f"{e['fused'] / te:.2f} (target <= 1.1)")
     print(line + f" [{'checked' if e['ok'] and e['one'] else 'WRONG'}]")
+    chain, ops = f"chain of {NODES} (per node)", f"{len(OPS)} elementwise ops"
+    rows = [(chain, "vksycl fused", f["fused"] / NODES),
+            (chain, "vksycl unfused", f["plain"] / NODES)]
+    if t:
+        rows.append((chain, "torch CUDA graph", t["replay"] / NODES))
+    rows += [(ops, "vksycl fused", e["fused"]), (ops, "vksycl unfused", e["plain"])]
+    if te:
+        rows.append((ops, "torch.compile", te))
+    torch_version = {"torch": torch.__version__} if cuda else None
+    record.write(args, f"Command graphs: (a') replay of a chain of {NODES} tiny dependent "
+                 f"kernels, µs per node; (e) {len(OPS)} elementwise ops over {e_items} float32, "
+                 "µs per replay", [{"figure": figure, "variant": variant, "run": None,
+                                    "value_us": value} for figure, variant, value in rows],
+                 dev, torch_version)
 
 
 if __name__ == "__main__":

@@ -16,10 +16,13 @@ time the `vkQueueSubmit` itself took (where the driver's threads are woken) and 
 spelling's launch + wait.
 
     python3 benchmarks/host_gap_probe.py [--spelling "same range object"] [--rounds 60]
-    python3 benchmarks/host_gap_probe.py --gaps [--rounds 100] [--awake]
+    python3 benchmarks/host_gap_probe.py --gaps [--rounds 100] [--awake] [--csv FILE [--append]]
 
 `--awake` (root, Linux) keeps idle CPUs polling rather than halted meanwhile
-(`timing.cpus_awake`): a diagnostic of what slow wake-ups add, never a measure.
+(`timing.cpus_awake`): a diagnostic of what slow wake-ups add, never a measure. With
+`--gaps`, `--csv FILE` writes each spelling's figures for docs/plots.py (`record.py`), the
+`cpus` column saying whether idle CPUs halted or were kept awake; a run with `--awake
+--append` adds the other half.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import argparse
 import statistics
 import time
 
+import record
 from eager_launch import SPELLINGS, vksycl_case
 from timing import cpus_awake, sequence_methods
 
@@ -45,11 +49,18 @@ def main() -> None:
     ap.add_argument("--gaps", action="store_true", help="each spelling's gap instead")
     ap.add_argument("--awake", action="store_true",
                     help="diagnostic: idle CPUs poll rather than halt (timing.cpus_awake)")
+    record.add_arguments(ap)
     args = ap.parse_args()
     q = sycl.queue()
     with cpus_awake(args.awake):
         if args.gaps:
-            gaps(q, args.rounds)
+            rows = gaps(q, args.rounds)
+            for row in rows:
+                row["cpus"] = "awake" if args.awake else "halt"
+            record.write(args, "Eager launch + wait per spelling on lavapipe, µs (medians), "
+                         "idle CPUs halting or kept awake (--awake); the host's gap from one "
+                         "wait's return to the next vkQueueSubmit, and that call's time",
+                         rows, q.get_device())
         else:
             delays(q, args.spelling, args.rounds, args.per_round)
 
@@ -83,7 +94,7 @@ def delays(q: sycl.queue, spelling: str, rounds: int, per_round: int) -> None:
               f"{(statistics.median(got) - base) * 1e6:+.1f} |")
 
 
-def gaps(q: sycl.queue, rounds: int) -> None:
+def gaps(q: sycl.queue, rounds: int) -> list[dict[str, object]]:
     clock = time.perf_counter
     seen = {"done": 0.0, "submitted": 0.0, "in_submit": 0.0}
     sequence = engine.kp.Sequence
@@ -128,10 +139,14 @@ def gaps(q: sycl.queue, rounds: int) -> None:
     print("| spelling | gap p50 µs | vkQueueSubmit p50 µs | launch + wait p50 µs | "
           "vs the best |")
     print("|---|---:|---:|---:|---:|")
+    rows: list[dict[str, object]] = []
     for s, (gap, in_submit, took) in found.items():
-        print(f"| {s} | {statistics.median(gap) * 1e6:.1f} | "
-              f"{statistics.median(in_submit) * 1e6:.1f} | "
-              f"{statistics.median(took) * 1e6:.1f} | {statistics.median(took) / best:.2f}x |")
+        rows.append({"spelling": s, "cpus": None, "wait_us": statistics.median(took) * 1e6,
+                     "gap_us": statistics.median(gap) * 1e6,
+                     "submit_us": statistics.median(in_submit) * 1e6})
+        print(f"| {s} | {rows[-1]['gap_us']:.1f} | {rows[-1]['submit_us']:.1f} | "
+              f"{rows[-1]['wait_us']:.1f} | {statistics.median(took) / best:.2f}x |")
+    return rows
 
 
 if __name__ == "__main__":

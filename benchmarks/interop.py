@@ -9,7 +9,10 @@ to torch (`.cuda()`), back to the host (`.cpu()`) and back to vksycl (memcpy). E
 waits for the other on the host in all three. Prints the median of each and their ratio;
 needs an NVIDIA GPU, CUDA and torch, and says what is missing elsewhere.
 
-    python benchmarks/interop.py [--mib 256] [--repeat 10]
+`--csv FILE` writes the four medians for docs/plots.py (`record.py`), `--append` adding
+another GPU's beside them.
+
+    python benchmarks/interop.py [--mib 256] [--repeat 10] [--csv FILE [--append]]
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+import record
 
 import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
@@ -63,6 +67,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=10)
+    record.add_arguments(parser)
     args = parser.parse_args()
     q = sycl.queue(property_list=[sycl.property.queue.in_order()])
     try:
@@ -132,6 +137,15 @@ def main() -> int:
     print(f"  host copies / shared: {copied_ms / shared_ms:.1f}x; the copies move "
           f"{4 * args.mib} MiB in {copied_ms - shared_ms:.2f} ms more "
           f"({4 * nbytes / max(copied_ms - shared_ms, 1e-9) / 1e6:.1f} GB/s)")
+    gpu = name.removeprefix("NVIDIA ").split()[0]  # "NVIDIA H100 80GB HBM3": H100
+    record.write(args, f"A {args.mib} MiB round trip vksycl -> torch -> vksycl, median of "
+                 f"{args.repeat}, ms", [
+                     {"gpu": gpu, "path": path, "ms": ms} for path, ms in (
+                         ("shared memory (cuda_view + DLPack)", shared_ms),
+                         ("CUDA's memory (cuda_exportable)", owned_ms),
+                         ("host copies", copied_ms),
+                         ("vksycl's two kernels alone", kernels_ms))],
+                 q.get_device(), {"torch": torch.__version__})
 
     tensors.clear()
     view.close()

@@ -8,9 +8,10 @@
   Triton `tl.dot` kernel computing the same bias + ReLU, and the float32 tiled kernel.
 
 Times are the best launch + wait of `--repeat`; every result is checked against numpy on
-a sample of rows.
+a sample of rows. `--csv FILE` writes the figures for docs/plots.py (`record.py`): GFLOP/s
+per implementation, or with `--half` TFLOP/s per implementation and size.
 
-    python3 benchmarks/matmul.py [--n 2048] [--half 4096 8192] [--repeat 10]
+    python3 benchmarks/matmul.py [--n 2048] [--half 4096 8192] [--repeat 10] [--csv FILE]
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import record
 from timing import best_seconds
 
 import vksycl as sycl
@@ -88,7 +90,8 @@ def vksycl_matmul(q: sycl.queue, ha: np.ndarray, hb: np.ndarray, repeat: int):
     return secs, out
 
 
-def half_gemm(q: sycl.queue, n: int, repeat: int, f32_tflops: float) -> None:
+def half_gemm(q: sycl.queue, n: int, repeat: int, f32_tflops: float) -> dict[str, float]:
+    """TFLOP/s of each implementation at n."""
     rng = np.random.default_rng(7)
     ha = rng.uniform(-1, 1, (n, n)).astype(np.float16)
     hb = rng.uniform(-1, 1, (n, n)).astype(np.float16)
@@ -118,10 +121,11 @@ def half_gemm(q: sycl.queue, n: int, repeat: int, f32_tflops: float) -> None:
           f"tiled kernel {best / f32_tflops:.1f}x")
     for p in (a, b, bias, c):
         sycl.free(p, q)
+    found = {"vksycl joint_matrix (examples/matrix_gemm.py)": best}
     try:
         import torch
     except ImportError:
-        return
+        return found
     ta, tb = torch.as_tensor(ha, device="cuda"), torch.as_tensor(hb, device="cuda")
     tbias = torch.as_tensor(hbias, device="cuda")
     cublas = flop / best_seconds(lambda: (torch.matmul(ta, tb), torch.cuda.synchronize()),
@@ -131,16 +135,20 @@ def half_gemm(q: sycl.queue, n: int, repeat: int, f32_tflops: float) -> None:
     print(f"  cuBLAS (torch.matmul, float16 out): {cublas:.1f} TFLOP/s; vksycl / cuBLAS "
           f"{best / cublas:.2f}")
     print(f"  torch relu(matmul + bias) as eager ops: {fused:.1f} TFLOP/s")
-    triton_gemm(ta, tb, tbias, rows, want, flop, repeat, best)
+    triton = triton_gemm(ta, tb, tbias, rows, want, flop, repeat, best)
+    if triton is not None:
+        found["Triton tl.dot + bias + ReLU"] = triton
+    return found | {"torch relu(matmul + bias) eager": fused, "cuBLAS (torch.matmul)": cublas}
 
 
-def triton_gemm(ta, tb, tbias, rows, want, flop: int, repeat: int, best: float) -> None:
+def triton_gemm(ta, tb, tbias, rows, want, flop: int, repeat: int, best: float
+                ) -> float | None:
     try:
         import torch
         import triton
         import triton.language as tl
     except ImportError:
-        return
+        return None
 
     @triton.jit
     def gemm(a, b, bias, c, n, bm: tl.constexpr, bn: tl.constexpr, bk: tl.constexpr):
@@ -170,6 +178,13 @@ def triton_gemm(ta, tb, tbias, rows, want, flop: int, repeat: int, best: float) 
     tflops = flop / secs / 1e12
     print(f"  Triton tl.dot with the same bias + ReLU: {tflops:.1f} TFLOP/s; vksycl / Triton "
           f"{best / tflops:.2f}")
+    return tflops
+
+
+def versions() -> dict[str, str]:
+    """The peers' versions, where they were imported."""
+    return {name: sys.modules[name].__version__ for name in ("torch", "cupy", "triton")
+            if name in sys.modules}
 
 
 def main() -> None:
@@ -177,6 +192,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=2048)
     ap.add_argument("--half", type=int, nargs="*", default=[])
     ap.add_argument("--repeat", type=int, default=10)
+    record.add_arguments(ap)
     args = ap.parse_args()
     if args.half:
         q = sycl.queue()
@@ -187,8 +203,14 @@ def main() -> None:
         secs, _ = vksycl_matmul(q, ha, hb, args.repeat)
         f32 = 2 * n ** 3 / secs / 1e12
         print(f"vksycl float32 tiled at {n}: {f32:.2f} TFLOP/s")
+        table = {"vksycl float32 tiled kernel": {"implementation": "vksycl float32 tiled kernel",
+                                                 f"tflops_{n}": f32}}
         for size in args.half:
-            half_gemm(q, size, args.repeat, f32)
+            for impl, tflops in half_gemm(q, size, args.repeat, f32).items():
+                table.setdefault(impl, {"implementation": impl})[f"tflops_{size}"] = tflops
+        record.write(args, "GEMM: float16 in, float32 accumulate, relu(A @ B + bias), "
+                     "TFLOP/s; the float32 tiled kernel for comparison", list(table.values()),
+                     q.get_device(), versions())
         return
     n = args.n
     rng = np.random.default_rng(5)
@@ -197,11 +219,25 @@ def main() -> None:
     q = sycl.queue()
     flop = 2 * n ** 3
     secs, out = vksycl_matmul(q, ha, hb, args.repeat)
-    rows = rng.choice(n, 16, replace=False)
-    np.testing.assert_allclose(out[rows], ha[rows] @ hb, rtol=2e-3, atol=2e-3)
+    sample = rng.choice(n, 16, replace=False)
+    np.testing.assert_allclose(out[sample], ha[sample] @ hb, rtol=2e-3, atol=2e-3)
     ours = flop / secs / 1e9
     print(f"device: {q.get_device().get_info(sycl.info.device.name)}; {n}x{n} float32")
     print(f"vksycl tiled (16x16 local tiles): {ours:.0f} GFLOP/s (checked)")
+    rows: list[dict[str, float | str]] = [
+        {"implementation": "vksycl (Python kernel)", "gflops": ours}]
+    peers(args, ha, hb, sample, rows)
+    record.write(args, f"float32 tiled matmul, {n} x {n}, 16x16 local tiles, GFLOP/s, "
+                 "against the same algorithm as a hand-written CUDA kernel (cupy RawKernel) "
+                 "and cuBLAS", rows, q.get_device(), versions())
+
+
+def peers(args: argparse.Namespace, ha: np.ndarray, hb: np.ndarray, sample: np.ndarray,
+          rows: list[dict[str, float | str]]) -> None:
+    """The CUDA peers' GFLOP/s added to `rows`, where cupy and torch are."""
+    n = args.n
+    flop = 2 * n ** 3
+    ours = rows[0]["gflops"]
     try:
         import cupy as cp
     except ImportError:
@@ -215,18 +251,22 @@ def main() -> None:
         cp.cuda.Device().synchronize()
 
     csecs = best_seconds(cuda, args.repeat)
-    np.testing.assert_allclose(cp.asnumpy(dc)[rows], ha[rows] @ hb, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(cp.asnumpy(dc)[sample], ha[sample] @ hb, rtol=2e-3,
+                               atol=2e-3)
     theirs = flop / csecs / 1e9
     print(f"CUDA RawKernel, same algorithm: {theirs:.0f} GFLOP/s; vksycl / CUDA "
           f"{ours / theirs:.2f}")
+    rows.append({"implementation": "CUDA RawKernel (hand-written)", "gflops": theirs})
     try:
         import torch
     except ImportError:
         return
     ta, tb = torch.as_tensor(ha, device="cuda"), torch.as_tensor(hb, device="cuda")
     tsecs = best_seconds(lambda: (torch.mm(ta, tb), torch.cuda.synchronize()), args.repeat)
-    print(f"cuBLAS (torch.mm, TF32 {'on' if torch.backends.cuda.matmul.allow_tf32 else 'off'}):"
-          f" {flop / tsecs / 1e9:.0f} GFLOP/s")
+    tf32 = "on" if torch.backends.cuda.matmul.allow_tf32 else "off"
+    print(f"cuBLAS (torch.mm, TF32 {tf32}): {flop / tsecs / 1e9:.0f} GFLOP/s")
+    rows.append({"implementation": f"cuBLAS (torch.mm, TF32 {tf32})",
+                 "gflops": flop / tsecs / 1e9})
 
 
 if __name__ == "__main__":

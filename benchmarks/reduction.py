@@ -19,16 +19,21 @@ relative 1e-4 of the float64 sum; max: exactly).
 
     .venv/bin/python benchmarks/reduction.py [--sizes 16M,256M] [--rounds 5] [--repeat 20]
     .venv/bin/python benchmarks/reduction.py --sizes 1M,4M --rounds 2 --repeat 3  # lavapipe
+
+`--csv FILE` writes vksycl's and torch's time per reduction and size for docs/plots.py
+(`record.py`; `--append` adds this process's as the next run).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
+import record
 
 import vksycl as sycl
 
@@ -203,7 +208,8 @@ def one_round(cases: list[Case], repeat: int) -> None:
         case.medians.append(statistics.median(times))
 
 
-def report(n: int, cases: list[Case]) -> None:
+def report(n: int, label: str, cases: list[Case]) -> list[dict[str, object]]:
+    """Prints the table of one size; returns its rows for the data file (µs)."""
     med = {(c.name, c.impl): statistics.median(c.medians) for c in cases}
     print(f"\n### N = {n:,} float32 ({4 * n / 2**20:.0f} MiB)\n")
     print("| reduction | impl | time µs | GB/s | time vs torch | check |")
@@ -219,6 +225,11 @@ def report(n: int, cases: list[Case]) -> None:
             for c in cases if c.name == "copy"]
     print(f"\nSTREAM-like copy (read + write): {', '.join(refs)}; "
           + "; ".join(f"{c.impl}: {c.check()}" for c in cases if c.name == "copy"))
+    names = dict.fromkeys(c.name for c in cases if c.name != "copy")
+    return [{"n": label, "reduction": name, "run": None,
+             "vksycl_us": med[(name, "vksycl")] * 1e6,
+             "torch_us": med[(name, "torch")] * 1e6 if (name, "torch") in med else None}
+            for name in names]
 
 
 def main() -> None:
@@ -228,13 +239,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=20, help="timed calls of each per round")
     ap.add_argument("--warmup", type=int, default=3)
+    record.add_arguments(ap)
     args = ap.parse_args()
     q = sycl.queue()
     print(f"device: {q.get_device().get_info(sycl.info.device.name)}")
     print(f"launch + wait of one call, median of {args.repeat} calls per round, median of "
           f"{args.rounds} rounds")
     rng = np.random.default_rng(0)
-    for n in parse_sizes(args.sizes):
+    rows = []
+    for label, n in zip(args.sizes.split(","), parse_sizes(args.sizes), strict=True):
         host = rng.random(n, dtype=np.float32)
         ours, free = vksycl_cases(q, host)
         cases = ours + torch_cases(host) + cupy_cases(host)
@@ -243,10 +256,14 @@ def main() -> None:
                 case.run()
         for _ in range(args.rounds):
             one_round(cases, args.repeat)
-        report(n, cases)
+        rows += report(n, label.strip(), cases)
         del cases
         free()
         _REFERENCE.clear()
+    torch = sys.modules.get("torch")
+    record.write(args, "Reductions over float32 with a new range and reduction every call, µs; "
+                 "torch x.sum() / x.max() in the same process", rows, q.get_device(),
+                 {"torch": torch.__version__} if torch else None)
 
 
 if __name__ == "__main__":

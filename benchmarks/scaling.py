@@ -13,6 +13,8 @@ runs.
 Each rank takes the device VKSYCL_DEVICE_SELECTOR=local_rank gives it: on one device
 (lavapipe) every rank shares it; on a host with several GPUs, run with
 VKSYCL_DEVICE_SELECTOR=gpu,local_rank and --ranks up to the GPU count for one GPU each.
+`--csv FILE` writes both tables for docs/plots.py (`record.py`); a run with the other
+`--memory` and `--append` adds its own.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ import json
 import os
 import statistics
 import sys
+from importlib import metadata
 from pathlib import Path
+
+import record
 
 from vksycl.ext.vksycl import mpi as vkmpi
 
@@ -50,7 +55,8 @@ def median_run(repeat: int, *args) -> dict:
     return best
 
 
-def table(title: str, rows: list[tuple[int, int, dict]], weak: bool) -> None:
+def table(title: str, rows: list[tuple[int, int, dict]], weak: bool) -> list[dict]:
+    """Prints one table; returns its rows for the data file."""
     base = rows[0][2]["seconds_per_iter"]
     print(f"\n{title}")
     print("| ranks | plate | ms per iteration | halo exchange ms | communication share | "
@@ -62,6 +68,17 @@ def table(title: str, rows: list[tuple[int, int, dict]], weak: bool) -> None:
         label = f"{scale:.2f}" if weak else f"{scale:.2f}x ({scale / ranks:.0%} of ideal)"
         print(f"| {ranks} | {n}x{r['m']} | {1e3 * t:.3f} | {1e3 * r['exchange_per_iter']:.3f} "
               f"| {100 * r['communication_share']:.0f}% | {label} |")
+    return [{"memory": r["memory"], "scaling": "weak" if weak else "strong", "ranks": ranks,
+             "plate": f"{n}x{r['m']}", "ms_per_iteration": 1e3 * r["seconds_per_iter"],
+             "exchange_ms": 1e3 * r["exchange_per_iter"]} for ranks, n, r in rows]
+
+
+def mpi_version() -> dict[str, str]:
+    """The MPI wheel's version, where MPI came as one."""
+    try:
+        return {"MPICH": metadata.version("mpich")}
+    except metadata.PackageNotFoundError:
+        return {}
 
 
 def main() -> None:
@@ -74,6 +91,7 @@ def main() -> None:
     ap.add_argument("--memory", choices=("device", "shared"), default="device")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--mpiexec", default=None, help="the mpiexec to use")
+    record.add_arguments(ap)
     args = ap.parse_args()
     ranks = [int(r) for r in args.ranks.split(",")]
     first = run(1, 8, 8, 1, args.memory, args.mpiexec)  # compiles the kernels once
@@ -81,11 +99,14 @@ def main() -> None:
           f"median of {args.repeat} runs; {os.cpu_count()} CPU cores")
     strong = [(p, args.n, median_run(args.repeat, p, args.n, args.m, args.iters,
                                      args.memory, args.mpiexec)) for p in ranks]
-    table(f"strong scaling: a {args.n}x{args.m} plate", strong, weak=False)
+    rows = table(f"strong scaling: a {args.n}x{args.m} plate", strong, weak=False)
     weak = [(p, p * args.rows, median_run(args.repeat, p, p * args.rows, args.m,
                                           args.iters, args.memory, args.mpiexec))
             for p in ranks]
-    table(f"weak scaling: {args.rows}x{args.m} per rank", weak, weak=True)
+    rows += table(f"weak scaling: {args.rows}x{args.m} per rank", weak, weak=True)
+    record.write(args, "examples/mpi_jacobi.py over MPI ranks: ms per iteration of the "
+                 f"slowest rank, medians of {args.repeat} runs of {args.iters} iterations",
+                 rows, peers=mpi_version())
 
 
 if __name__ == "__main__":

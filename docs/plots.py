@@ -1,15 +1,17 @@
 """Draws every plot of the performance page from the recorded data, in one command:
 
-    .venv/bin/python docs/plots.py [--out FOLDER]
+    .venv/bin/python docs/plots.py [--data FOLDER] [--out FOLDER]
 
 Each file in benchmarks/data/ is a CSV whose leading `#` lines say what was measured, the
-command that measured it and the machine it ran on; the plots go to docs/images/perf/.
+command that measured it and the machine it ran on, written by the benchmark itself
+(`--csv`, benchmarks/record.py, which also reads them here); the plots go to
+docs/images/perf/.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -20,21 +22,20 @@ import matplotlib.pyplot as plt
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "data"
 OUT = ROOT / "docs" / "images" / "perf"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import record  # noqa: E402
 
 VKSYCL, PEER, OTHER = "#3f51b5", "#ff7043", "#9e9e9e"
+PEERS = ["#ff7043", "#43a047", "#8e24aa"]
 
 
 def table(name: str) -> tuple[dict[str, str], list[dict[str, str]]]:
     """A data file's `# key: value` header and its rows."""
-    meta: dict[str, str] = {}
-    lines = []
-    for line in (DATA / name).read_text().splitlines():
-        if line.startswith("#"):
-            key, _, value = line[1:].strip().partition(": ")
-            meta[key if value else "title"] = value or key
-        elif line.strip():
-            lines.append(line)
-    return meta, list(csv.DictReader(lines))
+    return record.read(DATA / name)
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values)
 
 
 def save(fig, name: str, meta: dict[str, str]) -> None:
@@ -43,36 +44,45 @@ def save(fig, name: str, meta: dict[str, str]) -> None:
     plt.close(fig)
 
 
-def launch() -> None:
-    meta, rows = table("launch_h200.csv")
-    names = [r["spelling"] for r in rows]
-    wait = [sum(float(r[f"wait_{k}"]) for k in (1, 2, 3)) / 3 for r in rows]
-    asyn = [sum(float(r[f"async_{k}"]) for k in (1, 2, 3)) / 3 for r in rows]
-    colors = [PEER if "(peer)" in n else VKSYCL for n in names]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 6.5), sharey=True)
+def per_spelling(name: str, title: str) -> None:
+    """Launch + wait and async launch per spelling, each the mean over the file's runs."""
+    meta, rows = table(f"{name}.csv")
+    names = list(dict.fromkeys(r["spelling"] for r in rows))
+    runs = {n: [r for r in rows if r["spelling"] == n] for n in names}
+    wait = [mean([float(r["wait_us"]) for r in runs[n]]) for n in names]
+    asyn = [mean([float(r["async_us"]) for r in runs[n]]) for n in names]
+    count = len({r["run"] for r in rows})
+    colors = [PEER if "(peer)" in n else OTHER if "raw kp" in n else VKSYCL for n in names]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.3 * len(names) + 1), sharey=True)
     for ax, values, what in ((axes[0], wait, "launch + wait"), (axes[1], asyn, "async launch")):
         ax.barh(names, values, color=colors)
-        ax.invert_yaxis()
-        ax.set_xlabel(f"{what}, µs (mean of 3 processes)")
+        ax.set_xlabel(f"{what}, µs (mean of {count} process{'es' if count > 1 else ''})")
         for y, v in enumerate(values):
             ax.text(v, y, f" {v:.1f}", va="center", fontsize=7)
-    fig.suptitle("A tiny kernel's launch, per spelling, on an NVIDIA H200 (peers in orange)")
-    save(fig, "launch_h200.png", meta)
+    axes[0].invert_yaxis()  # once: the axes share it
+    fig.suptitle(f"{title} (peers in orange)")
+    save(fig, f"{name}.png", meta)
 
-    meta, rows = table("launch_lavapipe.csv")
-    names = [r["spelling"] for r in rows]
+
+def launch() -> None:
+    per_spelling("launch_h200", "A tiny kernel's launch, per spelling, on an NVIDIA H200")
+    per_spelling("launch_lavapipe", "A tiny kernel's launch, per spelling, on lavapipe")
+
+    meta, rows = table("launch_gaps_lavapipe.csv")
+    names = list(dict.fromkeys(r["spelling"] for r in rows))
     fig, ax = plt.subplots(figsize=(8, 6.5))
-    y = range(len(rows))
-    ax.barh([i - 0.2 for i in y], [float(r["wait_us"]) for r in rows], height=0.4,
-            color=VKSYCL, label="default (idle vCPUs halt)")
-    ax.barh([i + 0.2 for i in y], [float(r["wait_awake_us"]) for r in rows], height=0.4,
-            color=OTHER, label="vCPUs kept awake (--awake)")
+    y = range(len(names))
+    for shift, cpus, color, label in ((-0.2, "halt", VKSYCL, "default (idle vCPUs halt)"),
+                                      (0.2, "awake", OTHER, "vCPUs kept awake (--awake)")):
+        got = {r["spelling"]: float(r["wait_us"]) for r in rows if r["cpus"] == cpus}
+        ax.barh([i + shift for i in y], [got.get(n, 0.0) for n in names], height=0.4,
+                color=color, label=label)
     ax.set_yticks(list(y), names)
     ax.invert_yaxis()
     ax.set_xlabel("launch + wait, µs")
     ax.legend(loc="lower right")
-    ax.set_title("A tiny kernel's launch + wait, per spelling, on lavapipe")
-    save(fig, "launch_lavapipe.png", meta)
+    ax.set_title("launch + wait per spelling on lavapipe, idle vCPUs halting or not")
+    save(fig, "launch_gaps_lavapipe.png", meta)
 
 
 def grouped(ax, groups: list[str], series: dict[str, list[float | None]],
@@ -89,21 +99,25 @@ def grouped(ax, groups: list[str], series: dict[str, list[float | None]],
 
 
 def stream() -> None:
-    meta, rows = table("stream_h200.csv")
-    fig, ax = plt.subplots(figsize=(8, 4))
-    groups = [f"{r['kernel']}\n{r['array']}" for r in rows]
-    grouped(ax, groups, {"vksycl": [float(r["vksycl_gbs"]) for r in rows],
-                         "torch": [float(r["torch_gbs"]) for r in rows]}, [VKSYCL, PEER])
-    ax.set_ylabel("GB/s (launch + wait, wall clock)")
-    ax.set_title("STREAM on an NVIDIA H200")
-    save(fig, "stream_h200.png", meta)
+    for name, where in (("stream_h200", "an NVIDIA H200"), ("stream_lavapipe", "lavapipe")):
+        meta, rows = table(f"{name}.csv")
+        groups = list(dict.fromkeys((r["array"], r["kernel"]) for r in rows))
+        columns = [c for c in rows[0] if c.endswith("_gbs")]
+        series = {c.removesuffix("_gbs").replace("_", "-"): [
+            mean([float(r[c]) for r in rows if (r["array"], r["kernel"]) == g and r[c]])
+            for g in groups] for c in columns}
+        fig, ax = plt.subplots(figsize=(8, 4))
+        grouped(ax, [f"{k}\n{a}" for a, k in groups], series, [VKSYCL, *PEERS])
+        ax.set_ylabel("GB/s (launch + wait, wall clock)")
+        ax.set_title(f"STREAM on {where}")
+        save(fig, f"{name}.png", meta)
 
 
 def gemm() -> None:
     meta, rows = table("gemm_h200.csv")
     fig, ax = plt.subplots(figsize=(9, 4.5))
     groups = [r["implementation"].replace(" (", "\n(").replace(" + ", "\n+ ") for r in rows]
-    cols = {"4096³": "tflops_4096", "8192³": "tflops_8192"}
+    cols = {f"{c.removeprefix('tflops_')}³": c for c in rows[0] if c.startswith("tflops_")}
     grouped(ax, groups, {k: [float(r[c]) if r[c] else None for r in rows]
                          for k, c in cols.items()}, [VKSYCL, OTHER])
     ax.tick_params(axis="x", labelsize=7.5)
@@ -115,7 +129,7 @@ def gemm() -> None:
     fig, ax = plt.subplots(figsize=(6, 2.4))
     names = [r["implementation"] for r in rows]
     values = [float(r["gflops"]) for r in rows]
-    ax.barh(names, values, color=[VKSYCL, PEER])
+    ax.barh(names, values, color=[VKSYCL if "vksycl" in n else PEER for n in names])
     ax.invert_yaxis()
     for y, v in enumerate(values):
         ax.text(v, y, f" {v:g}", va="center", fontsize=8)
@@ -127,18 +141,19 @@ def gemm() -> None:
 def reduction() -> None:
     meta, rows = table("reduction_h100.csv")
 
-    def mean(n, red, col):
-        vals = [float(r[col]) for r in rows if (r["n"], r["reduction"]) == (n, red)]
-        return round(sum(vals) / len(vals), 1)
+    def mean_of(n: str, red: str, col: str) -> float | None:
+        values = [float(r[col]) for r in rows if (r["n"], r["reduction"]) == (n, red) and r[col]]
+        return round(mean(values), 1) if values else None
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
-    for ax, n in zip(axes, ("16M", "256M"), strict=True):
-        reds = sorted({r["reduction"] for r in rows if r["n"] == n}, reverse=True)
-        grouped(ax, reds, {"vksycl": [mean(n, r, "vksycl_us") for r in reds],
-                           "torch": [mean(n, r, "torch_us") for r in reds]},
+    sizes = list(dict.fromkeys(r["n"] for r in rows))
+    fig, axes = plt.subplots(1, len(sizes), figsize=(4.5 * len(sizes), 3.8), squeeze=False)
+    for ax, n in zip(axes[0], sizes, strict=True):
+        reds = list(dict.fromkeys(r["reduction"] for r in rows if r["n"] == n))
+        grouped(ax, reds, {"vksycl": [mean_of(n, r, "vksycl_us") for r in reds],
+                           "torch": [mean_of(n, r, "torch_us") for r in reds]},
                 [VKSYCL, PEER])
         ax.set_title(f"{n} float32")
-        ax.set_ylabel("µs per reduction (mean of 2 runs)")
+        ax.set_ylabel(f"µs per reduction (mean of {len({r['run'] for r in rows})} runs)")
     fig.suptitle("Reductions on an NVIDIA H100, a new range and reduction every call")
     save(fig, "reduction_h100.png", meta)
 
@@ -201,10 +216,12 @@ PLOTS = [launch, stream, gemm, reduction, graph, interop, scaling]
 
 
 def main() -> None:
-    global OUT
+    global DATA, OUT
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=DATA, help="where the data files are")
     ap.add_argument("--out", type=Path, default=OUT, help="where the PNGs go")
-    OUT = ap.parse_args().out
+    args = ap.parse_args()
+    DATA, OUT = args.data, args.out
     OUT.mkdir(parents=True, exist_ok=True)
     for plot in PLOTS:
         plot()

@@ -12,6 +12,7 @@ HTML comment on the line before a block changes what is expected of it:
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 import shutil
@@ -176,6 +177,32 @@ def test_plots_regenerate_from_the_recorded_data(tmp_path):
     for data in (ROOT / "benchmarks" / "data").glob("*.csv"):
         head = data.read_text()
         assert "# command:" in head and "# machine:" in head, f"{data.name}: no command or machine"
+
+
+def test_a_benchmark_writes_a_data_file_the_plots_draw(tmp_path):
+    """A benchmark run with --csv writes the header docs/plots.py needs, and its rows plot in
+    place of the recorded file's."""
+    pytest.importorskip("matplotlib")
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "benchmarks" / "data", data)
+    written = data / "stream_lavapipe.csv"
+    proc = subprocess.run([sys.executable, "benchmarks/stream.py", "--mib", "1", "--repeat", "2",
+                           "--csv", str(written), "--note", "a test"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    spec = importlib.util.spec_from_file_location("record", ROOT / "benchmarks" / "record.py")
+    record = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(record)
+    meta, rows = record.read(written)
+    assert set(record.HEADER) <= set(meta) and "--csv" in meta["command"], meta
+    assert "a test" in meta["host"] and meta["tree"], meta
+    assert [r["kernel"] for r in rows] == ["copy", "scale", "triad"]
+    assert all(float(r["vksycl_gbs"]) > 0 for r in rows), rows
+    out = tmp_path / "plots"
+    proc = subprocess.run([sys.executable, str(DOCS / "plots.py"), "--data", str(data),
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (out / "stream_lavapipe.png").stat().st_size > 0
 
 
 def test_the_front_door():
