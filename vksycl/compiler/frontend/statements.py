@@ -212,6 +212,7 @@ class Statements(LoweringState):
                 raise self.err(target, f"struct {sty.name} has no field '{attr}'")
             fplace = ir.Place(place.root, place.index, (*place.members, i),
                               mem_type(sty.fields[i][1]))
+            self.m.member_of(place, fplace)
             ftype = sty.fields[i][1]
             return lambda v: self.load(fplace, target, ftype) if v is None else \
                 self.store(fplace, v, target, ftype)
