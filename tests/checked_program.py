@@ -101,6 +101,12 @@ def ranged_accessor() -> None:
         results["ranged-kept"] = np.asarray(v).tolist()
 
 
+@sycl.struct
+class Pair:
+    a: sycl.float32
+    b: sycl.int32
+
+
 def accessor_range_inside_buffer() -> None:
     """Indices past a ranged accessor's range that still land in its buffer: a 1-D
     accessor over the buffer's first half, and a 2-D one whose column runs past its range
@@ -125,6 +131,17 @@ def accessor_range_inside_buffer() -> None:
 
         h.parallel_for(sycl.range(4, 5), body)
 
+    pairs = sycl.buffer(np.zeros(8, Pair.dtype))
+
+    def fields(h):
+        acc = sycl.accessor(pairs, h, sycl.read_write, access_range=sycl.range(4))
+
+        def body(i):
+            acc[i].b = 3  # RANGE-FIELD
+
+        h.parallel_for(sycl.range(6), body)
+
+    outcome("accessor-range-field", lambda: q.submit(fields))
     outcome("accessor-range-1d", lambda: q.submit(first_half))
     outcome("accessor-range-2d", lambda: q.submit(columns))
     with sycl.host_accessor(flat, sycl.read_only) as v:

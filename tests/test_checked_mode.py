@@ -107,6 +107,11 @@ def test_accessor_range_inside_its_buffer(results):
     # columns 2..5 written, column 6 (index 4 past the offset of 2) untouched
     assert results["range-2d-kept"] == [[0.0, 0.0, 2.0, 2.0, 2.0, 2.0, 0.0, 0.0]] * 4
 
+    message = report(results, "accessor-range-field")  # a struct element's field
+    assert f"{PROGRAM}:{line_of('RANGE-FIELD')}:" in message
+    assert re.search(r"index (4|5) in dimension 0 is outside the accessor's range "
+                     r"\(4 there\)", message)
+
 
 def test_local_memory(results):
     message = report(results, "local")

@@ -50,7 +50,7 @@ def element(fl: Any, acc: AccessorV, index: Any, node: ast.Subscript,
     if fl.m.checks and acc.shape is None:
         # checked mode checks each index against the accessor's range, which is tighter
         # than its buffer's memory (a ranged accessor's rows are not one run of it)
-        fl.m.accessor_limits[id(place)] = [
+        fl.m.accessor_limits[id(place)] = place, [
             (_int32(fl, item, node), fl.m.accessor_piece(acc.path, "range", d))
             for d, item in enumerate(items)]
     return place

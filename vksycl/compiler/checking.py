@@ -167,7 +167,7 @@ class Checker:
         memory that is not checked."""
         place = x.place
         size = layout(place.ty)[0]
-        limits = self.m.accessor_limits.get(id(place))
+        limits = self.m.element_limits(place)
         if limits is not None:
             return self._within_range(place, limits, size, site)
         if isinstance(place.root, ir.GlobalRoot):

@@ -176,11 +176,11 @@ class KernelModule(DeviceCalls):
         self.device_globals: dict[tuple, device_global] = {}  # by argument path
         self.debug_records: dict[int, dict[str, Any]] = {}
         # checked mode (`checking`): what it checks, the site record of each access kernel
-        # code makes, and each buffer accessor's element's (index, range) per dimension,
-        # by its place's id
+        # code makes, and each buffer accessor element's place with its (index, range) per
+        # dimension, by the place's id (the place kept: no other may take its id)
         self.checks = CHECKS
         self.access_sites: dict[int, int] = {}
-        self.accessor_limits: dict[int, list[tuple[ir.Value, ir.Value]]] = {}
+        self.accessor_limits: dict[int, tuple[ir.Place, list[tuple[ir.Value, ir.Value]]]] = {}
         self.push_types: list[Scalar] = []
         self.captures: dict[tuple, Any] = {}
         self.functions: dict[tuple, ir.Function] = {}
@@ -412,6 +412,19 @@ class KernelModule(DeviceCalls):
         rid = printing.record_id(record)
         self.debug_records[rid] = record
         self.access_sites[id(place)] = rid
+
+    def element_limits(self, place: ir.Place) -> list[tuple[ir.Value, ir.Value]] | None:
+        """The (index, range) per dimension of the accessor element at `place`, if it is
+        one."""
+        hit = self.accessor_limits.get(id(place))
+        return hit[1] if hit is not None and hit[0] is place else None
+
+    def member_of(self, element: ir.Place, member: ir.Place) -> None:
+        """`member` is a field of the element at `element`: an accessor's range bounds it
+        too."""
+        limits = self.element_limits(element)
+        if limits is not None:
+            self.accessor_limits[id(member)] = member, limits
 
     def debug_item_ids(self) -> list[ir.Value]:
         """The work-item's global id (int32 per dimension; none in a single_task)."""

@@ -84,6 +84,7 @@ class Memory(LoweringState):
             fields = []
             for i, (_, ft) in enumerate(ty.fields):
                 fp = ir.Place(place.root, place.index, (*place.members, i), mem_type(ft))
+                self.m.member_of(place, fp)
                 fields.append(self.load(fp, node, ft))
             return AggV(ty, fields)
         if logical is None and not place.members:
@@ -117,6 +118,7 @@ class Memory(LoweringState):
                 raise self.err(node, f"cannot store {kind_of(value)} into a {ty!r}")
             for i, ((_, ft), fv) in enumerate(zip(ty.fields, value.fields, strict=True)):
                 fp = ir.Place(place.root, place.index, (*place.members, i), mem_type(ft))
+                self.m.member_of(place, fp)
                 self.store(fp, fv, node, ft)
             return
         target = logical if logical is not None else (

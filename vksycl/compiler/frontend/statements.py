@@ -298,7 +298,9 @@ class Statements(LoweringState):
         if i < 0:
             raise self.err(node, f"struct {sty.name} has no field '{attr}'")
         ftype = sty.fields[i][1]
-        return ir.Place(place.root, place.index, (*place.members, i), mem_type(ftype)), ftype
+        fplace = ir.Place(place.root, place.index, (*place.members, i), mem_type(ftype))
+        self.m.member_of(place, fplace)
+        return fplace, ftype
 
     def stmt_If(self, s: ast.If) -> None:
         cond = self.truth(self.expr(s.test), s.test)
