@@ -283,6 +283,21 @@ class Tape:
         self._writers.clear()
         self.zero()
 
+    def free(self) -> None:
+        """Frees the gradient memory and forgets the recording, once the gradients are
+        read: a tape made for one pass (a torch function's) leaves nothing behind."""
+        if self._queue is not None:
+            self._queue.wait()
+        for _, g in self._gradients.values():
+            g.free()
+        for cell in self._cells.values():
+            cell.allocation.free()
+        self._gradients.clear()
+        self._cells.clear()
+        self._launches.clear()
+        self._readers.clear()
+        self._writers.clear()
+
 
 def _scalar_name(path: tuple, pyfn: Any) -> str:
     """What `gradient_of` knows a captured scalar by: its path, or for a free function
