@@ -30,8 +30,11 @@ fi
 py=.venv/bin/python
 # the mpi extra: mpi4py and MPICH as wheels (mpiexec lands in .venv/bin), for the MPI
 # tests and examples/mpi_jacobi.py; the docs extra: MkDocs and matplotlib, for the site
-# (tests/test_docs.py builds it)
-$py -m pip install -q --disable-pip-version-check -e '.[build,dev,mpi,docs]'
+# (tests/test_docs.py builds it); the torch extra: torch 2.13.0's CPU build, which the
+# tests of autodiff.torch_function need and which a newer release's CUDA build (several
+# GB) would only slow down
+$py -m pip install -q --disable-pip-version-check -e '.[build,dev,mpi,docs,torch]' \
+  'torch==2.13.0'
 
 # Kompute lives inside vksycl now: a separately installed kp from an older set-up goes
 if $py -c 'import importlib.metadata as m; m.version("kp")' 2>/dev/null; then
