@@ -35,7 +35,7 @@ class Inlining:
                 if _has_call([s.pre, s.cond]):
                     raise self.error(s, "a device function call in a loop condition")
                 new = ir.Loop(s.pre, s.cond, self.inline_block(s.body),
-                              self.inline_block(s.step), s.unroll)
+                              self.inline_block(s.step), s.control)
             out.append(self.keep_site(new, s))
         return out
 
