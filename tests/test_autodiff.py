@@ -6,8 +6,8 @@ math function, branches, static loops (with and without values carried between
 iterations), device functions, free function kernels, structs, gathers (whose adjoints
 are atomic scatter-adds), in-place updates, nd_range kernels with local memory and
 barriers, sum reductions, a 2-D stencil over 100 time steps, captured scalars; an error
-naming the line of each construct that has no adjoint; what zero() and reset() clear; a
-command graph replaying forward and backward passes as the eager loop runs them."""
+naming the line of each construct that has no adjoint; what zero(), reset() and free()
+clear; a command graph replaying forward and backward passes as the eager loop runs them."""
 
 from __future__ import annotations
 
@@ -760,3 +760,23 @@ def test_zero_and_reset(q):
     q.parallel_for(sycl.range(8), k).wait()  # outside the tape: not recorded
     tape.backward({y: 1.0})
     np.testing.assert_allclose(gx[:8], np.zeros(8))
+
+
+def test_free(q):
+    x, y = shared(q, X), shared(q, np.zeros(8))
+
+    def k(i):
+        y[i] = x[i] * x[i]
+
+    tape = ad.Tape(q)
+    with tape:
+        q.parallel_for(sycl.range(8), k)
+    tape.backward({y: 1.0})
+    gx = tape.gradient(x)
+    np.testing.assert_allclose(gx[:8], 2 * X)
+    tape.free()  # the gradients' memory goes, and the recording with it
+    assert gx.allocation.freed and not x.allocation.freed
+    fresh = tape.gradient(x)  # a new, zeroed gradient
+    assert fresh.allocation is not gx.allocation
+    tape.backward({y: 1.0})
+    np.testing.assert_allclose(fresh[:8], np.zeros(8))
