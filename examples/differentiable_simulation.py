@@ -112,7 +112,7 @@ def plot(losses, final, target) -> None:
         shown = ax.imshow(image, cmap="inferno", vmin=0, vmax=target.max())
         ax.set(title=title, xticks=[], yticks=[])
     fig.colorbar(shown, ax=axes[1:].tolist())
-    fig.savefig("differentiable_simulation.png", dpi=120)
+    fig.savefig("differentiable_simulation.png", dpi=120, bbox_inches="tight")
     print("wrote differentiable_simulation.png")
 
 
