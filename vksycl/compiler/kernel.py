@@ -24,7 +24,7 @@ import numpy as np
 
 import spirv_gen
 
-from ..config import CHECKS, cache_dir
+from ..config import CHECKS, SPIRV_OPT, cache_dir
 from ..exceptions import errc, exception
 from ..types import dtype_key
 from . import disk_cache
@@ -100,6 +100,18 @@ class CompiledKernel:
         }
 
 
+def finished(binary: bytes) -> bytes:
+    """An emitted module, validated; with `VKSYCL_SPIRV_OPT=1`, then run through
+    spirv-opt's performance passes and validated again, so that a module the optimizer
+    broke never reaches a driver."""
+    spirv_gen.validate(binary, TARGET_ENV)
+    if not SPIRV_OPT:
+        return binary
+    binary = spirv_gen.tools.optimize(binary, "performance", TARGET_ENV)
+    spirv_gen.validate(binary, TARGET_ENV)
+    return binary
+
+
 def kernel_name(pyfn: Any) -> str:
     name = getattr(pyfn, "__name__", "kernel")
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "kernel"
@@ -133,9 +145,8 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
     cg = Codegen(entry, local_size_xyz(spec.local), spec.args_in_memory, spec.ieee_floats,
                  spec.fp_contract)
     try:
-        binary = cg.module(lowered.kernel, usage, lowered.push_types, frozenset(
-            a.push_index for a in lowered.args if a.kind == "device_global"))
-        spirv_gen.validate(binary, TARGET_ENV)
+        binary = finished(cg.module(lowered.kernel, usage, lowered.push_types, frozenset(
+            a.push_index for a in lowered.args if a.kind == "device_global")))
     except spirv_gen.SpirvError as ex:
         src = function_source(pyfn)
         raise exception(errc.build, f"{src.filename}:{src.node.lineno}: internal compiler "
@@ -255,6 +266,8 @@ def disk_key(pyfn: Any, spec: KernelSpec, extra: Any = ()) -> str:
         h.update(b"-O")
     if CHECKS:  # checked mode's kernels are others
         h.update(repr(sorted(CHECKS)).encode())
+    if SPIRV_OPT:  # and optimised kernels
+        h.update(b"spirv-opt")
     h.update(_fingerprint(pyfn, set()).encode())
     h.update(repr(spec).encode())
     h.update(_TOOLS_VERSION.encode())
