@@ -14,6 +14,8 @@ import pytest
 
 import vksycl as sycl
 from vksycl import config
+from vksycl.compiler import kernel
+from vksycl.kernels.launch import compiled
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,3 +84,17 @@ def test_the_setting_is_0_or_1(monkeypatch):
     monkeypatch.setenv("VKSYCL_SPIRV_OPT", "yes")
     with pytest.raises(sycl.exception, match="VKSYCL_SPIRV_OPT takes 0 or 1"):
         config._spirv_opt()
+
+
+def test_an_invalid_optimised_module_is_not_used(q, monkeypatch, caplog):
+    out = sycl.malloc_shared(4, sycl.float32, q)
+
+    def body(i):
+        out[i] = 1.0
+
+    emitted = compiled(q.get_device(), body, sycl.range(4)).binary
+    monkeypatch.setattr(kernel, "SPIRV_OPT", True)
+    monkeypatch.setattr(kernel.spirv_gen.tools, "optimize", lambda *a: emitted[:-4])
+    assert kernel.finished(emitted) == emitted
+    assert "not valid SPIR-V" in caplog.text
+    sycl.free(out, q)
