@@ -108,6 +108,7 @@ def _spirv_opt() -> bool:
 
 # whether every compiled kernel's SPIR-V goes through spirv-opt's performance passes
 # (`VKSYCL_SPIRV_OPT=1`), read once, when vksycl is imported: such kernels are cached apart.
-# Off by default: the drivers optimise the SPIR-V they are given, and what the passes add
-# on top of that is still to be measured on a GPU.
+# Off by default: the drivers optimise the SPIR-V they are given, what the passes add on
+# top of that is still to be measured on a GPU, and on lavapipe they change one result of
+# the differential campaign (benchmarks/RESULTS.md).
 SPIRV_OPT = _spirv_opt()
