@@ -13,15 +13,20 @@ from typing import Any
 from vksycl.runtime import engine as engine_module
 
 
-def best_seconds(fn: Callable[[], object], repeat: int) -> float:
-    """The fastest of `repeat` calls, after one warm-up call."""
+def seconds(fn: Callable[[], object], repeat: int) -> list[float]:
+    """The time of each of `repeat` calls, after one warm-up call."""
     fn()
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return min(times)
+    return times
+
+
+def best_seconds(fn: Callable[[], object], repeat: int) -> float:
+    """The fastest of `repeat` calls, after one warm-up call."""
+    return min(seconds(fn, repeat))
 
 
 WARM_UP = 20  # calls `median_us` makes before it times any

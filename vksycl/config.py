@@ -97,3 +97,18 @@ def _checks() -> frozenset[str]:
 # what checked mode checks in every kernel (`VKSYCL_CHECK=bounds` or `bounds,nan`), read
 # once, when vksycl is imported: kernels compiled with checks are cached apart
 CHECKS = _checks()
+
+
+def _spirv_opt() -> bool:
+    raw = os.environ.get("VKSYCL_SPIRV_OPT", "0").strip() or "0"
+    if raw not in ("0", "1"):
+        raise exception(errc.invalid, f"VKSYCL_SPIRV_OPT takes 0 or 1, got {raw!r}")
+    return raw == "1"
+
+
+# whether every compiled kernel's SPIR-V goes through spirv-opt's performance passes
+# (`VKSYCL_SPIRV_OPT=1`), read once, when vksycl is imported: such kernels are cached apart.
+# Off by default: the drivers optimise the SPIR-V they are given, what the passes add on
+# top of that is still to be measured on a GPU, and on lavapipe they change one result of
+# the differential campaign (benchmarks/RESULTS.md).
+SPIRV_OPT = _spirv_opt()

@@ -28,13 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import spirv_gen
-
 from . import coarsen as coarsening
 from . import ir
 from .codegen import Codegen, analyse
 from .footprint import Access, Concrete, Domain, relate, summarize, walk
-from .kernel import TARGET_ENV, local_size_xyz
+from .kernel import finished, local_size_xyz
 from .module import ArgSlot, KernelModule, KernelSpec, Lowered
 from .passes import locals_read, straight
 from .typesys import BOOL, I32, VOID
@@ -601,9 +599,7 @@ def _emit(fn: ir.Function, usage: Any, push_types: list[Any], globals_: frozense
           entry: str, spec: KernelSpec, in_memory: bool) -> tuple[Codegen, bytes]:
     cg = Codegen(entry, local_size_xyz(spec.local), in_memory, spec.ieee_floats,
                  spec.fp_contract)
-    binary = cg.module(fn, usage, push_types, globals_)
-    spirv_gen.validate(binary, TARGET_ENV)
-    return cg, binary
+    return cg, finished(cg.module(fn, usage, push_types, globals_))
 
 
 __all__ = ["Facts", "Fused", "Member", "fuse", "legal", "member"]

@@ -24,7 +24,7 @@ import numpy as np
 
 import spirv_gen
 
-from ..config import CHECKS, cache_dir
+from ..config import CHECKS, SPIRV_OPT, cache_dir
 from ..exceptions import errc, exception
 from ..types import dtype_key
 from . import disk_cache
@@ -100,6 +100,24 @@ class CompiledKernel:
         }
 
 
+def finished(binary: bytes) -> bytes:
+    """An emitted module, validated; with `VKSYCL_SPIRV_OPT=1`, then run through
+    spirv-opt's performance passes and validated again. A module the optimizer broke
+    never reaches a driver: the emitted one runs instead, and the log says so (the
+    passes have made invalid modules of a few of the differential campaign's kernels)."""
+    spirv_gen.validate(binary, TARGET_ENV)
+    if not SPIRV_OPT:
+        return binary
+    try:
+        optimised = spirv_gen.tools.optimize(binary, "performance", TARGET_ENV)
+        spirv_gen.validate(optimised, TARGET_ENV)
+    except spirv_gen.SpirvError as ex:
+        log.warning("spirv-opt's result is not valid SPIR-V; the module runs as emitted: "
+                    "%s", ex)
+        return binary
+    return optimised
+
+
 def kernel_name(pyfn: Any) -> str:
     name = getattr(pyfn, "__name__", "kernel")
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "kernel"
@@ -133,9 +151,8 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
     cg = Codegen(entry, local_size_xyz(spec.local), spec.args_in_memory, spec.ieee_floats,
                  spec.fp_contract)
     try:
-        binary = cg.module(lowered.kernel, usage, lowered.push_types, frozenset(
-            a.push_index for a in lowered.args if a.kind == "device_global"))
-        spirv_gen.validate(binary, TARGET_ENV)
+        binary = finished(cg.module(lowered.kernel, usage, lowered.push_types, frozenset(
+            a.push_index for a in lowered.args if a.kind == "device_global")))
     except spirv_gen.SpirvError as ex:
         src = function_source(pyfn)
         raise exception(errc.build, f"{src.filename}:{src.node.lineno}: internal compiler "
@@ -255,6 +272,8 @@ def disk_key(pyfn: Any, spec: KernelSpec, extra: Any = ()) -> str:
         h.update(b"-O")
     if CHECKS:  # checked mode's kernels are others
         h.update(repr(sorted(CHECKS)).encode())
+    if SPIRV_OPT:  # and optimised kernels
+        h.update(b"spirv-opt")
     h.update(_fingerprint(pyfn, set()).encode())
     h.update(repr(spec).encode())
     h.update(_TOOLS_VERSION.encode())
