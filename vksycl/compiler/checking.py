@@ -47,6 +47,7 @@ from .typesys import (
     VOID,
     Scalar,
     Struct,
+    VecType,
     field_offsets,
     layout,
     mem_type,
@@ -71,6 +72,9 @@ def _add(a: ir.Value, k: int) -> ir.Value:
 
 
 def _zero(t: Any) -> ir.Value:
+    """What a load stopped by a check gives: zero (a vector of zeros for a vector)."""
+    if isinstance(t, VecType):
+        return ir.Compose(t, [ir.Const(t.elem, 0)] * t.count)
     return ir.Const(t, False if t.is_bool else 0)
 
 

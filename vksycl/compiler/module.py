@@ -272,7 +272,7 @@ class KernelModule(DeviceCalls):
             coarsen = coarsening.COARSEN
         elif guarded:
             fn.body.insert(0, ir.If(self.queries.guard(), [ir.Return(None)], []))
-        if self.access_sites:
+        if self.access_sites and not spec.adjoint:  # (an adjoint runs unchecked)
             checking.instrument(self, fn, self.access_sites, "nan" in self.checks)
         return Lowered(fn, [], self.args, self.push_types, list(self.shared.values()),
                        self.aspects, self.uses_subgroups,
