@@ -330,22 +330,30 @@ class Recording:
         self._lock = threading.RLock()
 
     def take(self, engine: Submitter) -> Any:
-        with self._lock:
-            while self._busy and self._busy[0].finished:
-                self._busy.popleft()
-            if not self._idle:
+        while True:
+            with self._lock:
+                while self._busy and self._busy[0].finished:
+                    self._busy.popleft()
+                if self._idle:
+                    seq = self._idle.pop()
+                    if self.timed:
+                        seq.clear()
+                        self._record(seq)
+                    return seq
                 if self._count < RECORDING_COPIES:
                     seq = engine.spare_sequence(len(self.dispatches) if self.timed
                                                 else None)
                     self._count += 1  # once made: making one may fail (out of memory)
                     self._record(seq)
                     return seq
-                self._busy.popleft().wait()  # its sequence comes back idle
-            seq = self._idle.pop()
-            if self.timed:
-                seq.clear()
-                self._record(seq)
-            return seq
+                oldest = self._busy[0] if self._busy else None
+            # waited for with this lock free: finishing a submission hands its sequence
+            # back through `returned`, which takes this lock, on whichever thread waits
+            # for it (the engine's watcher too); none busy: one is on its way back
+            if oldest is None:
+                time.sleep(0)
+            else:
+                oldest.wait()
 
     def started(self, sub: Submission) -> None:
         self._busy.append(sub)
