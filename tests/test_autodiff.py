@@ -22,6 +22,7 @@ import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
 from vksycl.ext.vksycl import autodiff as ad
+from vksycl.kernels.autodiff import _ADJOINTS
 
 F64 = np.float64
 
@@ -301,6 +302,51 @@ def test_gathers(q):
     expect = seed.copy()
     np.add.at(expect, index, seed * np.roll(W, -1))
     np.testing.assert_allclose(gx, expect, rtol=1e-12)
+
+
+def _adjoint_instructions(before: set) -> set[str]:
+    """The opcodes of the adjoint kernels compiled since the adjoints `before`."""
+    names = set()
+    for key, (ck, _) in _ADJOINTS.items():
+        if key not in before:
+            names |= {i.info.opname for i in spirv_gen.read(ck.spirv()).instructions
+                      if i.info}
+    return names
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scatters_shared_by_a_sub_group(q, dtype):
+    """Every work-item reads x[j] in one loop (one address across a sub-group: summed,
+    then added once) and x[i * 7 % n] (addresses that differ: each work-item adds its
+    own), into float32 gradients with the device's float atomics where it has them."""
+    n = 96
+    hx = np.linspace(0.1, 1.0, n)
+    x, y = shared(q, hx, dtype), shared(q, np.zeros(n), dtype)
+    before = set(_ADJOINTS)
+
+    def k(i):
+        s = x[(i * 7) % n] * x[(i * 7) % n]
+        for j in range(n):
+            s += x[j] * x[i]
+        y[i] = s
+
+    with ad.Tape(q) as tape:
+        q.parallel_for(sycl.range(n), k)
+    q.wait()
+    seed = np.random.default_rng(3).uniform(0.5, 1.5, n)
+    tape.backward({y: seed})
+    expect = seed * hx.sum() + np.dot(seed, hx)
+    np.add.at(expect, np.arange(n) * 7 % n, 2 * seed * hx[np.arange(n) * 7 % n])
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(np.asarray(tape.gradient(x))[:n], expect, rtol=rtol)
+    ops = _adjoint_instructions(before)
+    vk = q.get_device().vulkan
+    assert ("OpGroupNonUniformAllEqual" in ops) == ({"vote", "arithmetic"} <= \
+        vk.subgroup_operations and vk.features["shaderSubgroupExtendedTypes"])
+    bits = np.dtype(dtype).itemsize * 8
+    native = vk.features[f"shaderBufferFloat{bits}AtomicAdd"]
+    assert ("OpAtomicFAddEXT" in ops) == native
+    tape.free()
 
 
 def test_update_in_place_and_two_kernels(q):

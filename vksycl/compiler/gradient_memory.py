@@ -1,11 +1,13 @@
 """Gradient memory for the adjoint of a kernel (`adjoint`): where adjoints of memory go.
 
-A read `x[j]` of differentiable memory adds its adjoint into `grad_x[j]` atomically: a
-compare-and-swap loop on the float's bits, which needs no float atomics (float64 works on
-any device with 64-bit integer atomics). A store `y[i] = v` gives `v` the adjoint in
-`grad_y[i]`, zeroing it where an overwrite needs that. Work-group memory has gradients of
-its own in work-group memory; reductions' sums and `fetch_add` read their target's
-gradient; captured float scalars add into a gradient cell each.
+A read `x[j]` of differentiable memory adds its adjoint into `grad_x[j]` atomically: with
+the device's float atomic add where it has one, else a compare-and-swap loop on the
+float's bits (float64 works on any device with 64-bit integer atomics). A sub-group whose
+work-items all add into one address adds up first, so one atomic stands for all of them.
+A store `y[i] = v` gives `v` the adjoint in `grad_y[i]`, zeroing it where an overwrite
+needs that. Work-group memory has gradients of its own in work-group memory; reductions'
+sums and `fetch_add` read their target's gradient; captured float scalars add into a
+gradient cell each.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from .derivatives import is_float, zero_of
 from .typesys import BOOL, I32, U64, Scalar, Struct, Type, field_offsets
 from .workitem import barrier, builtin
 
-_DEVICE_SCOPE, _WORKGROUP_SCOPE = 1, 2
+_DEVICE_SCOPE, _WORKGROUP_SCOPE, _SUBGROUP_SCOPE = 1, 2, 3
 
 
 class GradientMemory:
@@ -164,19 +166,46 @@ class GradientMemory:
                             out)
 
     def atomic_add(self, grad: ir.Place, scope: int, a: ir.Value, out: list[ir.Stmt]) -> None:
-        """The float at `grad` (as its bits) += a: a compare-and-swap loop."""
+        """The float at `grad` (as its bits) += a. Where every work-item of a sub-group
+        adds into one address, their sum is added once, by one of them."""
         ut = grad.ty
         assert isinstance(ut, Scalar)
         t = Scalar("f", ut.bits)
+        value = self.local("adj.scatter", t)
+        out.append(ir.Assign(value, a))
+        if not self.m.spec.subgroup_scatter:
+            self.add_into(grad, scope, value, out)
+            return
+        once: list[ir.Stmt] = []
+        each: list[ir.Stmt] = []
+        self.add_into(grad, scope, value, once)
+        self.add_into(grad, scope, value, each)
+        leader = ir.Op("OpGroupNonUniformElect", BOOL, [ir.ScopeId(_SUBGROUP_SCOPE)])
+        summed = ir.Op("OpGroupNonUniformFAdd", t, [ir.ScopeId(_SUBGROUP_SCOPE),
+                                                    ir.Lit("Reduce"), ir.Read(value)])
+        same = ir.Op("OpGroupNonUniformAllEqual", BOOL, [ir.ScopeId(_SUBGROUP_SCOPE),
+                                                         grad.index])
+        out.append(ir.If(same, [ir.Assign(value, summed), ir.If(leader, once, [])], each))
+
+    def add_into(self, grad: ir.Place, scope: int, value: ir.Local, out: list[ir.Stmt]
+                 ) -> None:
+        """The float at `grad` += value, atomically: the device's float atomic add, or a
+        compare-and-swap loop on the float's bits (which float64 needs on most devices)."""
+        ut = grad.ty
+        assert isinstance(ut, Scalar)
+        t = Scalar("f", ut.bits)
+        if scope == _DEVICE_SCOPE and t.bits in self.m.spec.buffer_float_adds:
+            out.append(ir.Eval(ir.Atomic("OpAtomicFAddEXT", ir.Place(
+                self.m.global_root(t), grad.index, (), t), [ir.Read(value)], t, scope, 0)))
+            return
         if t.bits == 64:
             self.m.aspects.add("atomic64")
-        value, old, seen = (self.local(n, ty) for n, ty in (
-            ("adj.scatter", t), ("cas.old", ut), ("cas.seen", ut)))
-        new = ir.Op("OpBitcast", ut, [ir.Op("OpFAdd", t, [ir.Op("OpBitcast", t, [
-            ir.Read(old)]), ir.Read(value)])])
+        old, seen = self.local("cas.old", ut), self.local("cas.seen", ut)
+        new = ir.Op("OpBitcast", ut, [ir.Op("OpFAdd", t, [
+            ir.Op("OpBitcast", t, [ir.Read(old)]), ir.Read(value)])])
         cas = ir.Atomic("OpAtomicCompareExchange", dataclasses.replace(grad),
                         [new, ir.Read(old)], ut, scope, 0)
-        out += [ir.Assign(value, a), ir.Assign(old, ir.Load(grad)),
+        out += [ir.Assign(old, ir.Load(grad)),
                 ir.Loop([], None, [
                     ir.Assign(seen, cas),
                     ir.If(ir.Op("OpIEqual", BOOL, [ir.Read(seen), ir.Read(old)]),

@@ -116,6 +116,13 @@ class KernelSpec:
     # leaves the gradient of what the kernel writes as it is, "zero" zeroes it once read
     # (a launch overwriting what an earlier one wrote); "" is the kernel itself
     adjoint: str = ""
+    # for an adjoint, how it adds into gradients that several work-items share: the float
+    # widths the device adds atomically in memory reached by address, used in place of a
+    # compare-and-swap loop on the float's bits, and whether a sub-group whose work-items
+    # add into one address adds up first and scatters once (an n-body step's every
+    # work-item reads body j at once)
+    buffer_float_adds: tuple[int, ...] = ()
+    subgroup_scatter: bool = False
 
 
 @dataclass

@@ -39,19 +39,26 @@ from .launch import _kernel_function, compiled
 from .marshal import ADDRESS, ArgumentBlock, Prepared
 from .reduction import compiled_reduction
 
-# adjoint kernels by the id of the forward kernel they differentiate and their variant
+# adjoint kernels by the id of the forward kernel they differentiate, their variant and how
+# they scatter on the device
 # (compiled kernels stay in the compiler's cache, so their ids are not reused)
-_ADJOINTS: dict[tuple[int, str], tuple[CompiledKernel, Prepared]] = {}
+_ADJOINTS: dict[tuple, tuple[CompiledKernel, Prepared]] = {}
 
 
-def _adjoint(pyfn: Any, forward: CompiledKernel, variant: str
+def _adjoint(device: Any, pyfn: Any, forward: CompiledKernel, variant: str
              ) -> tuple[CompiledKernel, Prepared]:
     """The adjoint of a kernel, compiled and prepared: `variant` is "keep" or "zero"
     (`KernelSpec.adjoint`)."""
-    key = (id(forward), variant)
+    features = device.vulkan.features
+    float_adds = tuple(bits for bits in (32, 64)
+                       if features.get(f"shaderBufferFloat{bits}AtomicAdd", False))
+    subgroups = {"vote", "arithmetic"} <= device.vulkan.subgroup_operations and \
+        features.get("shaderSubgroupExtendedTypes", False)
+    key = (id(forward), variant, float_adds, subgroups)
     hit = _ADJOINTS.get(key)
     if hit is None:
-        spec = dataclasses.replace(forward.spec, adjoint=variant)
+        spec = dataclasses.replace(forward.spec, adjoint=variant, buffer_float_adds=float_adds,
+                                   subgroup_scatter=subgroups)
         ck = load_or_compile(pyfn, spec, ("adjoint", *key), forward.spec_values)
         hit = _ADJOINTS[key] = (ck, Prepared(ck, pyfn, ("adjoint", *key)))
     return hit
@@ -124,12 +131,12 @@ class Tape:
             self._queue = sycl_queue(context, device) if context is not None else \
                 sycl_queue(device)
         try:
-            ck, p = _adjoint(pyfn, forward, "keep")
+            ck, p = _adjoint(device, pyfn, forward, "keep")
             pointers = self._values(ck, pyfn, args, targets)
             if any("w" in use and id(v.allocation) in self._writers
                    for (_, use), v in zip(ck.gradients, pointers, strict=True)
                    if v is not None):
-                ck, p = _adjoint(pyfn, forward, "zero")  # it overwrites an earlier launch's
+                ck, p = _adjoint(device, pyfn, forward, "zero")  # it overwrites an earlier launch's
         except exception as ex:
             if ex.code() != errc.build:
                 raise
