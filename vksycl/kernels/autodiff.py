@@ -54,12 +54,19 @@ def _adjoint(device: Any, pyfn: Any, forward: CompiledKernel, variant: str
                        if features.get(f"shaderBufferFloat{bits}AtomicAdd", False))
     subgroups = {"vote", "arithmetic"} <= device.vulkan.subgroup_operations and \
         features.get("shaderSubgroupExtendedTypes", False)
-    key = (id(forward), variant, float_adds, subgroups)
+    push_limit = device.vulkan.max_push_constants_size
+    key = (id(forward), variant, float_adds, subgroups, push_limit)
     hit = _ADJOINTS.get(key)
     if hit is None:
         spec = dataclasses.replace(forward.spec, adjoint=variant, buffer_float_adds=float_adds,
                                    subgroup_scatter=subgroups)
         ck = load_or_compile(pyfn, spec, ("adjoint", *key), forward.spec_values)
+        if ck.push_size > push_limit and not spec.args_in_memory:
+            # a gradient pointer per differentiable pointer: arguments that fit the push
+            # constants forward may not backward
+            spec = dataclasses.replace(spec, args_in_memory=True)
+            ck = load_or_compile(pyfn, spec, ("adjoint", "in memory", *key),
+                                 forward.spec_values)
         hit = _ADJOINTS[key] = (ck, Prepared(ck, pyfn, ("adjoint", *key)))
     return hit
 
