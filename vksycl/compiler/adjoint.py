@@ -85,6 +85,7 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
         self.grad: dict[int, ir.PushField] = {}
         self.paths: list[tuple[tuple, int]] = []
         self.scalars: dict[int, ir.PushField] = {}
+        self.scalar_sums: dict[int, ir.Local] = {}  # their adjoints in the work-item
         self.gradient_arguments(list(lowered.args), nparams)
         self.defs: dict[int, list[ir.Value]] = {}  # version local -> the values it takes
         self.active: set[int] = set()  # versions whose values depend on float data
@@ -148,7 +149,9 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
         reverse: list[ir.Stmt] = []
         self.rev_block(records, reverse)
         self.check_overwritten(reverse)
-        init = [ir.Assign(a, zero_of(a.ty)) for a in self.adjoints.values()]
+        reverse += self.flush_arguments()
+        init = [ir.Assign(a, zero_of(a.ty))
+                for a in (*self.adjoints.values(), *self.scalar_sums.values())]
         self.fn.body = expand_math(init + self.zero_shared_grads() + forward + reverse)
         return self.fn
 

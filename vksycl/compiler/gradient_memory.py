@@ -158,12 +158,23 @@ class GradientMemory:
         self.atomic_add(grad, scope, a, out)
 
     def argument(self, v: ir.PushField, a: ir.Value, out: list[ir.Stmt]) -> None:
-        """A float scalar argument's adjoint goes into its gradient cell."""
-        cell = self.scalars.get(v.index)
-        if cell is not None:
-            ut = Scalar("u", v.ty.bits)
-            self.atomic_add(ir.Place(self.m.global_root(ut), cell, (), ut), _DEVICE_SCOPE, a,
-                            out)
+        """A float scalar argument's adjoint adds up in the work-item (a captured time
+        step is used in every iteration of every work-item's loop), and goes into its
+        gradient cell once, at the end (`flush_arguments`)."""
+        if v.index in self.scalars:
+            total = self.scalar_sums.get(v.index)
+            if total is None:
+                total = self.scalar_sums[v.index] = self.local(f"adj.arg{v.index}", v.ty)
+            out.append(ir.Assign(total, ir.Op("OpFAdd", v.ty, [ir.Read(total), a])))
+
+    def flush_arguments(self) -> list[ir.Stmt]:
+        """The scalar arguments' adjoints into their gradient cells."""
+        out: list[ir.Stmt] = []
+        for index, total in self.scalar_sums.items():
+            ut = Scalar("u", total.ty.bits)
+            self.atomic_add(ir.Place(self.m.global_root(ut), self.scalars[index], (), ut),
+                            _DEVICE_SCOPE, ir.Read(total), out)
+        return out
 
     def atomic_add(self, grad: ir.Place, scope: int, a: ir.Value, out: list[ir.Stmt]) -> None:
         """The float at `grad` (as its bits) += a. Where every work-item of a sub-group
