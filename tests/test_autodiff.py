@@ -459,6 +459,47 @@ def test_local_memory_and_barriers(q):
     assert np.all(g != 0)
 
 
+def test_float16(q):
+    """float16 memory has float16 gradients: gathers whose neighbouring elements are
+    added into at once (a compare-and-swap of the word holding two of them), work-group
+    memory (float32 gradients inside) and a captured float16 scalar; against the same
+    adjoints worked out in float64."""
+    n, wg = 64, 16
+    rng = np.random.default_rng(5)
+    hx = rng.uniform(0.2, 1.0, n).astype(np.float16)
+    index = rng.integers(0, n, n).astype(np.int32)
+    x, y = shared(q, hx, np.float16), shared(q, np.zeros(n), np.float16)
+    idx = sycl.malloc_shared(n, np.int32, q)
+    idx[:n] = index
+    rate = np.float16(0.75)
+    tile = syclexp.work_group_memory(sycl.float16, wg)
+
+    def k(it):
+        i, lid = it.get_global_id(0), it.get_local_id(0)
+        tile[lid] = x[i] * x[i]
+        sycl.group_barrier(it.get_group())
+        y[i] = tile[(lid + 1) % wg] * rate + math.sin(x[idx[i]]) + x[i ^ 1]
+
+    with ad.Tape(q) as tape:
+        q.parallel_for(sycl.nd_range(sycl.range(n), sycl.range(wg)), k)
+    q.wait()
+    seed = rng.uniform(0.5, 1.5, n)
+    tape.backward({y: seed.astype(np.float16)})
+    s, xs, r = seed.astype(np.float16).astype(F64), hx.astype(F64), float(rate)
+    i = np.arange(n)
+    neighbour = (i // wg) * wg + (i % wg + 1) % wg
+    expect = np.zeros(n)
+    np.add.at(expect, neighbour, s * r * 2 * xs[neighbour])
+    np.add.at(expect, index, s * np.cos(xs[index]))
+    np.add.at(expect, i ^ 1, s)
+    got = np.asarray(tape.gradient(x))[:n].astype(F64)
+    np.testing.assert_allclose(got, expect, rtol=4e-3, atol=4e-3)
+    np.testing.assert_allclose(tape.gradient_of("rate"), np.dot(s, xs[neighbour] ** 2),
+                               rtol=1e-2)
+    tape.free()
+    sycl.free(idx, q)
+
+
 def test_reductions(q):
     n = 40
     values = np.linspace(-1, 1, n)

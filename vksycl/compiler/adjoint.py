@@ -60,11 +60,11 @@ from .typesys import BOOL, U64, VOID, ArrayType, Scalar, Type
 
 
 def differentiable(dtype: Any) -> bool:
-    """Whether memory of `dtype` gets a gradient: float32/float64, or a struct of them."""
+    """Whether memory of `dtype` gets a gradient: float16/32/64, or a struct of them."""
     dtype = np.dtype(dtype)
     if dtype.fields:
         return any(differentiable(f[0]) for f in dtype.fields.values())
-    return dtype.kind == "f" and dtype.itemsize in (4, 8)
+    return dtype.kind == "f" and dtype.itemsize in (2, 4, 8)
 
 
 class Adjoint(Inlining, Derivatives, GradientMemory):

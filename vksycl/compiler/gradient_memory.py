@@ -19,7 +19,7 @@ import numpy as np
 
 from . import ir
 from .derivatives import is_float, zero_of
-from .typesys import BOOL, I32, U64, Scalar, Struct, Type, field_offsets
+from .typesys import BOOL, F16, F32, I32, U16, U32, U64, Scalar, Struct, Type, field_offsets
 from .workitem import barrier, builtin
 
 _DEVICE_SCOPE, _WORKGROUP_SCOPE, _SUBGROUP_SCOPE = 1, 2, 3
@@ -59,15 +59,20 @@ class GradientMemory:
             return
         t, gplace = place.ty, self.shared_grad(place)
         g = self.local("adj.local", t)
-        out.append(ir.Assign(g, ir.Op("OpBitcast", t, [ir.Load(gplace)])))
+        if t.bits == 16:
+            out.append(ir.Assign(g, ir.Op("OpFConvert", t, [
+                ir.Op("OpBitcast", F32, [ir.Load(gplace)])])))
+        else:
+            out.append(ir.Assign(g, ir.Op("OpBitcast", t, [ir.Load(gplace)])))
         out.append(ir.Store(self.shared_grad(place), zero_of(gplace.ty)))
         self.back(value, ir.Read(g), out)
 
     def shared_grad(self, place: ir.Place) -> ir.Place:
-        """The element of `place`'s gradient in work-group memory (the float's bits)."""
+        """The element of `place`'s gradient in work-group memory (the float's bits; a
+        float16's as a float32, as work-group memory has no 16-bit atomics)."""
         root = place.root
         assert isinstance(root, ir.SharedRoot) and isinstance(place.ty, Scalar)
-        ut = Scalar("u", place.ty.bits)
+        ut = Scalar("u", max(place.ty.bits, 32))
         grad = self.shared_grads.get(id(root))
         if grad is None:
             grad = self.shared_grads[id(root)] = ir.SharedRoot(
@@ -144,6 +149,8 @@ class GradientMemory:
         ut = Scalar("u", t.bits)
         if isinstance(place.root, ir.SharedRoot):
             grad, scope = self.shared_grad(place), _WORKGROUP_SCOPE
+            if t.bits == 16:
+                a = ir.Op("OpFConvert", F32, [a])
         elif isinstance(place.root, ir.GlobalRoot):
             pf = self.pointer_of(place.index, site)
             if pf is None:
@@ -209,6 +216,9 @@ class GradientMemory:
             out.append(ir.Eval(ir.Atomic("OpAtomicFAddEXT", ir.Place(
                 self.m.global_root(t), grad.index, (), t), [ir.Read(value)], t, scope, 0)))
             return
+        if t.bits == 16:
+            self.add_into_half(grad, scope, value, out)
+            return
         if t.bits == 64:
             self.m.aspects.add("atomic64")
         old, seen = self.local("cas.old", ut), self.local("cas.seen", ut)
@@ -217,6 +227,35 @@ class GradientMemory:
         cas = ir.Atomic("OpAtomicCompareExchange", dataclasses.replace(grad),
                         [new, ir.Read(old)], ut, scope, 0)
         out += [ir.Assign(old, ir.Load(grad)),
+                ir.Loop([], None, [
+                    ir.Assign(seen, cas),
+                    ir.If(ir.Op("OpIEqual", BOOL, [ir.Read(seen), ir.Read(old)]),
+                          [ir.Break()], []),
+                    ir.Assign(old, ir.Read(seen))], [])]
+
+
+    def add_into_half(self, grad: ir.Place, scope: int, value: ir.Local, out: list[ir.Stmt]
+                      ) -> None:
+        """The float16 at `grad` += value: a compare-and-swap loop on the 32-bit word
+        holding it (Vulkan has no 16-bit atomics), the other half kept as it is. The
+        tape's gradient memory is whole words."""
+        word = ir.Place(self.m.global_root(U32), ir.Op("OpBitwiseAnd", U64, [
+            grad.index, ir.Const(U64, (1 << 64) - 4)]), (), U32)
+        shift = self.local("cas.shift", U32)
+        old, seen = self.local("cas.old", U32), self.local("cas.seen", U32)
+        half = ir.Op("OpBitcast", F16, [ir.Op("OpUConvert", U16, [
+            ir.Op("OpShiftRightLogical", U32, [ir.Read(old), ir.Read(shift)])])])
+        added = ir.Op("OpUConvert", U32, [ir.Op("OpBitcast", U16, [
+            ir.Op("OpFAdd", F16, [half, ir.Read(value)])])])
+        other = ir.Op("OpBitwiseAnd", U32, [ir.Read(old), ir.Op("OpNot", U32, [
+            ir.Op("OpShiftLeftLogical", U32, [ir.Const(U32, 0xFFFF), ir.Read(shift)])])])
+        new = ir.Op("OpBitwiseOr", U32, [other, ir.Op("OpShiftLeftLogical", U32, [
+            added, ir.Read(shift)])])
+        cas = ir.Atomic("OpAtomicCompareExchange", word, [new, ir.Read(old)], U32, scope, 0)
+        out += [ir.Assign(shift, ir.Op("OpUConvert", U32, [ir.Op("OpShiftLeftLogical", U64, [
+                    ir.Op("OpBitwiseAnd", U64, [grad.index, ir.Const(U64, 2)]),
+                    ir.Const(U64, 3)])])),
+                ir.Assign(old, ir.Load(dataclasses.replace(word))),
                 ir.Loop([], None, [
                     ir.Assign(seen, cas),
                     ir.If(ir.Op("OpIEqual", BOOL, [ir.Read(seen), ir.Read(old)]),

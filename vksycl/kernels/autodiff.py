@@ -203,7 +203,9 @@ class Tape:
         a = p.allocation
         entry = self._gradients.get(id(a))
         if entry is None:
-            g = malloc_shared(a.nbytes, np.uint8, self._queue_for(a))
+            # whole 32-bit words: a float16 adjoint is added by a compare-and-swap of the
+            # word holding it
+            g = malloc_shared(-(-a.nbytes // 4) * 4, np.uint8, self._queue_for(a))
             g.allocation.host_bytes()[:] = 0
             entry = self._gradients[id(a)] = (a, g.allocation)
         return ptr(entry[1], p.byte_offset, p.dtype)
@@ -223,7 +225,8 @@ class Tape:
         key = (name, np.dtype(dtype).str)
         cell = self._cells.get(key)
         if cell is None:
-            cell = self._cells[key] = malloc_shared(1, dtype, self._queue)
+            cell = self._cells[key] = malloc_shared(max(1, 4 // np.dtype(dtype).itemsize),
+                                                    dtype, self._queue)
             _elements(cell)[:] = 0
         return cell
 
