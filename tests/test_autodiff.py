@@ -500,6 +500,43 @@ def test_float16(q):
     sycl.free(idx, q)
 
 
+def test_buffers_and_accessors(q):
+    """Accessors are differentiated as pointers are: the gradient of a buffer is that of
+    its device memory (`tape.gradient(buf)`), a ranged accessor's elements land at their
+    offset in it, and a buffer can be seeded."""
+    n = 12
+    hx = np.linspace(0.2, 1.3, n)
+    xb, wb, yb = sycl.buffer(hx.copy()), sycl.buffer(W.copy()), sycl.buffer(np.zeros(n))
+
+    def step(h):
+        x = sycl.accessor(xb, h, sycl.read_only)
+        w = sycl.accessor(wb, h, sycl.range(4), sycl.id(2), sycl.read_only)  # w[2:6]
+        y = sycl.accessor(yb, h, sycl.write_only)
+
+        def k(i):
+            y[i] = math.exp(x[i]) * w[i % 4] + x[(i + 5) % n] * x[i]
+
+        h.parallel_for(sycl.range(n), k)
+
+    with ad.Tape(q) as tape:
+        q.submit(step)
+    q.wait()
+    seed = np.linspace(0.5, 1.5, n)
+    tape.backward({yb: seed})
+    i = np.arange(n)
+    w = W[2:6][i % 4]
+    gx = seed * (np.exp(hx) * w + hx[(i + 5) % n])
+    np.add.at(gx, (i + 5) % n, seed * hx)
+    gw = np.zeros(len(W))
+    np.add.at(gw, 2 + i % 4, seed * np.exp(hx))
+    np.testing.assert_allclose(np.asarray(tape.gradient(xb))[:n], gx, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(tape.gradient(wb))[:len(W)], gw, rtol=1e-12,
+                               atol=1e-300)
+    with pytest.raises(sycl.exception, match="takes a USM pointer, a buffer or an accessor"):
+        tape.gradient(hx)
+    tape.free()
+
+
 def test_reductions(q):
     n = 40
     values = np.linspace(-1, 1, n)

@@ -121,7 +121,7 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
                                  "float64 are differentiated)")
             self.reducers[id(r.root)] = (r, argument(r.spec.element.dtype))
         for a in forward:
-            if a.kind == "ptr" and differentiable(a.dtype):
+            if a.kind in ("ptr", "accessor") and differentiable(a.dtype):
                 self.grad[a.push_index] = argument(a.dtype)
                 self.paths.append((a.path, a.push_index))
         for a in forward:

@@ -29,6 +29,7 @@ from ..compiler.captures import path_getter, path_name
 from ..compiler.kernel import CompiledKernel, load_or_compile
 from ..exceptions import errc, exception
 from ..runtime import handler
+from ..runtime.buffers import accessor, buffer
 from ..runtime.commands import KernelLaunch
 from ..runtime.malloc import malloc_shared
 from ..runtime.queue import queue as sycl_queue
@@ -103,7 +104,8 @@ class Tape:
                       required: list | None = None) -> Any:
             command = outer(device, kernel, launch, properties, context, reductions,
                             required)
-            self._record(device, context, kernel, launch, properties, reductions)
+            self._record(device, context, kernel, launch, properties, reductions,
+                         required=required)
             return command
 
         handler.use_kernel_front_end(recording)
@@ -120,9 +122,11 @@ class Tape:
         self._record(device, context, kernel, launch, properties, (), args)
 
     def _record(self, device: Any, context: Any, kernel: Any, launch: Any,
-                properties: Any, reductions: tuple, args: tuple = ()) -> None:
-        """Packs the launch of the adjoint of a launch (explicit arguments `args`), or
-        keeps the build error its adjoint raised for backward()."""
+                properties: Any, reductions: tuple, args: tuple = (),
+                required: list | None = None) -> None:
+        """Packs the launch of the adjoint of a launch (explicit arguments `args`, the
+        accessors its command group `required`), or keeps the build error its adjoint
+        raised for backward()."""
         pyfn, info = _kernel_function(kernel)
         if info is not None:
             kernel = info.shaped(args)  # local_accessor shapes: a kernel of their own
@@ -130,7 +134,7 @@ class Tape:
             if reductions else compiled(device, kernel, launch, properties)
         targets = [r.target for r in reductions]
         # (a reduction kernel's explicit arguments are its targets and partials)
-        if not any(a.kind == "ptr" and differentiable(a.dtype) for a in forward.args
+        if not any(a.kind in ("ptr", "accessor") and differentiable(a.dtype) for a in forward.args
                    if not reductions or a.path[0] != "param") and \
                 not any(differentiable(p.dtype) for p in targets):
             return
@@ -155,7 +159,7 @@ class Tape:
         grads = (*(self.gradient(p) for p in targets),
                  *(p if use == "s" else self.gradient(p)
                    for (_, use), p in zip(ck.gradients, pointers, strict=True)))
-        push = p.arguments(pyfn, (*args, *grads), launch, context, None, device)
+        push = p.arguments(pyfn, (*args, *grads), launch, context, required, device)
         keep: tuple = grads
         if ck.spec.args_in_memory:
             block = ArgumentBlock(device, push)
@@ -188,18 +192,17 @@ class Tape:
         first = len(args) + len(targets)  # the gradient arguments' first index
         kinds = {a.path[1]: a.dtype for a in ck.args if a.path[0] == "param"}
         return [self._cell(_scalar_name(path, pyfn), kinds[first + k]) if use == "s"
-                else path_getter(path, pyfn)(pyfn, args)
+                else _memory_of(path_getter(path, pyfn)(pyfn, args))
                 for k, (path, use) in enumerate(ck.gradients)]
 
     # -- gradients -----------------------------------------------------------------------
     def gradient(self, p: Any) -> Any:
         """The gradient of USM pointer `p`: the same element type at the same offset in
-        zeroed memory of the same size as `p`'s allocation, one per allocation."""
+        zeroed memory of the same size as `p`'s allocation, one per allocation. Of a
+        buffer or an accessor, the gradient of its device memory, as such a pointer."""
+        p = _memory_of(p)
         if p is None:
             return None
-        if not isinstance(p, ptr):
-            raise exception(errc.invalid, f"tape.gradient takes a USM pointer, got "
-                            f"{type(p).__name__}")
         a = p.allocation
         entry = self._gradients.get(id(a))
         if entry is None:
@@ -250,7 +253,7 @@ class Tape:
             q.wait()  # gradients are written on the host
         for p, seed in seeds.items():
             g = self.gradient(p)
-            values = np.asarray(seed, dtype=p.dtype).reshape(-1)
+            values = np.asarray(seed, dtype=g.dtype).reshape(-1)
             view = _elements(g)
             view[: values.size if values.size > 1 else view.size] = values
         for launch in self._launches:
@@ -278,7 +281,7 @@ class Tape:
                 raise exception(errc.invalid, "a command graph records seeds that are "
                                 "numbers, not arrays")
             g = self.gradient(p)
-            last = [q.fill(g, np.asarray(seed, dtype=p.dtype), g.count, depends_on=last)]
+            last = [q.fill(g, np.asarray(seed, dtype=g.dtype), g.count, depends_on=last)]
         for launch in reversed(self._launches):
             if isinstance(launch, exception):
                 raise launch
@@ -322,6 +325,23 @@ def _scalar_name(path: tuple, pyfn: Any) -> str:
     if path[0] == "param":
         return pyfn.__code__.co_varnames[path[1]]
     return path_name(path)
+
+
+def _memory_of(x: Any) -> ptr | None:
+    """What the tape differentiates, as a USM pointer: a pointer, or a buffer's or an
+    accessor's device memory at its first element (the adjoint reads the memory the
+    forward launch used, as it is at backward())."""
+    if x is None or isinstance(x, ptr):
+        return x
+    if isinstance(x, buffer | accessor):
+        dtype, first, storage = (x._whole[0], x._whole[5], x._whole[8]) \
+            if isinstance(x, buffer) else (x.dtype, x._first, x._storage)
+        if storage.allocation is None:
+            raise exception(errc.invalid, "tape.gradient: the buffer has no device memory "
+                            "yet (no kernel has used it)")
+        return ptr(storage.allocation, first, dtype)
+    raise exception(errc.invalid, f"tape.gradient takes a USM pointer, a buffer or an "
+                    f"accessor, got {type(x).__name__}")
 
 
 def _elements(p: ptr) -> np.ndarray:
