@@ -75,7 +75,7 @@ def _adjoint(device: Any, pyfn: Any, forward: CompiledKernel, variant: str
 class Tape:
     """Records kernel launches made inside `with Tape() as tape:`; `tape.backward(seeds)`
     then runs their adjoints in reverse order. Launches whose kernels touch no
-    float32/float64 USM memory are not recorded. `queue` runs the backward pass and
+    float memory (USM or buffers) are not recorded. `queue` runs the backward pass and
     gradient initialisation; without one, the tape makes a queue for the device of the
     first launch it records."""
 
