@@ -192,10 +192,10 @@ def nbody(q: sycl.queue, torch, n: int) -> Problem:
     mem = Device(q)
     x, y, z, m, vx, vy, vz = (mem.array(host[k]) for k in host)
     tx, ty, tz = (mem.array(targets[k]) for k in targets)
-    ax, ay, az, nx, ny, nz, nvx, nvy, nvz = (mem.empty(n) for _ in range(9))
+    nx, ny, nz, nvx, nvy, nvz = (mem.empty(n) for _ in range(6))
     loss = mem.empty(1)
 
-    def accelerations(i):
+    def step(i):
         xi, yi, zi = x[i], y[i], z[i]
         sx = sycl.float32(0.0)
         sy = sycl.float32(0.0)
@@ -209,28 +209,12 @@ def nbody(q: sycl.queue, torch, n: int) -> Problem:
             sx += dx * s
             sy += dy * s
             sz += dz * s
-        ax[i] = sx
-        ay[i] = sy
-        az[i] = sz
-
-    def update(p, v, a, new_p, new_v):
-        def body(i):
-            w = v[i] + a[i] * DT
-            new_v[i] = w
-            new_p[i] = p[i] + w * DT
-
-        return body
-
-    # the accelerations, then each axis's update: a kernel of them all would take 13
-    # pointers, whose adjoint's 26 pointers (and more) overflow lavapipe's 128 bytes of
-    # kernel arguments
-    updates = [update(*a) for a in ((x, vx, ax, nx, nvx), (y, vy, ay, ny, nvy),
-                                    (z, vz, az, nz, nvz))]
+        wx, wy, wz = vx[i] + sx * DT, vy[i] + sy * DT, vz[i] + sz * DT
+        nvx[i], nvy[i], nvz[i] = wx, wy, wz
+        nx[i], ny[i], nz[i] = xi + wx * DT, yi + wy * DT, zi + wz * DT
 
     def launch() -> None:
-        q.parallel_for(sycl.range(n), accelerations)
-        for k in updates:
-            q.parallel_for(sycl.range(n), k)
+        q.parallel_for(sycl.range(n), step)
         sum_of_squares(q, [(nx, tx), (ny, ty), (nz, tz)], n, loss)
 
     peer = None
