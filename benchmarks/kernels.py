@@ -1,5 +1,8 @@
 """Kernels as Python functions against the same algorithms in hand-written CUDA (cupy
-`RawKernel`, benchmarks/kernels_cuda.py) and torch, in one run on one GPU.
+`RawKernel`, benchmarks/kernels_cuda.py) and torch, in one run on one GPU, and against
+hand-written GLSL (benchmarks/kernels_glsl.py) built by vksycl and run on the same Vulkan
+driver: the CUDA ratio mixes vksycl's compiler with the Vulkan driver, the GLSL ratio
+leaves the compiler alone.
 
 - Mandelbrot: one work-item per pixel, the escape loop as written;
 - tiled fp32 matmul: benchmarks/matmul.py's 16 x 16 local-memory kernel;
@@ -13,9 +16,9 @@
 
 Each implementation is timed as launch + wait, `--repeat` times after one warm-up; the
 best and the median count, and each ratio is vksycl's best time over its peer's. Every
-result, the peers' too, is checked against numpy on a sample of rows. Without cupy or
-torch (lavapipe) vksycl runs alone, checked. `--csv FILE` writes the figures
-(`record.py`).
+result, the peers' too, is checked against numpy on a sample of rows. The GLSL peers run
+everywhere; without cupy or torch (lavapipe) they are vksycl's only peers. `--csv FILE`
+writes the figures (`record.py`).
 
     python3 benchmarks/kernels.py [--small] [--only NAME ...] [--repeat 10] [--csv FILE]
 """
@@ -31,12 +34,14 @@ from pathlib import Path
 from types import ModuleType
 
 import kernels_cuda
+import kernels_glsl
 import matmul
 import numpy as np
 import record
 from timing import seconds
 
 import vksycl as sycl
+from vksycl.ext.oneapi import experimental as syclexp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import matrix_gemm_fp32
@@ -134,6 +139,23 @@ class Device:
             sycl.free(p, self.q)
 
 
+def glsl(mem: Device, source: str, ndr: sycl.nd_range, args: tuple, out: sycl.ptr,
+         shape: tuple[int, ...], dtype: type) -> Entry:
+    """A hand GLSL kernel built from `source`, launched over `ndr` with `args` (storage
+    buffers, then push constants) and waited for, reading `out` back."""
+    q = mem.q
+    bundle = syclexp.create_kernel_bundle_from_source(
+        q.get_context(), syclexp.source_language.glsl, {"main": source})
+    kernel = syclexp.build(bundle).ext_oneapi_get_kernel("main")
+
+    def cgf(h) -> None:
+        h.set_args(*args)
+        h.parallel_for(ndr, kernel)
+
+    return Entry("hand GLSL (same driver)", lambda: q.submit(cgf).wait(),
+                 mem.reader(out, shape, dtype))
+
+
 def sampled(rows: np.ndarray, want: Callable[[np.ndarray], np.ndarray], rtol: float,
             atol: float) -> Callable[[np.ndarray], None]:
     """A check of a result's `rows` against `want(rows)`."""
@@ -164,6 +186,9 @@ def mandelbrot(q: sycl.queue, peers: Peers, side: int, max_iter: int) -> Case:
     ndr = sycl.nd_range((h, w), (8, 32))
     entries = [Entry("vksycl", lambda: q.parallel_for(ndr, body).wait(),
                      mem.reader(counts, (h, w), np.int32))]
+    out = mem.empty((h, w), np.int32)
+    entries.append(glsl(mem, kernels_glsl.MANDELBROT, ndr, (out, w, h, max_iter), out,
+                        (h, w), np.int32))
     if peers.cp:
         out = peers.cp.zeros((h, w), peers.cp.int32)
         entries.append(peers.cuda(kernels_cuda.MANDELBROT, "mandelbrot", (w // 32, h // 8),
@@ -195,9 +220,11 @@ def mandelbrot(q: sycl.queue, peers: Peers, side: int, max_iter: int) -> Case:
 
 
 def gemm_case(q: sycl.queue, peers: Peers, n: int, name: str, launch: Callable,
-              cuda: Callable[[object, object, object], Entry] | None) -> Case:
-    """c = a @ b in float32 by `launch(a, b, c)`, against `cuda(a, b, c)` on cupy arrays
-    and torch.mm (with TF32 off, so that it computes in float32 too)."""
+              cuda: Callable[[object, object, object], Entry] | None,
+              glsl_peer: tuple[str, sycl.nd_range] | None = None) -> Case:
+    """c = a @ b in float32 by `launch(a, b, c)`, against `glsl_peer` (a GLSL source and
+    its nd_range), `cuda(a, b, c)` on cupy arrays and torch.mm (with TF32 off, so that it
+    computes in float32 too)."""
     rng = np.random.default_rng(5)
     ha = rng.uniform(-1, 1, (n, n)).astype(np.float32)
     hb = rng.uniform(-1, 1, (n, n)).astype(np.float32)
@@ -205,6 +232,10 @@ def gemm_case(q: sycl.queue, peers: Peers, n: int, name: str, launch: Callable,
     a, b, c = mem.array(ha), mem.array(hb), mem.empty((n, n), np.float32)
     entries = [Entry("vksycl", lambda: launch(a, b, c).wait(),
                      mem.reader(c, (n, n), np.float32))]
+    if glsl_peer:
+        source, ndr = glsl_peer
+        out = mem.empty((n, n), np.float32)
+        entries.append(glsl(mem, source, ndr, (a, b, out, n), out, (n, n), np.float32))
     if peers.cp and cuda:
         cp = peers.cp
         entries.append(cuda(cp.asarray(ha), cp.asarray(hb), cp.empty((n, n), cp.float32)))
@@ -228,7 +259,7 @@ def tiled_matmul(q: sycl.queue, peers: Peers, n: int) -> Case:
 
     return gemm_case(q, peers, n, "tiled",
                      lambda a, b, c: q.parallel_for(ndr, matmul.tiled_kernel(a, b, c, n)),
-                     cuda)
+                     cuda, (kernels_glsl.TILED_MATMUL, ndr))
 
 
 def blocked_matmul(q: sycl.queue, peers: Peers, n: int) -> Case:
@@ -239,7 +270,8 @@ def blocked_matmul(q: sycl.queue, peers: Peers, n: int) -> Case:
                           (g.WG, g.WG), (a, b, c, np.int32(n)), c)
 
     return gemm_case(q, peers, n, "register-blocked",
-                     lambda a, b, c: g.gemm(q, a, b, c, n), cuda)
+                     lambda a, b, c: g.gemm(q, a, b, c, n), cuda,
+                     (kernels_glsl.REGISTER_BLOCKED, g.nd_range_for(n)))
 
 
 def nbody(q: sycl.queue, peers: Peers, n: int) -> Case:
@@ -275,6 +307,9 @@ def nbody(q: sycl.queue, peers: Peers, n: int) -> Case:
     ndr = sycl.nd_range((n,), (WG,))
     read = mem.reader(pos_out, (n, 4), np.float32)
     entries = [Entry("vksycl", lambda: q.parallel_for(ndr, body).wait(), read)]
+    gpos, gvel = mem.empty((n, 4), np.float32), mem.empty((n, 4), np.float32)
+    entries.append(glsl(mem, kernels_glsl.NBODY, ndr, (pos, vel, gpos, gvel, n, dt, eps2),
+                        gpos, (n, 4), np.float32))
     if peers.cp:
         cp = peers.cp
         cpos, cvel = cp.asarray(hp), cp.asarray(hv)
@@ -320,6 +355,9 @@ def stencil(q: sycl.queue, peers: Peers, side: int) -> Case:
     ndr = sycl.nd_range((h, w), (8, 32))
     entries = [Entry("vksycl", lambda: q.parallel_for(ndr, body).wait(),
                      mem.reader(dst, (h, w), np.float32))]
+    out = mem.empty((h, w), np.float32)
+    entries.append(glsl(mem, kernels_glsl.STENCIL, ndr, (src, out, h, w), out, (h, w),
+                        np.float32))
     if peers.cp:
         cp = peers.cp
         csrc, cdst = cp.asarray(hs), cp.empty((h, w), cp.float32)
@@ -372,6 +410,9 @@ def softmax(q: sycl.queue, peers: Peers, rows: int, cols: int) -> Case:
     ndr = sycl.nd_range((rows * WG,), (WG,))
     entries = [Entry("vksycl", lambda: q.parallel_for(ndr, body).wait(),
                      mem.reader(y, (rows, cols), np.float32))]
+    out = mem.empty((rows, cols), np.float32)
+    entries.append(glsl(mem, kernels_glsl.SOFTMAX, ndr, (x, out, cols), out, (rows, cols),
+                        np.float32))
     if peers.cp:
         cp = peers.cp
         cx, cy = cp.asarray(hx), cp.empty((rows, cols), cp.float32)
@@ -458,13 +499,14 @@ def main() -> None:
     q = sycl.queue()
     peers = Peers.find()
     print(f"device: {q.get_device().get_info(sycl.info.device.name)}; peers: "
-          f"{', '.join(n for n in ('cp', 'torch') if getattr(peers, n)) or 'none'}")
+          f"{', '.join(['hand GLSL'] + [n for n in ('cp', 'torch') if getattr(peers, n)])}")
     rows = []
     for name, make in todo.items():
         if args.only is None or name in args.only:
             rows += measure(make(q, peers), args.repeat)
-    record.write(args, "Kernels as Python functions against hand CUDA and torch: launch + "
-                 "wait in ms, vksycl's best time over each peer's", rows, q.get_device(),
+    record.write(args, "Kernels as Python functions against hand GLSL on the same driver, "
+                 "hand CUDA and torch: launch + wait in ms, vksycl's best time over each "
+                 "peer's", rows, q.get_device(),
                  matmul.versions())
 
 
