@@ -105,8 +105,21 @@ _ALWAYS = frozenset({
 })
 
 
+# the aspects of each device, by the id of its facts (kept, so the id stays theirs):
+# launches ask for them each time a kernel variant is looked up
+_ASPECTS: dict[int, tuple[VulkanDeviceInfo, frozenset[aspect]]] = {}
+
+
 def vulkan_aspects(info: VulkanDeviceInfo) -> frozenset[aspect]:
-    """The aspects a device really has, before `VKSYCL_HIDE_ASPECTS` applies.
+    """The aspects a device really has, before `VKSYCL_HIDE_ASPECTS` applies."""
+    hit = _ASPECTS.get(id(info))
+    if hit is None or hit[0] is not info:
+        hit = _ASPECTS[id(info)] = (info, _device_aspects(info))
+    return hit[1]
+
+
+def _device_aspects(info: VulkanDeviceInfo) -> frozenset[aspect]:
+    """What `vulkan_aspects` finds in a device's Vulkan facts.
 
     Absent by construction: `accelerator` (Vulkan has no such device type), `emulated`
     and `host_debuggable` (no Vulkan driver runs kernels in a host debugger), `image`
