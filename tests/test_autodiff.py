@@ -349,6 +349,32 @@ def test_scatters_shared_by_a_sub_group(q, dtype):
     tape.free()
 
 
+def test_forward_sweep_drops_what_the_reverse_sweep_does_not_read(q):
+    """`s` only adds up, so the reverse sweep needs no value of it: the adjoint evaluates
+    exp once per iteration (in its reverse loop), not in a forward loop too."""
+    n = 16
+    hx = np.linspace(-1.0, 1.0, n)
+    x, y = shared(q, hx, np.float32), shared(q, np.zeros(n), np.float32)
+    before = set(_ADJOINTS)
+
+    def k(i):
+        s = sycl.float32(0.0)
+        for j in range(n):
+            s += sycl.exp(x[j])
+        y[i] = s + x[i]
+
+    with ad.Tape(q) as tape:
+        q.parallel_for(sycl.range(n), k)
+    q.wait()
+    tape.backward({y: 1.0})
+    np.testing.assert_allclose(np.asarray(tape.gradient(x))[:n], n * np.exp(hx) + 1,
+                               rtol=1e-5)
+    (ck,) = [ck for key, (ck, _) in _ADJOINTS.items() if key not in before]
+    text = spirv_gen.disassemble(ck.spirv())
+    assert text.count(" Exp ") == 1, text
+    tape.free()
+
+
 def test_adjoint_arguments_outgrowing_push_constants(q):
     """A gradient pointer for each of nine arrays: 72 bytes of pointers forward, 144
     backward, past lavapipe's 128 bytes of push constants; the adjoint reads its

@@ -56,6 +56,7 @@ from .gradient_memory import GradientMemory
 from .inlining import Inlining, strip_returns
 from .math_functions import glsl_call, is_exact_glsl
 from .module import ArgSlot
+from .passes import remove_dead_code
 from .typesys import BOOL, U64, VOID, ArrayType, Scalar, Type
 
 
@@ -153,6 +154,7 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
         init = [ir.Assign(a, zero_of(a.ty))
                 for a in (*self.adjoints.values(), *self.scalar_sums.values())]
         self.fn.body = expand_math(init + self.zero_shared_grads() + forward + reverse)
+        remove_dead_code(self.fn)
         return self.fn
 
     def local(self, name: str, ty: Type) -> ir.Local:

@@ -49,6 +49,95 @@ def remove_dead_stores(fn: ir.Function) -> None:
     fn.body = clean(fn.body)
 
 
+def remove_dead_code(fn: ir.Function) -> None:
+    """Drop what nothing needs: assignments to locals that no needed statement reads,
+    then `if`s and loops left with nothing needed inside. An adjoint's forward sweep
+    recomputes the kernel whole, loops included, where its reverse sweep may read none of
+    their values (an accumulator whose derivative is linear)."""
+    needed: set[int] = set()
+
+    def live(s: ir.Stmt) -> bool:
+        if isinstance(s, ir.Assign):
+            return id(s.local) in needed or not _pure(s.value)
+        if isinstance(s, ir.If):
+            return any(map(live, s.then)) or any(map(live, s.orelse))
+        if isinstance(s, ir.Switch):
+            return any(live(x) for _, body in s.cases for x in body)
+        if isinstance(s, ir.Loop):
+            return any(map(live, (*s.pre, *s.body, *s.step)))
+        return True  # stores, evaluations, break, continue, return
+
+    def mark(body: list[ir.Stmt]) -> None:
+        for s in body:
+            if not live(s):
+                continue
+            if isinstance(s, ir.Assign):
+                locals_read(s.value, needed)
+            elif isinstance(s, ir.If):
+                locals_read(s.cond, needed)
+                mark(s.then)
+                mark(s.orelse)
+            elif isinstance(s, ir.Switch):
+                locals_read(s.selector, needed)
+                for _, case in s.cases:
+                    mark(case)
+            elif isinstance(s, ir.Loop):
+                if s.cond is not None:
+                    locals_read(s.cond, needed)
+                for part in (s.pre, s.body, s.step):
+                    mark(part)
+            else:
+                locals_read(s, needed)
+
+    while True:
+        known = len(needed)
+        mark(fn.body)
+        if len(needed) == known:
+            break
+
+    def clean(body: list[ir.Stmt]) -> list[ir.Stmt]:
+        out = []
+        for s in body:
+            if not live(s):
+                continue
+            if isinstance(s, ir.If):
+                s.then, s.orelse = clean(s.then), clean(s.orelse)
+            elif isinstance(s, ir.Switch):
+                s.cases = [(literals, clean(case)) for literals, case in s.cases]
+            elif isinstance(s, ir.Loop):
+                s.pre, s.body, s.step = clean(s.pre), clean(s.body), clean(s.step)
+            out.append(s)
+        return out
+
+    fn.body = clean(fn.body)
+
+
+def _pure(v: ir.Value) -> bool:
+    """Whether evaluating v has no effect but its value (loads included: one nobody
+    needs may go)."""
+    stack = [v]
+    for x in ir.each_once(stack):
+        if isinstance(x, _SIMPLE):
+            continue
+        if isinstance(x, ir.Op):
+            if x.opname.startswith(ir.COLLECTIVE_OPS):
+                return False
+            stack.extend(a for a in x.args if isinstance(a, ir.Value))
+        elif isinstance(x, ir.Ext):
+            stack.extend(x.args)
+        elif isinstance(x, ir.Load):
+            stack.append(x.place.index)
+        elif isinstance(x, ir.Cond) and not x.pre_a and not x.pre_b:
+            stack.extend((x.cond, x.a, x.b))
+        elif isinstance(x, ir.Compose):
+            stack.extend(x.parts)
+        elif isinstance(x, ir.Extract):
+            stack.append(x.base)
+        else:
+            return False
+    return True
+
+
 def straight(v: ir.Value) -> bool:
     """Whether evaluating v needs no control flow and has no side effects (so it may be
     evaluated speculatively by OpSelect)."""
