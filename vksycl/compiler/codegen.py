@@ -22,6 +22,7 @@ from typing import Any
 from spirv_gen import ModuleBuilder
 
 from . import ir
+from .footprint import walk
 from .hoist import invariant_loads, load_key
 from .passes import remove_dead_stores, straight
 from .typesys import (
@@ -268,6 +269,10 @@ class Codegen:
             address = b.op("Load", u64, b.op("AccessChain", b.type_pointer(
                 "PushConstant", u64), self.push_var, b.i32(0)))
             self.block = b.op("ConvertUToPtr", self.block_pointer, address)
+            # and the arguments the function reads, loaded once: a driver cannot always
+            # tell that the atomics and stores of a loop leave the block as it was
+            self.block_args = {index: self.block_load(index) for index in sorted(
+                {x.index for x in walk(fn) if isinstance(x, ir.PushField)})}
         self.hoisted: dict[tuple, Any] = {}
         for key, load in self.invariant.get(id(fn), {}).items():
             ptr, aligned = self.chain(load.place)
@@ -280,6 +285,13 @@ class Codegen:
             b.entry_point("GLCompute", f, self.entry_name)
             self.entry_fn = f
             b.execution_mode(f, "LocalSize", *self.local_size)
+
+    def block_load(self, index: int) -> Any:
+        """Argument `index` read from the argument block (`args_in_memory`)."""
+        t = self.push_types[index]
+        p = self.b.op("AccessChain", self.physical_pointer(self.ty(t)), self.block,
+                      self.b.i32(self.push_member[index]))
+        return self.b.op("Load", self.ty(t), p, "Aligned", t.nbytes)
 
     # -- statements -----------------------------------------------------------------------
     def stmts(self, body: list[ir.Stmt]) -> None:
@@ -384,8 +396,7 @@ class Codegen:
                 p = b.op("AccessChain", b.type_pointer("PushConstant", t), self.push_var,
                          b.i32(member))
                 return b.op("Load", t, p)
-            p = b.op("AccessChain", self.physical_pointer(t), self.block, b.i32(member))
-            return b.op("Load", t, p, "Aligned", v.ty.nbytes)
+            return self.block_args[v.index]
         if isinstance(v, ir.Builtin):
             return self.builtin(v)
         if isinstance(v, ir.Op):
