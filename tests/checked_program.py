@@ -42,6 +42,32 @@ def past_the_end(kind: str, write: bool) -> None:
     sycl.free(out, q)
 
 
+def before_the_start() -> None:
+    """An index one below the first element, and how many comparisons the checks of a
+    triad take: one per access where the offset from the pointer is proven not
+    negative, two where it is not."""
+    x = sycl.malloc_shared(16, sycl.float32, q)
+    out = sycl.malloc_shared(16, sycl.float32, q)
+
+    def reads(i):
+        out[i] = x[i - 1]  # BEFORE-START
+
+    outcome("before-start", lambda: q.parallel_for(sycl.range(16), reads))
+
+    def triad(it):
+        i = it.get_global_id(0)
+        out[i] = x[i] + 2.0 * out[i]
+
+    def shifted(it):
+        i = it.get_global_id(0)
+        out[i] = x[i - 1]
+
+    results["triad-compares"] = spirv_count(triad, 178, 1, (64,))  # OpULessThanEqual
+    results["shifted-compares"] = spirv_count(shifted, 178, 1, (64,))
+    sycl.free(x, q)
+    sycl.free(out, q)
+
+
 def off_by_one_2d() -> None:
     y = sycl.malloc_shared(20, sycl.int32, q)
 
@@ -313,7 +339,7 @@ def past_the_end_of_each_kind() -> None:
         past_the_end(kind, True)
 
 
-CASES = {f.__name__: f for f in (past_the_end_of_each_kind, off_by_one_2d,
+CASES = {f.__name__: f for f in (past_the_end_of_each_kind, before_the_start, off_by_one_2d,
                                  into_another_allocation, use_after_free, ranged_accessor,
                                  accessor_range_inside_buffer, local_memory,
                                  local_memory_proofs, atomics, not_finite, correct_kernels)}

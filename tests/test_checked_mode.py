@@ -59,6 +59,16 @@ def test_past_the_end_of_usm(results, kind, access):
     assert f"is outside {kind} USM of 64 bytes" in message and "0 bytes past its end" in message
 
 
+def test_before_the_start(results):
+    message = report(results, "before-start")
+    assert f"{PROGRAM}:{line_of('BEFORE-START')}:" in message
+    assert "work-item 0; 1 access stopped" in message
+    # three accesses at offsets proven not negative: one comparison each; the shifted
+    # load two, its store one
+    assert results["triad-compares"] == 3
+    assert results["shifted-compares"] == 3
+
+
 def test_off_by_one_in_a_2d_kernel(results):
     message = report(results, "off-by-one-2d")
     assert f"{PROGRAM}:{line_of('OFF-BY-ONE')}:9:" in message

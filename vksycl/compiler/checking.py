@@ -87,6 +87,16 @@ def _base(address: ir.Value) -> ir.Value | None:
     return address if isinstance(address, ir.PushField) else None
 
 
+def _offsets(address: ir.Value) -> list[ir.Value] | None:
+    """What is added to the kernel argument an address was computed from, or None where
+    something is subtracted."""
+    found = []
+    while isinstance(address, ir.Op) and address.ty == U64 and address.opname == "OpIAdd":
+        found.append(address.args[1])
+        address = address.args[0]
+    return found if isinstance(address, ir.PushField) else None
+
+
 class Checker:
     """The checks of one kernel: its check and report functions, made on first use."""
 
@@ -181,11 +191,15 @@ class Checker:
                 ok = ir.Call(self.check(), [address, address, ir.Const(U32, size),
                                             ir.Const(U32, site)], BOOL)
                 return ok, []
-            # a kernel argument's allocation comes with the launch: two comparisons
+            # a kernel argument's allocation comes with the launch: two comparisons, or
+            # one where the offsets are proven not negative (the argument itself lies in
+            # [start, end], or the span is empty and the end fails any access)
             start, end = self.m.check_bounds(base)
-            ok = ir.Op("OpLogicalAnd", BOOL, [
-                ir.Op("OpULessThanEqual", BOOL, [start, address]),
-                ir.Op("OpULessThanEqual", BOOL, [_add(address, size), end])])
+            ok = ir.Op("OpULessThanEqual", BOOL, [_add(address, size), end])
+            offsets = _offsets(place.index)
+            if offsets is None or not self.ranges.proves_nonnegative(x, offsets):
+                ok = ir.Op("OpLogicalAnd", BOOL, [
+                    ir.Op("OpULessThanEqual", BOOL, [start, address]), ok])
             return ok, [ir.Eval(ir.Call(self.report(), [
                 ir.Const(U32, OUT_OF_BOUNDS), ir.Const(U32, site), address,
                 ir.Const(U32, size), base], VOID))]

@@ -26,6 +26,7 @@ from typing import Any
 
 from . import ir
 from .checking import TABLE_ROOT
+from .intervals import is_group_linear
 from .printing import DEBUG_ROOT
 from .typesys import Struct, field_offsets, layout, mem_type
 
@@ -107,17 +108,6 @@ def _const(v: int) -> Form:
     return {(): v} if v else {}
 
 
-def _is_group_linear(v: ir.Op) -> bool:
-    """`WorkgroupId.x + WorkgroupId.y * NumWorkgroups.x`: a 1-D kernel's group id."""
-    if v.opname != "OpIAdd" or len(v.args) != 2:
-        return False
-    x, rest = v.args
-    return (isinstance(x, ir.Builtin) and x.name == "WorkgroupId" and x.component == 0 and
-            isinstance(rest, ir.Op) and rest.opname == "OpIMul" and
-            [(getattr(a, "name", None), getattr(a, "component", None)) for a in rest.args]
-            == [("WorkgroupId", 1), ("NumWorkgroups", 0)])
-
-
 class Forms:
     """Symbolic addresses of one function's values; `assigned` maps each variable
     assigned exactly once to its value."""
@@ -158,7 +148,7 @@ class Forms:
             return opaque if value is None else self.of(value)
         if not isinstance(v, ir.Op):
             return opaque
-        if _is_group_linear(v) and self.dims == 1:
+        if is_group_linear(v) and self.dims == 1:
             return {(("grp", 0),): 1}
         args = v.args
         if v.opname in _LINEAR_OPS and len(args) == 1:

@@ -22,6 +22,9 @@ from . import ir
 from .typesys import Scalar
 
 Interval = tuple[int, int] | None
+# the most work-items a launch of a Python kernel has (`ranges.check_work_items`): group
+# ids are bounded by it
+MAX_WORK_ITEMS = (1 << 31) - 1
 # the ranges of loop counters inside the loops around a point of the code
 Context = tuple[tuple[int, Any], ...]
 
@@ -39,6 +42,17 @@ def _fits(r: Interval, ty: Any) -> Interval:
     if r is None or b is None or r[0] < b[0] or r[1] > b[1]:
         return None
     return r
+
+
+def is_group_linear(v: ir.Op) -> bool:
+    """`WorkgroupId.x + WorkgroupId.y * NumWorkgroups.x`: a 1-D kernel's group id."""
+    if v.opname != "OpIAdd" or len(v.args) != 2:
+        return False
+    x, rest = v.args
+    return (isinstance(x, ir.Builtin) and x.name == "WorkgroupId" and x.component == 0 and
+            isinstance(rest, ir.Op) and rest.opname == "OpIMul" and
+            [(getattr(a, "name", None), getattr(a, "component", None)) for a in rest.args]
+            == [("WorkgroupId", 1), ("NumWorkgroups", 0)])
 
 
 class Ranges:
@@ -125,6 +139,8 @@ class Ranges:
         if isinstance(v, ir.Builtin):
             if v.name == "LocalInvocationId":
                 return 0, self.local_size[v.component] - 1
+            if v.name == "WorkgroupId":
+                return 0, self._groups(self.local_size[v.component])
             return None
         if isinstance(v, ir.Read):
             return self._read(v.local, ctx)
@@ -163,7 +179,15 @@ class Ranges:
         self._locals[key] = found
         return found
 
+    @staticmethod
+    def _groups(local: int) -> int:
+        """The highest group id along a dimension of `local` work-items (folded or not:
+        a launch has no more groups than work-items over the work-group's size there)."""
+        return -(-MAX_WORK_ITEMS // local) - 1
+
     def _op(self, v: ir.Op, ctx: Context) -> Interval:
+        if is_group_linear(v):
+            return 0, self._groups(self.local_size[0])
         args = [self.of(a, ctx) if isinstance(a, ir.Value) else None for a in v.args]
         if any(a is None for a in args):
             return None
@@ -194,6 +218,13 @@ class Ranges:
         if v.opname == "OpShiftLeftLogical" and b[0] == b[1]:
             return a[0] << b[0], a[1] << b[0]
         return None
+
+    def proves_nonnegative(self, x: Any, offsets: list[ir.Value]) -> bool:
+        """Whether the `offsets` added to a pointer at access `x` are none negative (nor
+        near wrapping a 64-bit address)."""
+        ctx = self.contexts.get(id(x), ())
+        found = [self.of(v, ctx) for v in offsets]
+        return all(r is not None and r[0] >= 0 and r[1] < 1 << 62 for r in found)
 
     def proves_within(self, x: Any, length: int) -> bool:
         """Whether access `x`'s index lies in [0, length)."""

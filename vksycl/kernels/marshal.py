@@ -134,13 +134,15 @@ class Prepared:
         # and of checked mode's table of live allocations
         self.table = next((order[id(a)] for a in slots if a.kind == "check_table"), -1)
         # (start position, end position, the pointer argument's position) of each
-        # allocation checked mode passes beside a pointer argument
+        # allocation checked mode passes beside a pointer argument; the start's is -1
+        # where the code needs only the end (offsets proven not negative)
         at = {a.push_index: order[id(a)] for a in slots}
-        spans: dict[int, list[int]] = {}
+        spans: dict[int, dict[str, int]] = {}
         for a in slots:
             if a.kind == "check_bounds":
-                spans.setdefault(a.piece[1], []).append(order[id(a)])
-        self.spans = [(pos[0], pos[1], at[base]) for base, pos in spans.items()]
+                spans.setdefault(a.piece[1], {})[a.piece[0]] = order[id(a)]
+        self.spans = [(pos.get("start", -1), pos["end"], at[base])
+                      for base, pos in spans.items()]
         # whether every launch packs its arguments anew (`plans`): addresses looked up
         # at each launch
         self.packs_always = bool(self.globals) or self.table >= 0 or bool(self.spans)
@@ -204,7 +206,9 @@ class Prepared:
             for pos, what, d in pieces:
                 values[pos] = acc._vksycl_launch_piece(what, d)
         for start, end, base in self.spans:  # once the pointers are known
-            values[start], values[end] = bounds.span(device, values[base])
+            first, values[end] = bounds.span(device, values[base])
+            if start >= 0:
+                values[start] = first
         if self.launch_slots:
             known = self.last_launch
             if known[0] is not launch:
