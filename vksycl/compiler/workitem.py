@@ -426,17 +426,26 @@ class Groups:
         fl.emit(ir.If(ir.Op("OpIEqual", BOOL, [lane, ir.Const(I32, 0)]),
                       [ir.Store(ir.Place(scratch, sid, (), t), ir.Read(tl))], []))
         fl.emit(ir.Eval(barrier(2)))
+        # the sub-groups' results (those before this one's, for a scan): each of the
+        # sub-group's lanes adds up every lanes-th of them, then the sub-group adds its
+        # lanes' sums, so a work-item reads a few results, not all of them (a last,
+        # partial sub-group has fewer lanes)
         acc = fl.new_local("wg.acc", t)
         i = fl.new_local("wg.i", I32)
         fl.emit(ir.Assign(acc, ir.Const(t, _identity(op, t))))
-        fl.emit(ir.Assign(i, ir.Const(I32, 0)))
-        limit = sub_groups(int(np.prod(self.m.local))) if kind == "reduce" else \
-            builtin("SubgroupId")
+        fl.emit(ir.Assign(i, lane))
+        size = int(np.prod(self.m.local))
+        width = builtin("SubgroupSize")
+        lanes = fl.new_local("wg.lanes", I32)
+        fl.emit(ir.Assign(lanes, ir.Ext("SMin", I32, [width, ir.Op("OpISub", I32, [
+            ir.Const(I32, size), ir.Op("OpIMul", I32, [sid, width])])])))
+        limit = sub_groups(size) if kind == "reduce" else builtin("SubgroupId")
         body = [ir.Assign(acc, self.combine(fl, op, ir.Read(acc),
                                             ir.Load(ir.Place(scratch, ir.Read(i), (), t)),
                                             node))]
-        step = [ir.Assign(i, ir.Op("OpIAdd", I32, [ir.Read(i), ir.Const(I32, 1)]))]
+        step = [ir.Assign(i, ir.Op("OpIAdd", I32, [ir.Read(i), ir.Read(lanes)]))]
         fl.emit(ir.Loop([], ir.Op("OpSLessThan", BOOL, [ir.Read(i), limit]), body, step))
+        fl.emit(ir.Assign(acc, self.sub_group_op(fl, op, ir.Read(acc), "reduce", node)))
         fl.emit(ir.Eval(barrier(2)))
         if part is None:
             return ir.Read(acc)
