@@ -253,3 +253,25 @@ def test_group_algorithms_over_work_groups_of_narrow_rows(q, mem, local):
     lowest = np.iinfo(np.int32).min
     want = np.concatenate([np.full((groups, 1), lowest), running[:, :-1]], axis=1)
     np.testing.assert_array_equal(mem.view(exc, n).reshape(groups, size), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.uint64])
+def test_shift_group_right_of_a_64_bit_value(q, mem, dtype):
+    """Found on lavapipe: LLVM 15 crashed the process compiling a 64-bit ShuffleUp (and a
+    64-bit shuffle from a lane computed from the lane's own id). shift_group_right moves
+    a 64-bit value as two 32-bit halves; values whose halves differ check both."""
+    lanes = int(q.get_device().get_info(sycl.info.device.sub_group_sizes)[0])
+    n = 4 * lanes
+    values = (np.arange(n, dtype=np.float64) * 2.0**33 + 0.5) if dtype == np.float64 else \
+        np.arange(n, dtype=dtype) * (1 << 33) + 3
+    x = mem.of(values.astype(dtype))
+    out = mem.zeros(n, dtype)
+
+    def body(it):
+        i = it.get_global_id(0)
+        out[i] = sycl.shift_group_right(it.get_sub_group(), x[i], 3)
+
+    q.parallel_for(sycl.nd_range((n,), (2 * lanes,)), body).wait()
+    got, lane = mem.view(out, n), np.arange(n) % lanes
+    np.testing.assert_array_equal(got[lane >= 3], values.astype(dtype)[np.arange(n) - 3][
+        lane >= 3])

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import ir
-from .typesys import BOOL, I32, U32, VOID, Scalar
+from .typesys import BOOL, I32, U32, U64, VOID, Scalar
 from .values import ItemV, PyV
 
 _INDEX_KIND_QUERY = {
@@ -342,6 +342,16 @@ class Groups:
         if not sub:
             raise fl.err(node, f"{name} works on a sub_group")
         delta = fl.convert(fl.scalar(args[2], node), U32)
+        if name == "shift_group_right" and x.ty.bits == 64:
+            # as two 32-bit halves: LLVM 15 (lavapipe) crashes compiling a 64-bit
+            # ShuffleUp, or a 64-bit Shuffle from a lane computed from the lane's own id
+            bits = ir.Op("OpBitcast", U64, [x])
+            halves = [ir.Op("OpUConvert", U32, [b]) for b in (bits, ir.Op(
+                "OpShiftRightLogical", U64, [bits, ir.Const(U64, 32)]))]
+            lo, hi = (ir.Op("OpUConvert", U64, [ir.Op("OpGroupNonUniformShuffleUp", U32, [
+                ir.ScopeId(3), h, delta])]) for h in halves)
+            return ir.Op("OpBitcast", x.ty, [ir.Op("OpBitwiseOr", U64, [lo, ir.Op(
+                "OpShiftLeftLogical", U64, [hi, ir.Const(U64, 32)])])])
         op = {"shift_group_left": "OpGroupNonUniformShuffleDown",
               "shift_group_right": "OpGroupNonUniformShuffleUp",
               "permute_group_by_xor": "OpGroupNonUniformShuffleXor"}[name]
