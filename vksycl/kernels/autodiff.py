@@ -31,7 +31,7 @@ from ..exceptions import errc, exception
 from ..runtime import handler
 from ..runtime.buffers import accessor, buffer
 from ..runtime.commands import KernelLaunch
-from ..runtime.malloc import malloc_shared
+from ..runtime.malloc import malloc_device, malloc_shared
 from ..runtime.queue import queue as sycl_queue
 from ..runtime.usm import Allocation, ptr
 from . import free_function
@@ -198,18 +198,22 @@ class Tape:
     # -- gradients -----------------------------------------------------------------------
     def gradient(self, p: Any) -> Any:
         """The gradient of USM pointer `p`: the same element type at the same offset in
-        zeroed memory of the same size as `p`'s allocation, one per allocation. Of a
-        buffer or an accessor, the gradient of its device memory, as such a pointer."""
+        zeroed memory of the same size and kind as `p`'s allocation, one per allocation
+        (device memory for device memory: adjoints are added into it atomically, which
+        across the bus to host memory is slow). Of a buffer or an accessor, the gradient
+        of its device memory, as such a pointer."""
         p = _memory_of(p)
         if p is None:
             return None
         a = p.allocation
         entry = self._gradients.get(id(a))
         if entry is None:
+            q = self._queue_for(a)
             # whole 32-bit words: a float16 adjoint is added by a compare-and-swap of the
             # word holding it
-            g = malloc_shared(-(-a.nbytes // 4) * 4, np.uint8, self._queue_for(a))
-            g.allocation.host_bytes()[:] = 0
+            size = -(-a.nbytes // 4) * 4
+            g = (malloc_shared if a.host_accessible else malloc_device)(size, np.uint8, q)
+            _zero(g.allocation, q)
             entry = self._gradients[id(a)] = (a, g.allocation)
         return ptr(entry[1], p.byte_offset, p.dtype)
 
@@ -254,8 +258,13 @@ class Tape:
         for p, seed in seeds.items():
             g = self.gradient(p)
             values = np.asarray(seed, dtype=g.dtype).reshape(-1)
-            view = _elements(g)
-            view[: values.size if values.size > 1 else view.size] = values
+            count = (g.allocation.nbytes - g.byte_offset) // g.dtype.itemsize
+            if g.allocation.host_accessible:
+                _elements(g)[: values.size if values.size > 1 else count] = values
+            elif values.size > 1:
+                self._queue_for(g.allocation).memcpy(g, values, values.nbytes).wait()
+            else:
+                self._queue_for(g.allocation).fill(g, values[0], count).wait()
         for launch in self._launches:
             if isinstance(launch, exception):
                 raise launch
@@ -292,7 +301,7 @@ class Tape:
         if self._queue is not None:
             self._queue.wait()
         for _, g in self._gradients.values():
-            g.host_bytes()[:] = 0
+            _zero(g, self._queue_for(g))
         for cell in self._cells.values():
             _elements(cell)[:] = 0
 
@@ -342,6 +351,14 @@ def _memory_of(x: Any) -> ptr | None:
         return ptr(storage.allocation, first, dtype)
     raise exception(errc.invalid, f"tape.gradient takes a USM pointer, a buffer or an "
                     f"accessor, got {type(x).__name__}")
+
+
+def _zero(a: Allocation, q: Any) -> None:
+    """Zeroes gradient memory: on the host where it can, else on the device."""
+    if a.host_accessible:
+        a.host_bytes()[:] = 0
+    else:
+        q.memset(ptr(a, 0, np.uint8), 0, a.nbytes).wait()
 
 
 def _elements(p: ptr) -> np.ndarray:

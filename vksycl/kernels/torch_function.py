@@ -8,7 +8,7 @@ backward seeds the outputs' gradients with torch's, runs `tape.backward` and ret
 inputs' gradients. CPU tensors go through host copies into shared USM. CUDA tensors go
 through the CUDA interop (`syclexp.cuda_exportable`): memory CUDA allocates that vksycl
 imports, so inputs are copied on the GPU and outputs are returned without a copy; the
-tape's gradients are shared USM, so seeds and gradients go through the host.
+tape's gradients are device memory there, and seeds and gradients go through the host.
 
 torch is imported only here, when a function is made: vksycl does not depend on it.
 """
@@ -109,7 +109,12 @@ class _Memory:
         n = math.prod(shape)
         if k is not None:
             return torch.from_dlpack(self._cuda[k])[:n].reshape(shape)
-        host = torch.from_numpy(np.asarray(p)[:n].copy()).reshape(shape)
+        values = np.empty(n, p.dtype)
+        if p.allocation.host_accessible:
+            values[:] = np.asarray(p)[:n]
+        else:  # the gradient of device memory (CUDA memory vksycl imported)
+            self.queue.memcpy(values, p, values.nbytes).wait()
+        host = torch.from_numpy(values).reshape(shape)
         return host.to(self.device) if self.cuda else host
 
     def free(self) -> None:
