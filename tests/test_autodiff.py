@@ -734,9 +734,16 @@ def _raises_at(q, kernel, marker, what, n=4, dtype=F64):
     assert what in str(info.value)
 
 
-def test_error_atomic_max(q):
+def test_error_atomic_max_and_exchange(q):
     x = shared(q, np.ones(4), np.float32)
     y = shared(q, np.zeros(1), np.float32)
+
+    def swap(i):
+        sycl.atomic_ref(y[0]).exchange(x[i])  # atomic exchange
+
+    _raises_at(q, swap, "# atomic exchange", "atomic Exchange on differentiable memory")
+    if not q.get_device().has(sycl.aspect.atomic_float32_minmax):
+        return  # the forward kernel itself needs the feature (NVIDIA has none)
 
     def k(i):
         sycl.atomic_ref(y[0]).fetch_max(x[i])  # atomic max

@@ -45,6 +45,10 @@ else
   python3 -m venv --system-site-packages --without-pip "$venv"
   pip=(python3 -m pip --python "$venv/bin/python")
 fi
+# the outer interpreter's packages (numpy, torch, cupy, pytest) after the venv's own: a
+# venv made from a venv's interpreter sees only the base installation's otherwise
+python3 -c 'import site; print("\n".join(site.getsitepackages()))' > \
+  "$("$venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')/outer.pth"
 # vksycl's dependencies from .gpu/whl (no index here); the wheel itself, alone
 # (--no-deps: the resolver does not count numpy from the system's site-packages there)
 "${pip[@]}" install -q --no-index --no-deps .gpu/whl/*.whl "$out"/vksycl-*.whl
