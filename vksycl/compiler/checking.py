@@ -5,10 +5,11 @@ happens.
 A global access must lie in the allocation that holds its pointer's base. Where the
 address was computed from a kernel argument, the launch passes that allocation's
 [start, end) beside it (hidden arguments), so pointer arithmetic landing in another
-allocation is caught with two comparisons. Otherwise (a pointer loaded from memory or
-kept in a variable) the address itself is looked up in the table of live allocations
-the launch passes (a hidden argument: a count, then the sorted [start, end) of each). An accessor's
-element is checked against the accessor's range, index by index. A work-group
+allocation is caught with two comparisons, or with the end's alone where the offsets
+are proven not negative (`intervals`). Otherwise (a pointer loaded from memory or kept
+in a variable) the address itself is looked up in the table of live allocations the
+launch passes (a hidden argument: a count, then the sorted [start, end) of each). An
+accessor's element is checked against the accessor's range, index by index. A work-group
 memory access is checked against the array's length. A failing access does nothing (a
 load gives zero), counts itself in the debug buffer and, the first time, records its
 site, work-item, address, size and base there (`printing` has the layout); the host
