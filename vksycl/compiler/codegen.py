@@ -22,7 +22,6 @@ from typing import Any
 from spirv_gen import ModuleBuilder
 
 from . import ir
-from .footprint import walk
 from .hoist import invariant_loads, load_key
 from .passes import remove_dead_stores, straight
 from .typesys import (
@@ -272,7 +271,7 @@ class Codegen:
             # and the arguments the function reads, loaded once: a driver cannot always
             # tell that the atomics and stores of a loop leave the block as it was
             self.block_args = {index: self.block_load(index) for index in sorted(
-                {x.index for x in walk(fn) if isinstance(x, ir.PushField)})}
+                {x.index for x in ir.walk(fn) if isinstance(x, ir.PushField)})}
         self.hoisted: dict[tuple, Any] = {}
         for key, load in self.invariant.get(id(fn), {}).items():
             ptr, aligned = self.chain(load.place)

@@ -19,7 +19,6 @@ cannot settle is a conflict."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -175,29 +174,12 @@ def _member_offset(elem: Any, members: tuple[int, ...]) -> int:
     return off
 
 
-def walk(fn: ir.Function) -> list[Any]:
-    """Every IR node of a function and of the device functions it calls, each once."""
-    out: list[Any] = []
-    stack: list[Any] = [fn.body]
-    for x in ir.each_once(stack):
-        out.append(x)
-        if isinstance(x, ir.Call):
-            stack.append(x.fn.body)
-        if isinstance(x, list | tuple):
-            stack.extend(x)
-        elif dataclasses.is_dataclass(x) and not isinstance(x, ir.Function | ir.Local |
-                                                               ir.Param | ir.Root):
-            stack.extend(getattr(x, f.name) for f in dataclasses.fields(x)
-                         if f.name not in ("ty", "fn", "local", "param"))
-    return out
-
-
 def assignments(fn: ir.Function) -> dict[int, ir.Value]:
     """The variables of `fn` and of its device functions assigned exactly once, and the
     parameters of device functions called from one place, and their values."""
     count: dict[int, int] = {}
     value: dict[int, ir.Value] = {}
-    for x in walk(fn):
+    for x in ir.walk(fn):
         pairs = [(x.local, x.value)] if isinstance(x, ir.Assign) else \
             list(zip(x.fn.params, x.args, strict=False)) if isinstance(x, ir.Call) else []
         for target, v in pairs:
@@ -212,7 +194,7 @@ def summarize(fn: ir.Function, dims: int) -> tuple[list[Access], Forms]:
     particular order, and the symbolic forms it was computed with."""
     forms = Forms(assignments(fn), dims)
     out = []
-    for x in walk(fn):
+    for x in ir.walk(fn):
         if isinstance(x, ir.Load | ir.Store | ir.Atomic | ir.MatrixLoad | ir.MatrixStore):
             place = x.place
             if not isinstance(place.root, ir.GlobalRoot) or place.root in _UNORDERED:
@@ -351,4 +333,4 @@ def relate(x: Concrete, y: Concrete, dom: Domain) -> str:
 
 
 __all__ = ["Access", "Concrete", "Domain", "Forms", "concrete", "domain", "relate",
-           "summarize", "walk"]
+           "summarize"]

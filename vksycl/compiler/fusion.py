@@ -31,7 +31,7 @@ from typing import Any
 from . import coarsen as coarsening
 from . import ir
 from .codegen import Codegen, analyse
-from .footprint import Access, Concrete, Domain, relate, summarize, walk
+from .footprint import Access, Concrete, Domain, relate, summarize
 from .kernel import finished, local_size_xyz
 from .module import ArgSlot, KernelModule, KernelSpec, Lowered
 from .passes import locals_read, straight
@@ -173,7 +173,7 @@ def _fields(members: list[Member]) -> tuple[list[Any], list[tuple[int, ArgSlot]]
                 shared[key] = remap[i]
             types.append(t)
             sources.append((j, arg))
-        for x in walk(m.lowered.kernel):
+        for x in ir.walk(m.lowered.kernel):
             if isinstance(x, ir.PushField):
                 x.index = remap[x.index]
     return types, sources

@@ -13,6 +13,7 @@ element offset.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -369,3 +370,19 @@ class Function:
     body: list[Stmt] = field(default_factory=list)
     locals: list[Local] = field(default_factory=list)
     calls: list[Function] = field(default_factory=list)
+
+
+def walk(fn: Function) -> list[Any]:
+    """Every IR node of a function and of the device functions it calls, each once."""
+    out: list[Any] = []
+    stack: list[Any] = [fn.body]
+    for x in each_once(stack):
+        out.append(x)
+        if isinstance(x, Call):
+            stack.append(x.fn.body)
+        if isinstance(x, list | tuple):
+            stack.extend(x)
+        elif dataclasses.is_dataclass(x) and not isinstance(x, Function | Local | Param | Root):
+            stack.extend(getattr(x, f.name) for f in dataclasses.fields(x)
+                         if f.name not in ("ty", "fn", "local", "param"))
+    return out
