@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from . import ir
@@ -31,22 +32,25 @@ def remove_dead_stores(fn: ir.Function) -> None:
     an argument bound to an unused parameter costs no push constant."""
     read: set[int] = set()
     locals_read(fn.body, read)
+    fn.body = _kept(fn.body, lambda s: not (isinstance(s, ir.Assign) and id(s.local) not in
+                                            read and straight(s.value)))
 
-    def clean(body: list[ir.Stmt]) -> list[ir.Stmt]:
-        out = []
-        for s in body:
-            if isinstance(s, ir.Assign) and id(s.local) not in read and straight(s.value):
-                continue
-            if isinstance(s, ir.If):
-                s.then, s.orelse = clean(s.then), clean(s.orelse)
-            elif isinstance(s, ir.Switch):
-                s.cases = [(literals, clean(body)) for literals, body in s.cases]
-            elif isinstance(s, ir.Loop):
-                s.pre, s.body, s.step = clean(s.pre), clean(s.body), clean(s.step)
-            out.append(s)
-        return out
 
-    fn.body = clean(fn.body)
+def _kept(body: list[ir.Stmt], keep: Callable[[ir.Stmt], bool]) -> list[ir.Stmt]:
+    """`body` without the statements `keep` refuses, in the ifs, switches and loops it
+    keeps too."""
+    out = []
+    for s in body:
+        if not keep(s):
+            continue
+        if isinstance(s, ir.If):
+            s.then, s.orelse = _kept(s.then, keep), _kept(s.orelse, keep)
+        elif isinstance(s, ir.Switch):
+            s.cases = [(literals, _kept(case, keep)) for literals, case in s.cases]
+        elif isinstance(s, ir.Loop):
+            s.pre, s.body, s.step = (_kept(part, keep) for part in (s.pre, s.body, s.step))
+        out.append(s)
+    return out
 
 
 def remove_dead_code(fn: ir.Function) -> None:
@@ -95,21 +99,7 @@ def remove_dead_code(fn: ir.Function) -> None:
         if len(needed) == known:
             break
 
-    def clean(body: list[ir.Stmt]) -> list[ir.Stmt]:
-        out = []
-        for s in body:
-            if not live(s):
-                continue
-            if isinstance(s, ir.If):
-                s.then, s.orelse = clean(s.then), clean(s.orelse)
-            elif isinstance(s, ir.Switch):
-                s.cases = [(literals, clean(case)) for literals, case in s.cases]
-            elif isinstance(s, ir.Loop):
-                s.pre, s.body, s.step = clean(s.pre), clean(s.body), clean(s.step)
-            out.append(s)
-        return out
-
-    fn.body = clean(fn.body)
+    fn.body = _kept(fn.body, live)
 
 
 def _pure(v: ir.Value) -> bool:
