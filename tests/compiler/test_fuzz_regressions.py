@@ -275,3 +275,28 @@ def test_shift_group_right_of_a_64_bit_value(q, mem, dtype):
     got, lane = mem.view(out, n), np.arange(n) % lanes
     np.testing.assert_array_equal(got[lane >= 3], values.astype(dtype)[np.arange(n) - 3][
         lane >= 3])
+
+
+def test_float64_remainder_trunc_and_round_past_2_to_31(q, mem):
+    """Found with `a * a % 8.0` for a = 484830.0: lavapipe's float64 Trunc, Round and
+    OpFRem return doubles of 2**31 and more unchanged, so the remainder was 0 (and a
+    division by it inf). They are built from Floor and Ceil now."""
+    import math
+    values = np.array([484830.0**2, 29382516112.5, 2.0**31 - 0.5, -8589934592.25, 7.25,
+                       -2.5, 1e15 + 0.5, 0.3], np.float64)
+    n = len(values)
+    x = mem.of(values)
+    out = mem.zeros(4 * n, np.float64)
+
+    def body(i):
+        out[4 * i] = x[i] % 8.0
+        out[4 * i + 1] = math.trunc(x[i])
+        out[4 * i + 2] = sycl.round(x[i])
+        out[4 * i + 3] = math.fmod(x[i], 8.0)
+
+    q.parallel_for(sycl.range(n), body).wait()
+    got = mem.view(out, 4 * n).reshape(n, 4)
+    np.testing.assert_array_equal(got[:, 0], values % 8.0)
+    np.testing.assert_array_equal(got[:, 1], np.trunc(values))
+    np.testing.assert_array_equal(got[:, 2], np.sign(values) * np.floor(np.abs(values) + 0.5))
+    np.testing.assert_array_equal(got[:, 3], np.fmod(values, 8.0))

@@ -25,6 +25,8 @@ from . import ir
 from .hoist import invariant_loads, load_key
 from .passes import remove_dead_stores, straight
 from .typesys import (
+    BOOL,
+    F64,
     U64,
     VOID,
     ArrayType,
@@ -407,6 +409,8 @@ class Codegen:
                 b.decorate(r, "NoContraction")
             return r
         if isinstance(v, ir.Ext):
+            if v.name in ("Trunc", "Round") and v.ty == F64:
+                return self.ev(_rounded_f64(v.name, v.args[0]))
             return b.glsl(v.name, self.ty(v.ty), *(self.ev(a) for a in v.args))
         if isinstance(v, ir.Cond):
             return self.cond(v)
@@ -542,3 +546,17 @@ class Codegen:
 
 
 __all__ = ["Codegen", "PtrType", "analyse"]
+
+
+def _rounded_f64(name: str, x: ir.Value) -> ir.Value:
+    """float64 Trunc and Round from Floor and Ceil: lavapipe (LLVM 15) returns doubles of
+    2**31 and more unchanged from Trunc and Round, halves and all."""
+    negative = ir.Op("OpFOrdLessThan", BOOL, [x, ir.Const(F64, 0.0)])
+    whole = ir.Op("OpSelect", F64, [negative, ir.Ext("Ceil", F64, [x]),
+                                     ir.Ext("Floor", F64, [x])])
+    if name == "Trunc":
+        return whole
+    half_or_more = ir.Op("OpFOrdGreaterThanEqual", BOOL, [
+        ir.Ext("FAbs", F64, [ir.Op("OpFSub", F64, [x, whole])]), ir.Const(F64, 0.5)])
+    return ir.Op("OpSelect", F64, [half_or_more, ir.Op("OpFAdd", F64, [
+        whole, ir.Ext("FSign", F64, [x])]), whole])
