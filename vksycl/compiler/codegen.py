@@ -400,6 +400,12 @@ class Codegen:
             return self.block_args[v.index]
         if isinstance(v, ir.Builtin):
             return self.builtin(v)
+        if isinstance(v, ir.Op) and v.opname == "OpFRem" and v.ty == F64:
+            # x - y * trunc(x / y), fused: lavapipe's float64 OpFRem loses doubles past
+            # 2**31 as its Trunc does (`_rounded_f64`)
+            x, y = v.args
+            return self.ev(ir.Ext("Fma", F64, [ir.Op("OpFNegate", F64, [ir.Ext(
+                "Trunc", F64, [ir.Op("OpFDiv", F64, [x, y])])]), y, x]))
         if isinstance(v, ir.Op):
             args = [self.operand(a) for a in v.args]
             if v.ty == VOID:
@@ -550,7 +556,7 @@ __all__ = ["Codegen", "PtrType", "analyse"]
 
 def _rounded_f64(name: str, x: ir.Value) -> ir.Value:
     """float64 Trunc and Round from Floor and Ceil: lavapipe (LLVM 15) returns doubles of
-    2**31 and more unchanged from Trunc and Round, halves and all."""
+    2**31 and more unchanged from Trunc and Round (and OpFRem), halves and all."""
     negative = ir.Op("OpFOrdLessThan", BOOL, [x, ir.Const(F64, 0.0)])
     whole = ir.Op("OpSelect", F64, [negative, ir.Ext("Ceil", F64, [x]),
                                      ir.Ext("Floor", F64, [x])])

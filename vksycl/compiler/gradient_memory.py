@@ -13,6 +13,7 @@ gradient cell each.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -221,18 +222,8 @@ class GradientMemory:
             return
         if t.bits == 64:
             self.m.aspects.add("atomic64")
-        old, seen = self.local("cas.old", ut), self.local("cas.seen", ut)
-        new = ir.Op("OpBitcast", ut, [ir.Op("OpFAdd", t, [
-            ir.Op("OpBitcast", t, [ir.Read(old)]), ir.Read(value)])])
-        cas = ir.Atomic("OpAtomicCompareExchange", dataclasses.replace(grad),
-                        [new, ir.Read(old)], ut, scope, 0)
-        out += [ir.Assign(old, ir.Load(grad)),
-                ir.Loop([], None, [
-                    ir.Assign(seen, cas),
-                    ir.If(ir.Op("OpIEqual", BOOL, [ir.Read(seen), ir.Read(old)]),
-                          [ir.Break()], []),
-                    ir.Assign(old, ir.Read(seen))], [])]
-
+        self.compare_and_swap(grad, scope, lambda old: ir.Op("OpBitcast", ut, [ir.Op(
+            "OpFAdd", t, [ir.Op("OpBitcast", t, [old]), ir.Read(value)])]), out)
 
     def add_into_half(self, grad: ir.Place, scope: int, value: ir.Local, out: list[ir.Stmt]
                       ) -> None:
@@ -242,20 +233,31 @@ class GradientMemory:
         word = ir.Place(self.m.global_root(U32), ir.Op("OpBitwiseAnd", U64, [
             grad.index, ir.Const(U64, (1 << 64) - 4)]), (), U32)
         shift = self.local("cas.shift", U32)
-        old, seen = self.local("cas.old", U32), self.local("cas.seen", U32)
-        half = ir.Op("OpBitcast", F16, [ir.Op("OpUConvert", U16, [
-            ir.Op("OpShiftRightLogical", U32, [ir.Read(old), ir.Read(shift)])])])
-        added = ir.Op("OpUConvert", U32, [ir.Op("OpBitcast", U16, [
-            ir.Op("OpFAdd", F16, [half, ir.Read(value)])])])
-        other = ir.Op("OpBitwiseAnd", U32, [ir.Read(old), ir.Op("OpNot", U32, [
-            ir.Op("OpShiftLeftLogical", U32, [ir.Const(U32, 0xFFFF), ir.Read(shift)])])])
-        new = ir.Op("OpBitwiseOr", U32, [other, ir.Op("OpShiftLeftLogical", U32, [
-            added, ir.Read(shift)])])
-        cas = ir.Atomic("OpAtomicCompareExchange", word, [new, ir.Read(old)], U32, scope, 0)
-        out += [ir.Assign(shift, ir.Op("OpUConvert", U32, [ir.Op("OpShiftLeftLogical", U64, [
-                    ir.Op("OpBitwiseAnd", U64, [grad.index, ir.Const(U64, 2)]),
-                    ir.Const(U64, 3)])])),
-                ir.Assign(old, ir.Load(dataclasses.replace(word))),
+        out.append(ir.Assign(shift, ir.Op("OpUConvert", U32, [ir.Op(
+            "OpShiftLeftLogical", U64, [ir.Op("OpBitwiseAnd", U64, [
+                grad.index, ir.Const(U64, 2)]), ir.Const(U64, 3)])])))
+
+        def new(old: ir.Value) -> ir.Value:
+            half = ir.Op("OpBitcast", F16, [ir.Op("OpUConvert", U16, [
+                ir.Op("OpShiftRightLogical", U32, [old, ir.Read(shift)])])])
+            added = ir.Op("OpUConvert", U32, [ir.Op("OpBitcast", U16, [
+                ir.Op("OpFAdd", F16, [half, ir.Read(value)])])])
+            other = ir.Op("OpBitwiseAnd", U32, [old, ir.Op("OpNot", U32, [
+                ir.Op("OpShiftLeftLogical", U32, [ir.Const(U32, 0xFFFF), ir.Read(shift)])])])
+            return ir.Op("OpBitwiseOr", U32, [other, ir.Op("OpShiftLeftLogical", U32, [
+                added, ir.Read(shift)])])
+
+        self.compare_and_swap(word, scope, new, out)
+
+    def compare_and_swap(self, place: ir.Place, scope: int,
+                         new: Callable[[ir.Value], ir.Value], out: list[ir.Stmt]) -> None:
+        """Replaces the integer at `place` with `new(its value)` atomically: a loop that
+        tries again while another work-item changed it in between."""
+        ut = place.ty
+        old, seen = self.local("cas.old", ut), self.local("cas.seen", ut)
+        cas = ir.Atomic("OpAtomicCompareExchange", dataclasses.replace(place),
+                        [new(ir.Read(old)), ir.Read(old)], ut, scope, 0)
+        out += [ir.Assign(old, ir.Load(place)),
                 ir.Loop([], None, [
                     ir.Assign(seen, cas),
                     ir.If(ir.Op("OpIEqual", BOOL, [ir.Read(seen), ir.Read(old)]),

@@ -174,10 +174,7 @@ def floor_mod(x: ir.Value, y: ir.Value, t: Scalar) -> ir.Value:
     if t.is_int and not t.is_signed:
         return ir.Op("OpUMod", t, [x, y])
     if t.is_float:
-        # float64: x - y * trunc(x / y), fused, as lavapipe's OpFRem loses doubles past
-        # 2**31 (its Trunc does: `codegen`)
-        r = ir.Op("OpFRem", t, [x, y]) if t.bits < 64 else ir.Ext("Fma", t, [
-            ir.Op("OpFNegate", t, [ir.Ext("Trunc", t, [ir.Op("OpFDiv", t, [x, y])])]), y, x])
+        r = ir.Op("OpFRem", t, [x, y])
         zero = ir.Const(t, 0.0)
         fix = ir.Op("OpLogicalAnd", BOOL, [
             ir.Op("OpFUnordNotEqual", BOOL, [r, zero]),

@@ -62,7 +62,7 @@ def remove_dead_code(fn: ir.Function) -> None:
 
     def live(s: ir.Stmt) -> bool:
         if isinstance(s, ir.Assign):
-            return id(s.local) in needed or not _pure(s.value)
+            return id(s.local) in needed or not straight(s.value, loads=True)
         if isinstance(s, ir.If):
             return any(map(live, s.then)) or any(map(live, s.orelse))
         if isinstance(s, ir.Switch):
@@ -102,9 +102,11 @@ def remove_dead_code(fn: ir.Function) -> None:
     fn.body = _kept(fn.body, live)
 
 
-def _pure(v: ir.Value) -> bool:
-    """Whether evaluating v has no effect but its value (loads included: one nobody
-    needs may go)."""
+def straight(v: ir.Value, loads: bool = False) -> bool:
+    """Whether evaluating v needs no control flow and has no side effects (so it may be
+    evaluated speculatively by OpSelect). With `loads`: whether it has no effect but its
+    value, reading memory and choosing between values included (so one nobody needs may
+    go)."""
     stack = [v]
     for x in ir.each_once(stack):
         if isinstance(x, _SIMPLE):
@@ -115,6 +117,8 @@ def _pure(v: ir.Value) -> bool:
             stack.extend(a for a in x.args if isinstance(a, ir.Value))
         elif isinstance(x, ir.Ext):
             stack.extend(x.args)
+        elif not loads:
+            return False
         elif isinstance(x, ir.Load):
             stack.append(x.place.index)
         elif isinstance(x, ir.Cond) and not x.pre_a and not x.pre_b:
@@ -123,24 +127,6 @@ def _pure(v: ir.Value) -> bool:
             stack.extend(x.parts)
         elif isinstance(x, ir.Extract):
             stack.append(x.base)
-        else:
-            return False
-    return True
-
-
-def straight(v: ir.Value) -> bool:
-    """Whether evaluating v needs no control flow and has no side effects (so it may be
-    evaluated speculatively by OpSelect)."""
-    stack = [v]
-    for x in ir.each_once(stack):
-        if isinstance(x, _SIMPLE):
-            continue
-        if isinstance(x, ir.Op):
-            if x.opname.startswith(ir.COLLECTIVE_OPS):
-                return False
-            stack.extend(a for a in x.args if isinstance(a, ir.Value))
-        elif isinstance(x, ir.Ext):
-            stack.extend(x.args)
         else:
             return False
     return True
