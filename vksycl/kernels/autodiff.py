@@ -29,6 +29,7 @@ from ..compiler.captures import path_getter, path_name
 from ..compiler.kernel import CompiledKernel, load_or_compile
 from ..exceptions import errc, exception
 from ..runtime import handler
+from ..runtime.aspects import aspect
 from ..runtime.buffers import accessor, buffer
 from ..runtime.commands import KernelLaunch
 from ..runtime.malloc import malloc_device, malloc_shared
@@ -50,11 +51,10 @@ def _adjoint(device: Any, pyfn: Any, forward: CompiledKernel, variant: str
              ) -> tuple[CompiledKernel, Prepared]:
     """The adjoint of a kernel, compiled and prepared: `variant` is "keep" or "zero"
     (`KernelSpec.adjoint`)."""
-    features = device.vulkan.features
-    float_adds = tuple(bits for bits in (32, 64)
-                       if features.get(f"shaderBufferFloat{bits}AtomicAdd", False))
+    # by the device's aspects, so VKSYCL_HIDE_ASPECTS reaches adjoints too
+    float_adds = tuple(bits for bits in (32, 64) if device.has(aspect[f"atomic_float{bits}_add"]))
     subgroups = {"vote", "arithmetic"} <= device.vulkan.subgroup_operations and \
-        features.get("shaderSubgroupExtendedTypes", False)
+        device.has(aspect.subgroup_extended_types)
     push_limit = device.vulkan.max_push_constants_size
     key = (id(forward), variant, float_adds, subgroups, push_limit)
     hit = _ADJOINTS.get(key)
