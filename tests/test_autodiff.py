@@ -39,10 +39,10 @@ def shared(q, values, dtype=F64):
     return p
 
 
-def gradcheck(q, forward, inputs, out_sizes, check=None, h=1e-6):
+def gradcheck(q, forward, inputs, out_sizes, check=None, h=1e-6, **tape_options):
     """The tape's gradients of sum(seed * outputs) with respect to each input against
     central finite differences (of the elements `check` lists, else all); returns the
-    gradients."""
+    gradients. `tape_options` go to `ad.Tape`."""
     rng = np.random.default_rng(1)
     ins = [shared(q, a) for a in inputs]
     outs = [shared(q, np.zeros(n)) for n in out_sizes]
@@ -55,7 +55,7 @@ def gradcheck(q, forward, inputs, out_sizes, check=None, h=1e-6):
         q.wait()
         return sum(float(np.dot(s, o[: len(s)])) for s, o in zip(seeds, outs, strict=True))
 
-    tape = ad.Tape(q)
+    tape = ad.Tape(q, **tape_options)
     with tape:
         forward(q, *ins, *outs)
     tape.backward({o: s for o, s in zip(outs, seeds, strict=True)})
@@ -314,7 +314,8 @@ def _adjoint_instructions(before: set) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("hidden", ["", "atomic_float32_add,subgroup_extended_types"])
+@pytest.mark.parametrize("hidden", ["", "atomic_float32_add,atomic_float64_add,"
+                                    "subgroup_extended_types"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_scatters_shared_by_a_sub_group(q, dtype, hidden, monkeypatch):
     """Every work-item reads x[j] in one loop (one address across a sub-group: summed,
@@ -350,6 +351,113 @@ def test_scatters_shared_by_a_sub_group(q, dtype, hidden, monkeypatch):
     assert ("OpAtomicFAddEXT" in ops) == d.has(sycl.aspect[f"atomic_float{bits}_add"])
     if hidden:
         assert "OpAtomicFAddEXT" not in ops and "OpGroupNonUniformAllEqual" not in ops
+    tape.free()
+
+
+def test_a_loop_reverse_split_over_parts_of_the_launch(q):
+    """The reverse of a loop that only sums runs as 1, 3 or 8 slices, on as many parts of
+    the launch (work-groups along z): what the rest of the kernel adds (through x[i]
+    before and after the loop, a captured scalar, the branch without the loop) counts
+    once, and a temporary read after the loop (`d`) flows into the last iteration only.
+    Against finite differences in float64."""
+    n, rate = 70, 0.7
+    hx = np.linspace(0.2, 1.1, n)
+
+    def forward(q, x, w, y):
+        def k(i):
+            xi = x[i] * rate
+            v = xi * w[i]
+            if i % 5 != 0:
+                s = xi * xi
+                for j in range(n):
+                    d = x[j] - xi
+                    s += math.sin(d) * w[j]
+                v = math.exp(s * 0.1) + xi + d
+            y[i] = v
+
+        q.parallel_for(sycl.range(n), k)
+
+    before = set(_ADJOINTS)
+    for parts in (1, 3, 8):
+        gradcheck(q, forward, [hx, np.linspace(0.5, 1.5, n)], [n], check=range(0, n, 3),
+                  loop_parts=parts)
+    (ck, _), = (v for key, v in _ADJOINTS.items() if key not in before)
+    assert ck.split_loop
+
+
+@pytest.mark.parametrize("bounds", [(1, 14, 3), (13, 0, -2), (5, 5, 1), (9, 2, 4),
+                                    (-3, 12, 5), (12, -1, -5)])
+def test_loop_counts_worked_out_before_the_loop(q, bounds):
+    """The adjoint works out a `range` loop's count from its bounds (not by running it):
+    up and down, empty, and crossing zero, from bounds captured at launch."""
+    start, stop, step = bounds
+    n = 16
+    hx = np.linspace(0.5, 2.0, n)
+    x, y = shared(q, hx), shared(q, np.zeros(n))
+
+    def k(i):
+        s = x[i] * 0.5
+        for j in range(start, stop, step):
+            s += x[abs(j)] * x[i]
+        y[i] = s
+
+    with ad.Tape(q) as tape:
+        q.parallel_for(sycl.range(n), k)
+    tape.backward({y: 1.0})
+    js = [abs(j) for j in range(start, stop, step)]
+    expect = np.full(n, 0.5) + hx[js].sum()
+    np.add.at(expect, js, hx.sum())
+    np.testing.assert_allclose(np.asarray(tape.gradient(x))[:n], expect, rtol=1e-12)
+    tape.free()
+
+
+def test_a_loop_carrying_a_product_is_not_split(q):
+    """A loop carrying a product has iterations whose reverse needs the ones before: its
+    reverse stays whole, whatever `loop_parts` asks."""
+    def forward(q, x, y):
+        def k(i):
+            p = x[i]
+            for j in range(8):
+                p *= x[j]
+            y[i] = p
+
+        q.parallel_for(sycl.range(8), k)
+
+    before = set(_ADJOINTS)
+    gradcheck(q, forward, [X], [8], loop_parts=4)
+    (ck, _), = (v for key, v in _ADJOINTS.items() if key not in before)
+    assert not ck.split_loop
+
+
+def test_scatters_whose_address_only_looks_shared(q):
+    """Addresses built from constants and loop counters alone, yet different across a
+    sub-group: a loop whose count depends on the work-item (its reverse runs different
+    iterations side by side) and a variable set in a branch on the work-item's id. Each
+    work-item adds its own adjoint (a vote tells); where the address is the same by
+    construction (`x[0]`), the sub-group adds up with no vote."""
+    n = 64
+    hx = np.linspace(0.5, 2.0, n)
+    x, y = shared(q, hx), shared(q, np.zeros(n))
+
+    def k(i):
+        s = x[0] * 0.5
+        for j in range(i % 5 + 1):
+            s += x[j] * 2.0
+        m = 3
+        if i % 2 == 0:
+            m = 7
+        y[i] = s + x[m]
+
+    with ad.Tape(q) as tape:
+        q.parallel_for(sycl.range(n), k)
+    seed = np.random.default_rng(4).uniform(0.5, 1.5, n)
+    tape.backward({y: seed})
+    expect = np.zeros(n)
+    for i in range(n):
+        expect[0] += 0.5 * seed[i]
+        expect[: i % 5 + 1] += 2.0 * seed[i]
+        expect[7 if i % 2 == 0 else 3] += seed[i]
+    np.testing.assert_allclose(np.asarray(tape.gradient(x))[:n], expect, rtol=1e-12)
     tape.free()
 
 

@@ -57,7 +57,8 @@ from .inlining import Inlining, strip_returns
 from .math_functions import glsl_call, is_exact_glsl
 from .module import ArgSlot
 from .passes import remove_dead_code
-from .typesys import BOOL, U64, VOID, ArrayType, Scalar, Type
+from .typesys import BOOL, I32, U64, VOID, ArrayType, Scalar, Type
+from .workitem import builtin
 
 
 def differentiable(dtype: Any) -> bool:
@@ -87,48 +88,57 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
         self.paths: list[tuple[tuple, int]] = []
         self.scalars: dict[int, ir.PushField] = {}
         self.scalar_sums: dict[int, ir.Local] = {}  # their adjoints in the work-item
-        self.gradient_arguments(list(lowered.args), nparams)
+        self.next_param = nparams
+        self.gradient_arguments(list(lowered.args))
         self.defs: dict[int, list[ir.Value]] = {}  # version local -> the values it takes
+        # version local -> the conditions that decide which value it takes (an `if`'s, a
+        # loop's) and a loop variable's step
+        self.control: dict[int, list[ir.Value]] = {}
         self.active: set[int] = set()  # versions whose values depend on float data
         self.adjoints: dict[int, ir.Local] = {}
         self.read_ptrs: set[int] = set()  # pointers the kernel loads floats from
         self.written: set[int] = set()  # and those it stores or adds floats to
         self.stores: dict[int, int] = {}  # how many stores write each pointer's memory
         self.loads: dict[int, tuple[ir.Load, int]] = {}  # the forward sweep's, by id
+        # the loop whose reverse the launch may split into parts (`choose_split`), by id,
+        # and which side of it the reverse sweep is emitting: "after" (what follows it in
+        # the kernel), then "loop" and "before"
+        self.split: int | None = None
+        self.split_sums: set[int] = set()  # the sums it carries, by the local's id
+        self.phase = ""
         # work-group memory: the arrays the kernel has read so far, each array's gradient
         # (its floats' bits, for compare-and-swap), and how deep in loops the sweep is
         self.shared_read: set[int] = set()
         self.shared_grads: dict[int, ir.SharedRoot] = {}
         self.loop_depth = 0
 
-    def gradient_arguments(self, forward: list[ArgSlot], first: int) -> None:
-        """The adjoint's arguments after the kernel's own (from index `first`): the
-        gradient of each reduction's target, of each differentiable pointer, and the
-        gradient cell of each float scalar argument."""
-        m = self.m
-        made: list[ir.PushField] = []
-
-        def argument(dtype: Any) -> ir.PushField:
-            pf = m.push_field(U64)
-            m.args.append(ArgSlot(("param", first + len(made)), "ptr", dtype, pf.index))
-            made.append(pf)
-            return pf
-
-        for r in m.adjoint_reducers:
+    def gradient_arguments(self, forward: list[ArgSlot]) -> None:
+        """The adjoint's arguments after the kernel's own: the gradient of each
+        reduction's target, of each differentiable pointer, and the gradient cell of each
+        float scalar argument."""
+        for r in self.m.adjoint_reducers:
             if r.spec.element.is_float and (r.spec.op != "plus" or
                                             r.spec.element.bits not in (32, 64)):
                 raise self.error(None, f"a reduction of {r.spec.dtype} with combiner "
                                  f"{r.spec.op or 'a function'} (only sums of float32 and "
                                  "float64 are differentiated)")
-            self.reducers[id(r.root)] = (r, argument(r.spec.element.dtype))
+            self.reducers[id(r.root)] = (r, self.pointer_argument(r.spec.element.dtype))
         for a in forward:
             if a.kind in ("ptr", "accessor") and differentiable(a.dtype):
-                self.grad[a.push_index] = argument(a.dtype)
+                self.grad[a.push_index] = self.pointer_argument(a.dtype)
                 self.paths.append((a.path, a.push_index))
         for a in forward:
             if a.kind == "scalar" and differentiable(a.dtype):
-                self.scalars[a.push_index] = argument(a.dtype)
+                self.scalars[a.push_index] = self.pointer_argument(a.dtype)
                 self.paths.append((a.path, -1))
+
+    def pointer_argument(self, dtype: Any) -> ir.PushField:
+        """A new explicit argument of the adjoint after those made before: a pointer of
+        element type `dtype`."""
+        pf = self.m.push_field(U64)
+        self.m.args.append(ArgSlot(("param", self.next_param), "ptr", dtype, pf.index))
+        self.next_param += 1
+        return pf
 
     # -- diagnostics ---------------------------------------------------------------------
     def error(self, node: Any, what: str) -> exception:
@@ -147,6 +157,7 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
     def build(self) -> ir.Function:
         body = self.inline_block(strip_returns(self, self.lowered.kernel.body, None))
         forward, records = self.fwd_block(body, {})
+        self.choose_split()
         reverse: list[ir.Stmt] = []
         self.rev_block(records, reverse)
         self.check_overwritten(reverse)
@@ -184,6 +195,24 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
             elif isinstance(x, ir.Load):
                 stack.append(x.place.index)
         return False
+
+    def same_in_sub_group(self, v: ir.Value) -> bool:
+        """Whether every work-item of a sub-group computes `v` alike: from constants,
+        arguments and work-group built-ins, through variables whose branches and loops
+        decide alike, not from its own id or from memory."""
+        stack: list[Any] = [v]
+        for x in ir.each_once(stack):
+            if (isinstance(x, ir.Builtin) and x.name not in _SUB_GROUP_BUILTINS) or \
+                    isinstance(x, ir.Load | ir.Atomic):
+                return False
+            if isinstance(x, ir.Read):
+                stack.extend(self.defs.get(id(x.local), ()))
+                stack.extend(self.control.get(id(x.local), ()))
+            elif isinstance(x, ir.Op | ir.Ext):
+                stack.extend(a for a in x.args if isinstance(a, ir.Value))
+            elif isinstance(x, ir.Cond):
+                stack.extend((x.cond, x.a, x.b))
+        return True
 
     def pointer_of(self, index: ir.Value, site: Any) -> int | None:
         """The differentiable pointer argument an address is computed from (its push
@@ -341,6 +370,7 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
             if a is b:
                 continue
             merged = self.version(original)
+            self.control[id(merged)] = [cond]
             for branch, v in ((then, a), (orelse, b)):
                 value = ir.Read(v) if v is not None else zero_of(original.ty)
                 branch.append(ir.Assign(merged, value))
@@ -361,6 +391,10 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
                              "differentiated)")
         counter = step[0].local
         carried = list({id(a.local): a.local for a in _assigns(s.body + step)}.values())
+        if self.split is None and self.loop_depth == 0:
+            sums = _split_sums(s, counter, carried)
+            if sums is not None:
+                self.split, self.split_sums = id(s), sums
         entry = {id(c): env.get(id(c)) for c in carried}
         work = {id(c): self.version(c) for c in carried}
         for c in carried:
@@ -376,21 +410,60 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
         stride = self.fwd_value(step[0].value.args[1], loop_env, memo)
         if self.is_active(cond) or self.is_active(stride):
             raise self.error(s, "a loop whose count depends on float values")
+        for w in work.values():  # the same in the work-items that run iteration k alike
+            self.control[id(w)] = [cond, stride]
         count = self.local("loop.count", counter.ty)
         body = self.iteration(s, loop_env, work)[0]
         wc = work[id(counter)]
-        out.append(ir.Assign(count, zero_of(counter.ty)))
-        out.append(ir.Loop([], cond, body, [
-            ir.Assign(wc, ir.Op("OpIAdd", counter.ty, [ir.Read(wc), stride])),
+        trips = self.trip_count(s, counter, entry[id(counter)], env, stride)
+        counting = [] if trips is not None else [
             ir.Assign(count, ir.Op("OpIAdd", counter.ty, [ir.Read(count),
-                                                          ir.Const(counter.ty, 1)]))]))
+                                                          ir.Const(counter.ty, 1)]))]
+        out.append(ir.Assign(count, trips if trips is not None else zero_of(counter.ty)))
+        out.append(ir.Loop([], cond, body, [
+            ir.Assign(wc, ir.Op("OpIAdd", counter.ty, [ir.Read(wc), stride])), *counting]))
         final = {}
         for c in carried:
             f = self.version(c, ir.Read(work[id(c)]))
+            self.control[id(f)] = [cond]
             out.append(ir.Assign(f, ir.Read(work[id(c)])))
             env[id(c)] = final[id(c)] = f
         records.append(("loop", s, counter, carried, entry, work, final, loop_env, count,
                         stride))
+
+    def trip_count(self, s: ir.Loop, counter: ir.Local, start: ir.Local | None,
+                   env: dict[int, ir.Local], stride: ir.Value) -> ir.Value | None:
+        """The iterations of a loop over `range` with a constant step, worked out before
+        it (in 64 bits): the forward sweep's loop is then left to the values the reverse
+        needs, often none, rather than run to count the iterations. None for other
+        loops."""
+        c, t = s.cond, counter.ty
+        assigned = {id(a.local) for a in _assigns(s.body)}
+        step = self.defs.get(id(stride.local), ()) if isinstance(stride, ir.Read) else ()
+        if not (isinstance(c, ir.Op) and c.opname in _COMPARISONS and start is not None and
+                isinstance(c.args[0], ir.Read) and c.args[0].local is counter and
+                isinstance(c.args[1], ir.Read) and id(c.args[1].local) not in assigned and
+                id(c.args[1].local) in env and len(step) == 1 and
+                isinstance(step[0], ir.Const) and isinstance(t, Scalar) and
+                (t.is_signed or t.bits < 64)):
+            return None
+        wide = Scalar("i", 64)
+        by = int(step[0].value)
+
+        def widened(local: ir.Local) -> ir.Value:
+            if t.bits == 64:
+                return ir.Read(local)
+            return ir.Op("OpSConvert" if t.is_signed else "OpUConvert", wide, [ir.Read(local)])
+
+        first, stop = widened(start), widened(env[id(c.args[1].local)])
+        span = ir.Op("OpISub", wide, [stop, first] if by > 0 else [first, stop])
+        trips = ir.Op("OpSDiv", wide, [ir.Op("OpIAdd", wide, [span, ir.Const(wide, abs(by) - 1)]),
+                                       ir.Const(wide, abs(by))])
+        trips = ir.Op("OpSelect", wide, [ir.Op("OpSGreaterThan", BOOL, [span, ir.Const(wide, 0)]),
+                                         trips, ir.Const(wide, 0)])
+        if t.bits == 64:
+            return trips
+        return ir.Op("OpSConvert" if t.is_signed else "OpUConvert", t, [trips])
 
     def iteration(self, s: ir.Loop, loop_env: dict[int, ir.Local],
                   work: dict[int, ir.Local]) -> tuple[list[ir.Stmt], list[tuple], dict]:
@@ -432,8 +505,18 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
                 for branch, v in ((then, a), (orelse, b)):
                     if v is not None:
                         self.accumulate(v, ir.Read(self.adj(merged)), branch)
-        self.rev_block(t_rec, then)
-        self.rev_block(e_rec, orelse)
+        if self.phase == "after" and (_holds(t_rec, self.split) or _holds(e_rec, self.split)):
+            # the branch without the split loop ends the other parts' share, as the loop does
+            for records, branch in ((t_rec, then), (e_rec, orelse)):
+                if not _holds(records, self.split):
+                    self.rev_block(records, branch)
+                    branch += self.end_share()
+            for records, branch in ((t_rec, then), (e_rec, orelse)):
+                if _holds(records, self.split):
+                    self.rev_block(records, branch)
+        else:
+            self.rev_block(t_rec, then)
+            self.rev_block(e_rec, orelse)
         out.append(ir.If(cond, then, orelse))
         for merged, _, _ in merges:
             if is_float(merged.ty):
@@ -441,6 +524,8 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
 
     def rev_loop(self, r: tuple, out: list[ir.Stmt]) -> None:
         _, s, counter, carried, entry, work, final, loop_env, count, stride = r
+        if id(s) == self.split:
+            self.phase = "loop"
         floats = [c for c in carried if is_float(c.ty)]
         flow = {id(c): self.local(f"adj.carried.{c.name}", c.ty) for c in floats}
         for c in floats:
@@ -474,13 +559,89 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
             body.append(ir.Assign(flow[id(c)], ir.Read(self.adj(w))))
             body.append(ir.Assign(self.adj(w), zero_of(c.ty)))
         greater = "OpSGreaterThan" if t.is_signed else "OpUGreaterThan"
-        out.append(ir.Assign(left, ir.Read(count)))
-        out.append(ir.Loop([], ir.Op(greater, BOOL, [ir.Read(left), zero_of(t)]), body, [
+        first_k: ir.Value = zero_of(t)
+        if id(s) == self.split:
+            first_k = self.split_range(count, t, left, out)
+            out += self.end_share(keep={id(flow[id(c)]) for c in floats
+                                        if id(c) in self.split_sums})
+            # a temporary's adjoint after the loop is its last iteration's
+            last = [ir.Assign(flow[id(c)], zero_of(c.ty)) for c in floats
+                    if id(c) not in self.split_sums]
+            if last:
+                out.append(ir.If(ir.Op("OpINotEqual", BOOL, [ir.Read(left), ir.Read(count)]),
+                                 last, []))
+        else:
+            out.append(ir.Assign(left, ir.Read(count)))
+        out.append(ir.Loop([], ir.Op(greater, BOOL, [ir.Read(left), first_k]), body, [
             ir.Assign(left, ir.Op("OpISub", t, [ir.Read(left), ir.Const(t, 1)]))]))
+        # what flows into the values before a split loop is part 0's: a sum's adjoint is
+        # the same in every part, a temporary's is zero once an iteration ran
+        into = out
+        if id(s) == self.split:
+            self.phase = "before"
+            into = []
+            out.append(ir.If(self.first_part(), into, []))
         for c in floats:
             before = entry[id(c)]
             if before is not None:
-                self.accumulate(before, ir.Read(flow[id(c)]), out)
+                self.accumulate(before, ir.Read(flow[id(c)]), into)
+
+    # -- splitting a loop's reverse over parts of the launch ---------------------------
+    def choose_split(self) -> None:
+        """Keeps the loop `fwd_loop` chose, if the launch can split its reverse: parts of
+        the launch (work-groups along z, which a one-dimensional range kernel does not
+        use) each run the reverse of a slice of its iterations. Each iteration's reverse
+        needs the counter and the adjoints of sums, the same in every iteration, so the
+        slices are independent; by linearity, part 0 also carries what the rest of the
+        kernel adds, and the other parts only their slice's share. An n-body step's loop
+        over bodies then runs on many times the work-items, where a launch of 16384 left
+        an H100's warps waiting on one another's shuffles and atomics. Not where an
+        adjoint zeroes gradients (the parts would race), nor in work-group memory."""
+        spec = self.m.spec
+        if self.split is None:
+            return
+        zeroes = spec.adjoint == "zero" or any(pf in self.read_ptrs or n > 1
+                                                for pf, n in self.stores.items())
+        if spec.kind != "range" or spec.dims != 1 or spec.fold_groups or zeroes or \
+                self.shared_read:
+            self.split = None
+            return
+        self.phase = "after"
+
+    def first_part(self) -> ir.Value:
+        return ir.Op("OpIEqual", BOOL, [builtin("WorkgroupId", 2), ir.Const(I32, 0)])
+
+    def end_share(self, keep: frozenset[int] | set[int] = frozenset()) -> list[ir.Stmt]:
+        """In parts other than the first, the adjoints so far set to zero (but those in
+        `keep`): what the rest of the kernel adds is part 0's."""
+        zeroed = [ir.Assign(a, zero_of(a.ty)) for a in (*self.adjoints.values(),
+                                                        *self.scalar_sums.values())
+                  if id(a) not in keep]
+        return [ir.If(self.first_part(), [], zeroed)] if zeroed else []
+
+    def split_range(self, count: ir.Local, t: Scalar, left: ir.Local, out: list[ir.Stmt]
+                    ) -> ir.Value:
+        """This part's slice of the `count` iterations: sets `left` to its end and returns
+        its start."""
+        def value(x: ir.Value) -> ir.Value:
+            return x if t == I32 else ir.Op("OpSConvert" if t.is_signed else "OpUConvert",
+                                            t, [x])
+
+        part, parts = value(builtin("WorkgroupId", 2)), value(builtin("NumWorkgroups", 2))
+        size, start = self.local("split.size", t), self.local("split.start", t)
+        less = "OpSLessThan" if t.is_signed else "OpULessThan"
+
+        def at_most_count(x: ir.Value) -> ir.Value:
+            return ir.Op("OpSelect", t, [ir.Op(less, BOOL, [x, ir.Read(count)]), x,
+                                         ir.Read(count)])
+
+        out += [ir.Assign(size, ir.Op("OpSDiv" if t.is_signed else "OpUDiv", t, [
+                    ir.Op("OpIAdd", t, [ir.Read(count), ir.Op("OpISub", t, [
+                        parts, ir.Const(t, 1)])]), parts])),
+                ir.Assign(start, at_most_count(ir.Op("OpIMul", t, [part, ir.Read(size)]))),
+                ir.Assign(left, at_most_count(ir.Op("OpIAdd", t, [ir.Read(start),
+                                                                  ir.Read(size)])))]
+        return ir.Read(start)
 
     def replay(self, s: ir.Loop, carried: list[ir.Local], counter: ir.Local,
                entry: dict[int, ir.Local | None], work: dict[int, ir.Local],
@@ -505,6 +666,12 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
 
 # -- helpers -----------------------------------------------------------------------------------
 
+_COMPARISONS = ("OpSLessThan", "OpULessThan", "OpSGreaterThan", "OpUGreaterThan")
+# the built-in values every work-item of a sub-group sees alike
+_SUB_GROUP_BUILTINS = ("WorkgroupId", "NumWorkgroups", "WorkgroupSize", "NumSubgroups",
+                       "SubgroupId", "SubgroupSize")
+
+
 def _assigns(body: list[ir.Stmt]) -> list[ir.Assign]:
     """The assignments in `body`, nested ones included."""
     out: list[ir.Assign] = []
@@ -516,6 +683,63 @@ def _assigns(body: list[ir.Stmt]) -> list[ir.Assign]:
         elif isinstance(s, ir.Loop):
             out += _assigns(s.pre) + _assigns(s.body) + _assigns(s.step)
     return out
+
+
+def _split_sums(s: ir.Loop, counter: ir.Local, carried: list[ir.Local]) -> set[int] | None:
+    """The float sums a loop carries (`c = c + x`, `c = c - x`, `c` read nowhere else), if
+    every other float it assigns is a temporary (assigned at the top of an iteration
+    before any read): the reverse of each iteration is then independent of the others.
+    None otherwise."""
+    floats = [c for c in carried if c is not counter and is_float(c.ty)]
+    updates = {id(a.local): [] for a in _assigns(s.body)}
+    for a in _assigns(s.body):
+        updates[id(a.local)].append(a)
+    sums = {id(c) for c in floats if all(
+        isinstance(a.value, ir.Op) and a.value.opname in ("OpFAdd", "OpFSub") and
+        isinstance(a.value.args[0], ir.Read) and a.value.args[0].local is c and
+        not _reads(a.value.args[1], {id(c)}) for a in updates[id(c)])}
+    for c in floats:
+        if id(c) in sums:
+            others = [a.value for a in _assigns(s.body) if a.local is not c]
+            if _reads(others + _non_assigns(s.body), {id(c)}):
+                return None
+        elif not _temporary(s.body, c):
+            return None
+    return sums
+
+
+def _temporary(body: list[ir.Stmt], c: ir.Local) -> bool:
+    """Whether `body` assigns `c` at its top level before anything reads it."""
+    for st in body:
+        if isinstance(st, ir.Assign) and st.local is c:
+            return not _reads(st.value, {id(c)})
+        if _reads(st, {id(c)}):
+            return False
+    return False
+
+
+def _non_assigns(body: list[ir.Stmt]) -> list[Any]:
+    """What statements in `body` read other than assignments' values: conditions, stored
+    places and values, evaluated values."""
+    out: list[Any] = []
+    for s in body:
+        if isinstance(s, ir.If):
+            out += [s.cond, *_non_assigns(s.then), *_non_assigns(s.orelse)]
+        elif isinstance(s, ir.Loop):
+            out += [s.cond, *_non_assigns(s.pre + s.body + s.step)]
+        elif not isinstance(s, ir.Assign):
+            out.append(s)
+    return out
+
+
+def _holds(records: list[tuple], loop: int | None) -> bool:
+    """Whether the forward sweep's `records` include the loop of id `loop`."""
+    for r in records:
+        if r[0] == "loop" and id(r[1]) == loop:
+            return True
+        if r[0] == "if" and (_holds(r[2], loop) or _holds(r[3], loop)):
+            return True
+    return False
 
 
 def _derived(seeds: set[int], created: list[ir.Local], defs: dict[int, list]) -> set[int]:
@@ -597,6 +821,7 @@ def adjoint_kernel(m: Any, lowered: Any, nparams: int) -> tuple[Any, tuple[tuple
     a scalar, whose gradient is one element."""
     builder = Adjoint(m, lowered, nparams)
     fn = builder.build()
+    lowered = dataclasses.replace(lowered, split_loop=builder.split is not None)
     uses = tuple((path, "s" if pf < 0 else "r" * (pf in builder.read_ptrs) +
                   "w" * (pf in builder.written)) for path, pf in builder.paths)
     return dataclasses.replace(lowered, kernel=fn, coarsen=1), uses

@@ -186,7 +186,14 @@ class GradientMemory:
 
     def atomic_add(self, grad: ir.Place, scope: int, a: ir.Value, out: list[ir.Stmt]) -> None:
         """The float at `grad` (as its bits) += a. Where every work-item of a sub-group
-        adds into one address, their sum is added once, by one of them."""
+        adds into one address, their sum is added once, by one of them: a vote finds out,
+        unless the address is the same by construction (`same_in_sub_group`: an n-body
+        step's reads of body j, whose votes cost 30% of its backward pass on an H100).
+        One atomic for both cases, after the branch."""
+        if self.phase == "after":  # a loop's reverse is split: what follows it is part 0's
+            first: list[ir.Stmt] = []
+            out.append(ir.If(self.first_part(), first, []))
+            out = first
         ut = grad.ty
         assert isinstance(ut, Scalar)
         t = Scalar("f", ut.bits)
@@ -195,16 +202,21 @@ class GradientMemory:
         if not self.m.spec.subgroup_scatter:
             self.add_into(grad, scope, value, out)
             return
+        sub = ir.ScopeId(_SUBGROUP_SCOPE)
+        summed = ir.Op("OpGroupNonUniformFAdd", t, [sub, ir.Lit("Reduce"), ir.Read(value)])
         once: list[ir.Stmt] = []
-        each: list[ir.Stmt] = []
+        if self.same_in_sub_group(grad.index):  # no vote needed
+            out.append(ir.Assign(value, summed))
+            self.add_into(grad, scope, value, once)
+            out.append(ir.If(ir.Op("OpGroupNonUniformElect", BOOL, [sub]), once, []))
+            return
+        adds = self.local("adj.adds", BOOL)
+        out += [ir.Assign(adds, ir.Const(BOOL, True)),
+                ir.If(ir.Op("OpGroupNonUniformAllEqual", BOOL, [sub, grad.index]), [
+                    ir.Assign(value, summed),
+                    ir.Assign(adds, ir.Op("OpGroupNonUniformElect", BOOL, [sub]))], [])]
         self.add_into(grad, scope, value, once)
-        self.add_into(grad, scope, value, each)
-        leader = ir.Op("OpGroupNonUniformElect", BOOL, [ir.ScopeId(_SUBGROUP_SCOPE)])
-        summed = ir.Op("OpGroupNonUniformFAdd", t, [ir.ScopeId(_SUBGROUP_SCOPE),
-                                                    ir.Lit("Reduce"), ir.Read(value)])
-        same = ir.Op("OpGroupNonUniformAllEqual", BOOL, [ir.ScopeId(_SUBGROUP_SCOPE),
-                                                         grad.index])
-        out.append(ir.If(same, [ir.Assign(value, summed), ir.If(leader, once, [])], each))
+        out.append(ir.If(ir.Read(adds), once, []))
 
     def add_into(self, grad: ir.Place, scope: int, value: ir.Local, out: list[ir.Stmt]
                  ) -> None:

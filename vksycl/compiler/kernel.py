@@ -81,6 +81,8 @@ class CompiledKernel:
     # the capture path of the forward pointer it belongs to and how the kernel uses that
     # memory ("r", "w", "rw" or "": `adjoint.adjoint_kernel`)
     gradients: tuple[tuple, ...] = ()
+    # an adjoint kernel's: whether its launch may run parts of a loop's reverse along z
+    split_loop: bool = False
 
     def spirv(self) -> bytes:
         return self.binary
@@ -171,7 +173,8 @@ def _compile(pyfn: Any, spec: KernelSpec) -> CompiledKernel:
                           lowered.coarsen, globals_,
                           local_bytes=sum(layout(mem_type(r.elem))[0] * r.length
                                           for r in usage.shared),
-                          debug_records=lowered.debug_records, gradients=gradients)
+                          debug_records=lowered.debug_records, gradients=gradients,
+                          split_loop=lowered.split_loop)
 
 
 # -- caches ----------------------------------------------------------------------------------
@@ -329,7 +332,8 @@ _FIELD_TYPES = {"name": str, "entry": str, "binary": bytes, "spec": KernelSpec, 
                 "push_size": int, "args_size": int, "local_size": tuple, "aspects": frozenset,
                 "capabilities": tuple, "specialized": tuple, "spec_values": tuple,
                 "coarsen": int, "device_globals": list, "virtual_tables": list,
-                "local_bytes": int, "debug_records": dict, "gradients": tuple}
+                "local_bytes": int, "debug_records": dict, "gradients": tuple,
+                "split_loop": bool}
 
 
 def _unusable(ck: Any) -> str | None:

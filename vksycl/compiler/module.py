@@ -157,6 +157,9 @@ class Lowered:
     device_globals: dict[tuple, Any] = field(default_factory=dict)
     # what its prints and assertions write, by record id (`printing`)
     debug_records: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # an adjoint's: whether a launch may split the reverse of a loop over work-groups along
+    # z (`Adjoint.choose_split`)
+    split_loop: bool = False
 
 
 def push_storage(t: Scalar) -> Scalar:

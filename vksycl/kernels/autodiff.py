@@ -77,10 +77,13 @@ class Tape:
     then runs their adjoints in reverse order. Launches whose kernels touch no
     float memory (USM or buffers) are not recorded. `queue` runs the backward pass and
     gradient initialisation; without one, the tape makes a queue for the device of the
-    first launch it records."""
+    first launch it records. `loop_parts`: how many parts of a launch run slices of the
+    reverse of a kernel's loop that only sums (`compiler.adjoint`'s `choose_split`): None
+    picks enough work-items to fill a GPU, and one part on a CPU device; 1 splits none."""
 
-    def __init__(self, queue: Any = None) -> None:
+    def __init__(self, queue: Any = None, loop_parts: int | None = None) -> None:
         self._queue = queue
+        self._loop_parts = loop_parts
         self._launches: list[KernelLaunch | exception] = []
         # gradient memory by the id of the allocation it belongs to (kept alive with it)
         self._gradients: dict[int, tuple[Allocation, Allocation]] = {}
@@ -164,8 +167,22 @@ class Tape:
         if ck.spec.args_in_memory:
             block = ArgumentBlock(device, push)
             push, keep = ADDRESS.pack(block.address), (*grads, block)
-        self._launches.append(KernelLaunch(ck.name, ck.binary, ck.entry, push,
-                                           group_counts(ck, launch, device), keep_alive=keep))
+        groups = group_counts(ck, launch, device)
+        if ck.split_loop:
+            groups = (groups[0], groups[1], self._parts(device, ck, groups))
+        self._launches.append(KernelLaunch(ck.name, ck.binary, ck.entry, push, groups,
+                                           keep_alive=keep))
+
+    def _parts(self, device: Any, ck: CompiledKernel, groups: tuple[int, int, int]) -> int:
+        """How many parts the launch of `groups` work-groups of adjoint `ck` splits its
+        loop's reverse over: by default, until the device holds about 4096 work-items per
+        compute unit (an H100's 132 SMs hold 2048 each), at most 64."""
+        if self._loop_parts is not None:
+            return max(1, self._loop_parts)
+        if device.is_cpu():
+            return 1
+        items = groups[0] * groups[1] * int(np.prod(ck.local_size))
+        return max(1, min(64, (device.vulkan.compute_units or 64) * 4096 // items))
 
     def _check_overwrites(self, ck: CompiledKernel, pointers: list) -> None:
         """The adjoint of a kernel recomputes from memory as it is at backward(): a later
