@@ -5,7 +5,7 @@ floor Kompute allows and the CUDA peers on the same GPU:
   range object, a new `sycl.range` each call, a plain int, an in-order queue, a
   `q.submit` command group), and launches whose arguments change each time (a new
   scalar captured or passed to a free function kernel or `set_args`, two pointers
-  swapped);
+  swapped, a range of another size: N down to N/2 + 1 in turn);
 - raw kp: the same compiled SPIR-V as one pre-built `kp.OpAlgoDispatch`, recorded into a
   sequence and submitted per launch (sequences reused from a ring once complete);
 - torch: `x.add_(1)` on a CUDA tensor;
@@ -35,6 +35,7 @@ import collections
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numba_vulkan_peer
 import numpy as np
@@ -57,7 +58,7 @@ SPELLINGS = ("same range object", "new sycl.range", "int range", "tuple range",
              "new scalar each launch", "pointers swapped each launch",
              "nd_launch (free function)", "single_task (free function)",
              "kernel object + set_args", "nd_launch, new scalar each launch",
-             "kernel object + set_args, new scalar each launch")
+             "kernel object + set_args, new scalar each launch", "new size each launch")
 # the spellings adding a new value each launch
 NEW_SCALAR = ("new scalar each launch", "nd_launch, new scalar each launch",
               "kernel object + set_args, new scalar each launch")
@@ -114,7 +115,8 @@ def vksycl_case(q: sycl.queue, spelling: str
     q.fill(other, np.float32(0), N).wait()
     rng = sycl.range(N)
     local = min(N, 64)
-    state = {"x": x, "y": other, "step": 0, "deltas": [], "event": q.submit(lambda h: None)}
+    state = {"x": x, "y": other, "step": 0, "deltas": [], "sizes": [],
+             "event": q.submit(lambda h: None)}
 
     def body(i):
         x[i] = x[i] + 1.0
@@ -133,7 +135,11 @@ def vksycl_case(q: sycl.queue, spelling: str
             both = np.zeros(N, np.float32)
             q.memcpy(both, other, N * 4).wait()
             out += both
-        expected = np.float32(launched)
+        expected: Any = np.float32(launched)
+        if spelling == "new size each launch":  # each launch bumped its first items
+            expected = np.zeros(N, np.float32)
+            for n in state["sizes"]:
+                expected[:n] += 1
         if spelling in NEW_SCALAR:  # float32 sums, in launch order
             expected = np.float32(0)
             for d in state["deltas"]:
@@ -152,6 +158,11 @@ def vksycl_case(q: sycl.queue, spelling: str
         nonlocal delta
         delta = next_delta()
         return q.parallel_for(sycl.range(N), step_by)
+
+    def resized():  # a range of another size each launch (a shrinking active set)
+        n = N - len(state["sizes"]) % max(1, N // 2)
+        state["sizes"].append(n)
+        return q.parallel_for(sycl.range(n), body)
 
     def swapped():
         a, b = state["x"], state["y"]
@@ -188,6 +199,7 @@ def vksycl_case(q: sycl.queue, spelling: str
         "bound method": lambda: q.parallel_for(sycl.range(N), sim.step),
         "new scalar each launch": new_scalar,
         "pointers swapped each launch": swapped,
+        "new size each launch": resized,
         "nd_launch (free function)": lambda: syclexp.nd_launch(
             q, sycl.nd_range((N,), (local,)), bump_free, x),
         "single_task (free function)": lambda: syclexp.single_task(q, bump_first, x, N),

@@ -359,12 +359,40 @@ def test_the_same_free_function_arguments_on_a_freed_pointer_are_refused(q):
     assert "freed" in str(err.value)
 
 
+@pytest.mark.parametrize("dims", [1, 2])
+def test_a_new_size_each_launch_reuses_the_plan_s_variants(q, dims):
+    """Sizes that change at every launch, and sizes that come back (A, B, A, B: each
+    launch's command has its own work-group counts and range arguments), take a plan made
+    from the last one's variants and prepared kernel; each launch writes its own range
+    (the kernel reads it) over exactly its items, a guard cutting rounded work-groups."""
+    side = 70
+    out = sycl.malloc_shared(side * side, sycl.int32, q)
+
+    def write(it):
+        k = it.get_linear_id()
+        out[k] = it.get_range(0) * 1000 + k % 7
+
+    sizes = [(n,) for n in (1000, 1001, 1002, 1001, 1000, 999)] if dims == 1 else \
+        [(n, 50) for n in (40, 41, 42, 41, 40, 39)]
+    q.parallel_for(sycl.range(*sizes[0]), write).wait()
+    resized, made = plans.WAYS.resized, plans.WAYS.plans
+    for size in sizes:
+        count = int(np.prod(size))
+        out[:side * side] = -1
+        q.parallel_for(sycl.range(*size), write).wait()
+        got = np.asarray(out)[:side * side]
+        np.testing.assert_array_equal(got[:count], size[0] * 1000 + np.arange(count) % 7)
+        assert (got[count:] == -1).all()
+    # the first size is the last launch's: its plan
+    assert plans.WAYS.plans == made and plans.WAYS.resized - resized == len(sizes) - 1
+
+
 @pytest.mark.parametrize("spelling", ["new range", "int", "tuple", "new nd_range"])
 def test_a_new_launch_object_with_the_same_values_finds_the_plan(q, spelling):
     """`q.parallel_for(sycl.range(n), body)` with a new range each call (the common
     spelling), a plain int or tuple, or a new nd_range: one plan for every launch, found by
     the launch's values; a range of other values still gets a plan of its own."""
-    made = plans.WAYS.plans
+    made, resized = plans.WAYS.plans, plans.WAYS.resized
     out = sycl.malloc_shared(N, sycl.int32, q)
     q.memset(out, 0, N * 4).wait()
 
@@ -383,7 +411,7 @@ def test_a_new_launch_object_with_the_same_values_finds_the_plan(q, spelling):
         q.parallel_for(launch[spelling](N), body).wait()
     assert plans.WAYS.plans - made == 1
     q.parallel_for(launch[spelling](N // 2), body).wait()
-    assert plans.WAYS.plans - made == 2
+    assert plans.WAYS.plans - made + plans.WAYS.resized - resized == 2
     expected = np.full(N, 5, np.int32)
     expected[: N // 2] += 1
     np.testing.assert_array_equal(np.asarray(out), expected)

@@ -52,7 +52,7 @@ from .plans import (
 from .properties import launch_properties
 from .reduction import build_reduction_launch
 from .streak import Streak, with_push
-from .variants import launch_shape
+from .variants import launch_facts
 
 # commands a plan keeps by their push constants
 _RECENT: Final = 16
@@ -315,7 +315,7 @@ def _arguments_command(pyfn: Any, plan: Plan, launch: Any, args: tuple | list,
 def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None) -> CompiledKernel:
     """The compiled kernel a launch would use (for `spirv()`, `spirv_asm()`, reflection)."""
     pyfn, info = _kernel_function(kernel)
-    plan = new_plan(pyfn, info, launch, device, properties, launch_shape(launch, device))
+    plan = new_plan(pyfn, info, launch, device, properties, launch_facts(launch, device))
     return prepared_for(pyfn, plan, device)[0].ck
 
 

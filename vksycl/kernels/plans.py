@@ -11,7 +11,9 @@ while every check below holds; each guards something that would make that comman
   so its id is not reused while the plan lives.
 - The launch object, by identity: ranges are immutable, so the same object gives the same
   shape, work-group counts and range arguments. Equal ranges in a new object just make a
-  new plan (and check their work-items once).
+  new plan (and check their work-items once); so do ranges of other sizes, but where
+  their `launch_facts` are the last plan's, the new plan takes its variants and prepared
+  kernel rather than working them out again.
 - The free function kernel info, by identity: one function is a kernel per template
   instantiation, each with its own parameter types and properties.
 - Launch properties: a launch with some never finds or keeps a plan, since they are
@@ -90,7 +92,7 @@ from ..runtime.commands import KernelLaunch
 from ..runtime.usm import ptr as usm_ptr
 from .cache_keys import global_names, global_signature, signature, value_key
 from .marshal import Prepared, Slot
-from .variants import launch_shape, launch_variant
+from .variants import launch_facts, launch_variant
 
 _IMMUTABLE_TYPES: Final = frozenset((int, float, bool, usm_ptr, type(None)))
 _OTHER_IMMUTABLE: Final = (np.generic, Enum)
@@ -276,19 +278,22 @@ def _prepare(pyfn: Any, captured: tuple, globals_: tuple, spec_key: tuple, spec_
 
 class Ways:
     """How many launches went past a repeat's identity checks, by the way they looked
-    further: plans made, repacks of changed captures or arguments tried, the kept launches
-    and the commands kept by accessors looked among. Compiled code calls the functions
+    further: plans made (and made from a plan for another size), repacks of changed
+    captures or arguments tried, the kept launches and the commands kept by accessors
+    looked among. Compiled code calls the functions
     that take these ways directly, so this is how tests, and `launch_opcodes.py`, see
     which way a spelling takes."""
 
     def __init__(self) -> None:
         self.plans = 0
+        self.resized = 0
         self.repacks = 0
         self.kept = 0
         self.by_accessors = 0
 
     def counts(self) -> dict[str, int]:
-        return {"plans": self.plans, "repacks": self.repacks, "kept": self.kept,
+        return {"plans": self.plans, "resized": self.resized, "repacks": self.repacks,
+                "kept": self.kept,
                 "by_accessors": self.by_accessors}
 
 
@@ -304,6 +309,7 @@ class Plan:
         "by_accessors",
         "classes",
         "code",
+        "facts",
         "info",
         "kept",
         "kind",
@@ -319,14 +325,15 @@ class Plan:
         "variants",
     )
 
-    def __init__(self, pyfn: Any, launch: Any, info: Any, kind: str, variants: tuple
-                 ) -> None:
+    def __init__(self, pyfn: Any, launch: Any, info: Any, kind: str, variants: tuple,
+                 facts: tuple) -> None:
         self.code = pyfn.__code__  # plans are found by its id: the plan keeps it alive
         self.names = global_names(pyfn)
         self.launch = launch
         self.info = info
         self.kind = kind
         self.variants = variants  # (push-constant variant, argument-block variant)
+        self.facts = facts  # the launch's `launch_facts`, which chose the variants
         self.classes = virtual.version()  # the polymorphic classes virtual calls know
         # (prepared kernel, push constants, command, context, captures record, arguments
         # record) of the last launch, replaced whole so threads launching the same kernel
@@ -409,17 +416,27 @@ def known_plan(pyfn: Any, info: Any, launch: Any, device: Any) -> Plan | None:
 
 def plan_for(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) -> Plan:
     """The plan a launch runs under: the known one, else a new one (kept when the launch
-    has no properties)."""
+    has no properties). A launch of another size with the facts of the known plan's
+    (`launch_facts`) gets a new plan with that plan's variants and prepared kernel, so a
+    size that changes every launch costs its arguments' packing, not a plan's making."""
     if properties is None:
         plan = known_plan(pyfn, info, launch, device)
         if plan is not None:
             return plan
     if launch is not None:  # a plan is kept per launch object, so this runs once for it
         check_work_items(launch)
-    shape = launch_shape(launch, device)
+    facts = launch_facts(launch, device)
+    shape = facts[0]
     if info is not None:
         info.check_launch(shape[0], shape[1])
-    plan = new_plan(pyfn, info, launch, device, properties, shape)
+    like = _PLANS.get((id(pyfn.__code__), id(device))) if properties is None else None
+    if like is not None and like.facts == facts and like.code is pyfn.__code__ and \
+            like.info is info and like.classes == classes_version[0]:
+        WAYS.resized += 1
+        plan = Plan(pyfn, launch, info, shape[0], like.variants, facts)
+        plan.prepared = like.prepared
+    else:
+        plan = new_plan(pyfn, info, launch, device, properties, facts)
     if properties is None:
         code = pyfn.__code__
         _PLANS[(id(code), id(device))] = plan
@@ -428,12 +445,14 @@ def plan_for(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) ->
 
 
 def new_plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any,
-             shape: tuple) -> Plan:
-    """A plan for a launch of this shape: its push-constant and argument-block variants."""
+             facts: tuple) -> Plan:
+    """A plan for a launch with these facts (`launch_facts`): its push-constant and
+    argument-block variants."""
     WAYS.plans += 1
+    shape = facts[0]
     return Plan(pyfn, launch, info, shape[0], (
         launch_variant(pyfn, info, shape, launch, device, properties),
-        launch_variant(pyfn, info, shape, launch, device, properties, True)))
+        launch_variant(pyfn, info, shape, launch, device, properties, True)), facts)
 
 
 def prepared_for(pyfn: Any, plan: Plan, device: Any) -> tuple[Prepared, tuple | None]:

@@ -34,7 +34,7 @@ from ..runtime.usm import ptr as usm_ptr
 from .device_checks import check_supported, group_counts
 from .marshal import ADDRESS, ArgumentBlock, LaunchMemory
 from .plans import Plan, any_freed, prepared_for, repeats, same_objects
-from .variants import launch_shape, launch_variant
+from .variants import launch_facts, launch_variant
 
 # work-groups of a one-dimensional range reduction: the first count that leaves each
 # work-item at most _ITEMS_PER_WORK_ITEM items, else the last. Each work-item combines
@@ -401,12 +401,7 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
     entry = _PLANS.get(key) if properties is None else None
     if entry is None or entry.plan.code is not kernel.__code__:
         check_work_items(launch)
-        shape = launch_shape(launch, device)
-        entry = _Entry(Plan(kernel, launch, None, shape[0], (
-            launch_variant(kernel, None, shape, launch, device, properties,
-                           reductions=specs),
-            launch_variant(kernel, None, shape, launch, device, properties, True,
-                           reductions=specs))))
+        entry = _Entry(_plan(kernel, launch, device, properties, specs))
         if properties is None:
             if len(_PLANS) > 256:
                 _PLANS.clear()
@@ -442,13 +437,18 @@ def build_reduction_launch(device: Any, kernel: Any, launch: Any,
 def compiled_reduction(device: Any, kernel: Any, launch: Any,
                        reductions: tuple[reduction, ...], properties: Any = None) -> Any:
     """The compiled kernel a launch with reductions runs (its arguments in registers)."""
-    shape = launch_shape(launch, device)
-    specs = tuple(r.spec for r in reductions)
-    plan = Plan(kernel, launch, None, shape[0], (
+    plan = _plan(kernel, launch, device, properties, tuple(r.spec for r in reductions))
+    return prepared_for(kernel, plan, device)[0].ck
+
+
+def _plan(kernel: Any, launch: Any, device: Any, properties: Any, specs: tuple) -> Plan:
+    """A plan for a reduction launch: its push-constant and argument-block variants."""
+    facts = launch_facts(launch, device)
+    shape = facts[0]
+    return Plan(kernel, launch, None, shape[0], (
         launch_variant(kernel, None, shape, launch, device, properties, reductions=specs),
         launch_variant(kernel, None, shape, launch, device, properties, True,
-                       reductions=specs)))
-    return prepared_for(kernel, plan, device)[0].ck
+                       reductions=specs)), facts)
 
 
 # id(kernel code) -> (launch, device, context, specs, targets, plan, `last` as the

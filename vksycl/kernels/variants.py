@@ -72,6 +72,21 @@ def matrix_target(device: Any) -> MatrixTarget:
     return MatrixTarget(cooperative, vk.subgroup_size, matrix_combinations(vk))
 
 
+def launch_facts(launch: Any, device: Any, shape: tuple | None = None) -> tuple:
+    """What a launch's variant takes from the launch itself: its shape (`launch_shape`),
+    whether its work-groups are numbered linearly (more than the device dispatches along a
+    dimension), and whether a work-item may run several ids. Launches with equal facts
+    run the same variants, whatever their sizes."""
+    if shape is None:
+        shape = launch_shape(launch, device)
+    kind, dims, local, _ = shape
+    fold = dims > 1 and too_many_groups(launch, local, device)
+    coarsenable = kind != "single_task" and dims == 1 and \
+        (launch.get_global_range() if kind == "nd_range" else launch)[0] >= \
+        local[0] * coarsening.COARSEN
+    return shape, fold, coarsenable
+
+
 def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
                    properties: Any, args_in_memory: bool = False,
                    reductions: tuple[ReductionSpec, ...] = (),
@@ -80,7 +95,7 @@ def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
     kind, dims, local, has_offset = shape
     param_types = info.param_types() if info is not None else None
     scratch = _scratch(properties)
-    fold = dims > 1 and too_many_groups(launch, local, device)
+    _, fold, coarsenable = launch_facts(launch, device, shape)
     sets = indirect_sets(properties, info)
     if sets is not None:
         check_sets(sets)
@@ -90,9 +105,6 @@ def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
     name = info.name if info is not None else kernel_name(pyfn)
     matrix = matrix_target(device)
     arithmetic = bool(reductions) and group_arithmetic(device)
-    coarsenable = kind != "single_task" and dims == 1 and \
-        (launch.get_global_range() if kind == "nd_range" else launch)[0] >= \
-        local[0] * coarsening.COARSEN
 
     contract, fast = float_controls(properties, info.properties if info is not None else ())
     ieee = () if fast else ieee_floats(device)
