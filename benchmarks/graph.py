@@ -9,7 +9,7 @@
     + wait of the 100-node graph;
 (d) finalize of the 100-node graph;
 (a') the chain of (a) finalized with `perform_fusion`: one fused kernel, against the
-    unfused replay;
+    unfused replay; (c') the update + replay of (c) in that fused graph;
 (e) a chain of 8 elementwise operations over `--e-items` float32 (64M by default): the
     graph fused, unfused, and torch.compile of the same chain where torch and CUDA are.
 
@@ -129,6 +129,32 @@ def bench_chain(q: sycl.queue, n: int, wg: int) -> dict[str, float]:
     sycl.free(ptr, q)
     return {"replay": replay_us, "eager": eager_us, "update": update_us,
             "finalize": finalize_us, "ok": bool((got == total).all())}
+
+
+def bench_fused_update(q: sycl.queue, n: int, wg: int) -> dict[str, float]:
+    """(c') as (c), the chain finalized with `perform_fusion` too: the update repacks the
+    first member's arguments into the fused kernel's."""
+    ptr = sycl.malloc_device(wg, sycl.int32, q)
+    q.fill(ptr, np.int32(0), wg).wait()
+    g, step, first = chain(q, ptr, wg)
+    exe = g.finalize([syclexp.property.graph.updatable(),
+                      syclexp.property.graph.perform_fusion()])
+    updates = 0
+
+    def update() -> None:
+        nonlocal updates
+        updates += 1
+        step.update(1 + updates % 2)
+        exe.update(first)
+        q.ext_oneapi_graph(exe).wait()
+
+    update_us = median_us(update, n)
+    total = updates * (NODES - 1) + sum(1 + k % 2 for k in range(1, updates + 1))
+    got = np.zeros(wg, np.int32)
+    q.memcpy(got, ptr, wg * 4).wait()
+    sycl.free(ptr, q)
+    return {"update": update_us, "ok": bool((got == total).all()),
+            "one": len(exe.fusion_report().groups) == 1}
 
 
 def bench_fused_chain(q: sycl.queue, n: int, wg: int) -> dict[str, float]:
@@ -323,6 +349,7 @@ def main() -> None:
     c = bench_chain(q, n, wg)
     b = bench_branches(q, n, items, work, 64)
     f = bench_fused_chain(q, n, wg)
+    fu = bench_fused_update(q, n, wg)
     e = bench_elementwise(q, max(n // 10, 5), e_items, 256)
     try:
         import torch
@@ -351,6 +378,10 @@ def main() -> None:
             f"{c['update']:.0f} us (target <= 100)")
     if t:
         line += f"; torch fill_ + replay {t['update']:.0f} us"
+    print(line)
+    line = (f"(c') the same, the graph fused: {fu['update']:.0f} us"
+            + (f", {fu['update'] / t['update']:.2f}x torch's" if t else "")
+            + f" [{'checked' if fu['ok'] and fu['one'] else 'WRONG'}]")
     print(line)
     line = f"(d) finalize of {NODES} nodes: {c['finalize'] / 1000:.2f} ms (target <= 20)"
     if t:

@@ -272,6 +272,43 @@ def test_update_scalar_and_pointer_of_fused_node(q, mem):
     np.testing.assert_array_equal(mem.view(y, N), np.full(N, 150))
 
 
+def test_updating_a_scalar_in_a_long_fused_chain_checks_only_its_node(q, mem,
+                                                                        monkeypatch):
+    """A chain of 12 fused kernels whose middle node takes a dynamic scalar: each update
+    repacks that node's arguments into the fused kernel's, and since none of its
+    addresses move, the fusion's facts are not proven again (`Facts.hold` is never
+    called); the results follow every update."""
+    from vksycl.compiler import fusion as compiler_fusion
+
+    proofs = []
+    hold = compiler_fusion.Facts.hold
+    monkeypatch.setattr(compiler_fusion.Facts, "hold",
+                        lambda self, *a: proofs.append(1) or hold(self, *a))
+    bufs = [mem.of(np.arange(N, dtype=np.float32))] + [mem.zeros(N, np.float32)
+                                                      for _ in range(12)]
+    g = syclexp.command_graph(q)
+    factor = syclexp.dynamic_parameter(g, np.float32(1))
+    k = syclexp.get_kernel_bundle(q.get_context(), fk.free_scale, sycl.bundle_state.executable
+                                  ).ext_oneapi_get_kernel(fk.free_scale)
+    nd = sycl.nd_range((N,), (8,))
+    last, middle = None, None
+    for j in range(12):
+        s = factor if j == 6 else np.float32(1)
+        dep = [] if last is None else [syclexp.property.node.depends_on(last)]
+        last = g.add(lambda h, a=bufs[j], b=bufs[j + 1], s=s: (h.set_args(a, b, s),
+                                                               h.parallel_for(nd, k)), dep)
+        middle = last if j == 6 else middle
+    exe = g.finalize([*FUSE, syclexp.property.graph.updatable()])
+    assert exe.fusion_report().groups == [list(range(12))]
+    for value in (2, 3, 0.5, 7):
+        factor.update(np.float32(value))
+        exe.update(middle)
+        q.ext_oneapi_graph(exe).wait()
+        np.testing.assert_array_equal(mem.view(bufs[12], N),
+                                      np.arange(N, dtype=np.float32) * np.float32(value))
+    assert exe.fusion_report().groups == [list(range(12))] and not proofs
+
+
 def test_print_graph_shows_fused_groups(q, mem, tmp_path):
     x = mem.of(np.arange(N, dtype=np.float32))
     t, y = mem.zeros(N, np.float32), mem.zeros(N, np.float32)

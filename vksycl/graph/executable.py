@@ -82,6 +82,7 @@ class executable_command_graph:
         self._requirements = distinct(a for accs in self._accesses for a in accs)
         self._order = _topological(self._preds, [n._type is node_type.host_task
                                                  for n in nodes])
+        self._position = {i: k for k, i in enumerate(self._order)}
         self._engine = scheduler_for(self._device).engine
         self._staging: list[Buffer] = []
         self._ctx = LowerContext(self._engine, self._staging_buffer)
@@ -185,7 +186,11 @@ class executable_command_graph:
         # predecessors, and every member's successors follow it
         fused = {} if self._fusion is None else self._fusion.level_groups()
         skipped = {m for members in fused.values() for m in members}
-        for i in self._order:
+        # only nodes from the segment's first to its last in the order can reach its
+        # levels (those before have no level in it, those after no successor in it): an
+        # update recording one node's dispatch looks at that node, not the whole graph
+        where = [self._position[i] for i in steps_of]
+        for i in self._order[min(where):max(where) + 1]:
             members = fused.get(i, [i])
             if i in skipped and i not in fused:
                 continue

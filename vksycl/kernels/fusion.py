@@ -19,7 +19,7 @@ import dataclasses
 import struct
 import types as pytypes
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -176,8 +176,21 @@ class FusedKernels:
         self.dom = fused.facts.dom
         self.template = dataclasses.replace(commands[0].origin.ck, coarsen=fused.coarsen)
         self.cks = [c.origin.ck for c in commands]
-        self.command = self._command(commands)
+        # where each member's arguments go in the fused kernel's: (offset there, bytes,
+        # offset in the member's), by member
+        self.fields: list[list[tuple[int, int, int]]] = [[] for _ in commands]
+        offsets = [{(a.kind, a.path, a.piece): a.push_offset for a in ck.args}
+                   for ck in self.cks]
+        for off, n, j, arg in fused.fields:
+            self.fields[j].append((off, n, offsets[j][(arg.kind, arg.path, arg.piece)]))
+        self.packed = bytes(fused.args_size)
+        self.groups = group_counts(self.template, commands[0].origin.launch, device)
+        self.command = self._command(commands, range(len(commands)))
         self.notes = self._notes()
+        # the members' commands and their accesses' concrete forms when the fused kernel's
+        # facts were last found to hold
+        self.verified: tuple[list[KernelLaunch], list[list[Concrete]]] = (
+            list(commands), fused.facts.concretes)
 
     def _notes(self) -> list[str]:
         f = self.fused
@@ -196,40 +209,52 @@ class FusedKernels:
                        "registers")
         return out
 
-    def _command(self, commands: list[KernelLaunch]) -> KernelLaunch:
+    def _command(self, commands: list[KernelLaunch], changed: Iterable[int]
+                 ) -> KernelLaunch:
+        """The fused kernel's command, the `changed` members' arguments packed anew."""
         f = self.fused
-        out = bytearray(f.args_size)
-        data = [_packed(c) for c in commands]
-        offsets = [{(a.kind, a.path, a.piece): a.push_offset for a in c.origin.ck.args}
-                   for c in commands]
-        for off, n, j, arg in f.fields:
-            src = offsets[j][(arg.kind, arg.path, arg.piece)]
-            out[off:off + n] = data[j][src:src + n]
-        push, keep = bytes(out), ()
+        out = bytearray(self.packed)
+        for j in changed:
+            data = _packed(commands[j])
+            for off, n, src in self.fields[j]:
+                out[off:off + n] = data[src:src + n]
+        push = self.packed = bytes(out)
+        keep: tuple = ()
         if f.args_in_memory:
             block = ArgumentBlock(self.device, push)
             push, keep = ADDRESS.pack(block.address), (block,)
-        groups = group_counts(self.template, commands[0].origin.launch, self.device)
-        return KernelLaunch(f.name, f.binary, f.entry, push, groups, keep_alive=keep)
+        return KernelLaunch(f.name, f.binary, f.entry, push, self.groups, keep_alive=keep)
 
     def refresh(self, commands: list[Command]) -> Command | str:
-        for c, ck, pyfn in zip(commands, self.cks, self.pyfns, strict=True):
-            why = _unfusable(c, pyfn)
+        """The fused kernel's command for the members' new commands, or why they no longer
+        fuse. Members whose command is the one last verified keep their accesses; where
+        the others' all come out as they were (a scalar no address depends on), the facts
+        hold as they did: an update of one member of a 100-kernel chain checks that
+        member, not every pair of accesses again."""
+        before, known = self.verified
+        changed = [j for j, (c, last) in enumerate(zip(commands, before, strict=True))
+                   if c is not last]
+        for j in changed:
+            c = commands[j]
+            why = _unfusable(c, self.pyfns[j])
             if why is not None:
                 return why
-            if c.origin.ck is not ck:
+            if c.origin.ck is not self.cks[j]:
                 return "a member runs another compiled kernel now"
             if _shape(c.origin) != self.shape:
                 return "a member's launch range changed"
         kernels: list[KernelLaunch] = commands  # type: ignore[assignment]
         locate = _Locate(self.device)
-        concretes = [_concretes(m, c, self.dom, locate) for m, c in zip(
-            self.parts, kernels, strict=True)]
-        internal = _internal(concretes, self.parts, kernels, self.others, locate)
-        if not self.fused.facts.hold(concretes, internal):
-            return "with the new arguments the memory the kernels share is no longer " \
-                   "proven to be used by the same work-item"
-        return self._command(kernels)
+        concretes = list(known)
+        for j in changed:
+            concretes[j] = _concretes(self.parts[j], kernels[j], self.dom, locate)
+        if concretes != known:
+            internal = _internal(concretes, self.parts, kernels, self.others, locate)
+            if not self.fused.facts.hold(concretes, internal):
+                return "with the new arguments the memory the kernels share is no " \
+                       "longer proven to be used by the same work-item"
+        self.verified = (list(kernels), concretes)
+        return self._command(kernels, changed)
 
 
 def _concretes(m: Member, command: KernelLaunch, dom: Domain, locate: _Locate
