@@ -194,8 +194,9 @@ class executable_command_graph:
             members = fused.get(i, [i])
             if i in skipped and i not in fused:
                 continue
+            inside = set(members)
             level = max((reach[p] for m in members for p in self._preds[m]
-                         if p in reach and p not in members), default=-1)
+                         if p in reach and p not in inside), default=-1)
             for e in steps_of.get(i, ()):
                 level += 1
                 levels[e] = level
@@ -297,9 +298,14 @@ class executable_command_graph:
         updating them again records only their own dispatches."""
         changed: dict[int, list[list[Dispatch]]] = {}
         reshaped = False
+        moved = False
         for i, _, accesses in pairs:
+            old = self._accesses[i]
+            moved = moved or len(old) != len(accesses) or \
+                any(a is not b for a, b in zip(old, accesses, strict=True))
             self._accesses[i] = accesses
-        self._requirements = distinct(a for accs in self._accesses for a in accs)
+        if moved:
+            self._requirements = distinct(a for accs in self._accesses for a in accs)
         for i, command, _ in pairs:
             if command is self._commands[i]:
                 continue
