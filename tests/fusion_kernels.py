@@ -125,3 +125,19 @@ def virtual_scale(obj, src, dst):
 def free_scale(src: sycl.ptr[sycl.float32], dst: sycl.ptr[sycl.float32], s: sycl.float32):
     i = this_work_item.get_nd_item(1).get_global_linear_id()
     dst[i] = src[i] * s
+
+
+@syclexp.nd_range_kernel(1)
+def free_accumulate(src: sycl.ptr[sycl.float32], acc: sycl.ptr[sycl.float32],
+                    s: sycl.float32):
+    i = this_work_item.get_nd_item(1).get_global_linear_id()
+    acc[i] = acc[i] + src[i] * s
+
+
+@syclexp.nd_range_kernel(1)
+def free_spin(dst: sycl.ptr[sycl.float32], work: sycl.int32):
+    i = this_work_item.get_nd_item(1).get_global_linear_id()
+    v = dst[i]
+    for _ in range(work):
+        v = v * sycl.float32(0.5) + sycl.float32(1.0)
+    dst[i] = v

@@ -309,6 +309,73 @@ def test_updating_a_scalar_in_a_long_fused_chain_checks_only_its_node(q, mem,
     assert exe.fusion_report().groups == [list(range(12))] and not proofs
 
 
+def test_an_update_rewrites_a_fused_argument_block_only_when_no_run_can_read_it(q, mem):
+    """A fused kernel reading its arguments from a block (15 members' arguments outgrow
+    the push constants): an update while no submission of the graph is pending writes the
+    new arguments into that block, the recorded dispatch staying as it is; an update
+    while one is pending (behind a slow kernel) makes a new block, so the pending run
+    keeps the value it was submitted with (7.5.2), as does one once another graph took the
+    graph in as a sub-graph."""
+    x = mem.of(np.arange(N, dtype=np.float32))
+    acc, slow = mem.zeros(N, np.float32), mem.zeros(N, np.float32)
+    ts = [mem.zeros(N, np.float32) for _ in range(14)]
+    ctx = q.get_context()
+
+    def kernel(fn):
+        return syclexp.get_kernel_bundle(ctx, fn, sycl.bundle_state.executable
+                                         ).ext_oneapi_get_kernel(fn)
+
+    scale, accumulate, spin = kernel(fk.free_scale), kernel(fk.free_accumulate), \
+        kernel(fk.free_spin)
+    g = syclexp.command_graph(q)
+    factor = syclexp.dynamic_parameter(g, np.float32(2))
+    nd = sycl.nd_range((N,), (8,))
+    last = g.add(lambda h: (h.set_args(slow, np.int32(200000)), h.parallel_for(
+        sycl.nd_range((8,), (8,)), spin)))
+    middle = None
+    for j, (src, dst) in enumerate(zip([x, *ts[:-1]], ts, strict=True)):
+        s = factor if j == 7 else np.float32(1)
+        last = g.add(lambda h, src=src, dst=dst, s=s: (h.set_args(src, dst, s),
+                                                       h.parallel_for(nd, scale)),
+                     [syclexp.property.node.depends_on(last)])
+        middle = last if j == 7 else middle
+    g.add(lambda h: (h.set_args(ts[-1], acc, np.float32(1)), h.parallel_for(nd, accumulate)),
+          [syclexp.property.node.depends_on(last)])
+    exe = g.finalize([*FUSE, syclexp.property.graph.updatable()])
+    report = exe.fusion_report()
+    assert report.groups == [list(range(1, 16))]
+    assert "argument block" in report.notes[0][0]
+    fused = exe._fusion.groups[0].command
+    factor.update(np.float32(3))
+    exe.update(middle)
+    q.ext_oneapi_graph(exe).wait()
+    assert exe._fusion.groups[0].command is fused  # rewritten in place
+    expected = np.arange(N, dtype=np.float32) * 3
+    np.testing.assert_array_equal(mem.view(acc, N), expected)
+    pending = q.ext_oneapi_graph(exe)  # behind the slow kernel
+    factor.update(np.float32(5))
+    exe.update(middle)
+    if not pending.is_complete():  # pending all through the update: a block of its own
+        assert exe._fusion.groups[0].command is not fused
+    q.ext_oneapi_graph(exe).wait()
+    pending.wait()
+    expected = expected + np.arange(N) * 3 + np.arange(N) * 5
+    np.testing.assert_array_equal(mem.view(acc, N), expected)
+    # as a sub-graph, its steps are recorded in the outer graph: updates no longer write
+    # in place, and the outer graph keeps what it was finalized with
+    outer = syclexp.command_graph(q)
+    outer.add(lambda h: h.ext_oneapi_graph(exe))
+    outer_exe = outer.finalize()
+    fused = exe._fusion.groups[0].command
+    factor.update(np.float32(7))
+    exe.update(middle)
+    assert exe._fusion.groups[0].command is not fused
+    q.ext_oneapi_graph(outer_exe).wait()
+    np.testing.assert_array_equal(mem.view(acc, N), expected + np.arange(N) * 5)
+    q.ext_oneapi_graph(exe).wait()
+    np.testing.assert_array_equal(mem.view(acc, N), expected + np.arange(N) * 12)
+
+
 def test_print_graph_shows_fused_groups(q, mem, tmp_path):
     x = mem.of(np.arange(N, dtype=np.float32))
     t, y = mem.zeros(N, np.float32), mem.zeros(N, np.float32)

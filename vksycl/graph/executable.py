@@ -96,6 +96,11 @@ class executable_command_graph:
             if has(props, property.graph.perform_fusion) else None
         self._lock = threading.RLock()
         self._last: event | None = None  # the last submission, for graphs with host steps
+        # submissions not known to be complete, and whether another graph took this one's
+        # steps in (a sub-graph node): an update may rewrite a fused kernel's argument
+        # block in place only when nothing can still read it
+        self._pending: list[event] = []
+        self._nested = False
         self._build()
 
     def get_context(self) -> Any:
@@ -226,15 +231,25 @@ class executable_command_graph:
         with self._lock:
             run = GraphRun(self)
             h.requirements += self._requirements  # bound to this context when added
-            if run.runs_on_host and q.recording_graph is None and \
-                    not isinstance(h, graph_handler):
-                if self._last is not None:
+            if q.recording_graph is not None or isinstance(h, graph_handler):
+                self._nested = True
+            else:
+                if run.runs_on_host and self._last is not None:
                     h.depends_on(self._last)
                 h.enqueued = [self._submitted]
             return run
 
     def _submitted(self, ev: event) -> None:
         self._last = ev
+        self._pending = [e for e in self._pending if not e.is_complete()]
+        self._pending.append(ev)
+
+    def _idle(self) -> bool:
+        """Whether no submission of this graph may still run, and no other graph runs its
+        steps: what an update may then change in place reaches only later submissions,
+        as 7.5.2 has it."""
+        self._pending = [e for e in self._pending if not e.is_complete()]
+        return not self._pending and not self._nested
 
     # -- update ------------------------------------------------------------------------
     def update(self, target: Any) -> None:
@@ -320,7 +335,8 @@ class executable_command_graph:
                 any(isinstance(s, HostStep) for s in lowered)
             changed[i] = gpu
         if self._fusion is not None and changed:
-            fused, regrouped = self._fusion.refresh(set(changed), self._commands)
+            fused, regrouped = self._fusion.refresh(set(changed), self._commands,
+                                                    self._idle())
             reshaped = reshaped or regrouped
             changed = {i: gpu for i, gpu in changed.items() if not self._fusion.hides(i)}
             changed.update(fused)

@@ -101,16 +101,21 @@ class Fusion:
     def commands(self) -> tuple[Command, ...]:
         return tuple(g.command for g in self.groups)
 
-    def refresh(self, changed: set[int], commands: list[Command]
+    def refresh(self, changed: set[int], commands: list[Command], in_place: bool = False
                 ) -> tuple[dict[int, list[list[Any]]], bool]:
         """Updates the groups holding changed nodes: the new GPU steps of each running
-        holder, and whether a group started or stopped running fused."""
+        holder, and whether a group started or stopped running fused. `in_place`: no
+        submission can still read the groups' argument blocks, so a running group whose
+        fused kernel reads its arguments from one has them rewritten there, and its
+        recorded steps stay as they are."""
         new: dict[int, list[list[Any]]] = {}
         regrouped = False
         for k, g in enumerate(self.groups):
             if changed.isdisjoint(g.members):
                 continue
-            made = g.refresh([commands[m] for m in g.members])
+            made = g.refresh([commands[m] for m in g.members], in_place and self.active[k])
+            if made is g.command:  # the same dispatch, its argument block rewritten
+                continue
             if isinstance(made, str):
                 regrouped = regrouped or self.active[k]
                 self.active[k] = False

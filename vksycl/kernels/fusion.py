@@ -209,9 +209,10 @@ class FusedKernels:
                        "registers")
         return out
 
-    def _command(self, commands: list[KernelLaunch], changed: Iterable[int]
-                 ) -> KernelLaunch:
-        """The fused kernel's command, the `changed` members' arguments packed anew."""
+    def _command(self, commands: list[KernelLaunch], changed: Iterable[int],
+                 in_place: bool = False) -> KernelLaunch:
+        """The fused kernel's command, the `changed` members' arguments packed anew: the
+        same command with its argument block rewritten where `in_place` allows."""
         f = self.fused
         out = bytearray(self.packed)
         for j in changed:
@@ -219,18 +220,22 @@ class FusedKernels:
             for off, n, src in self.fields[j]:
                 out[off:off + n] = data[src:src + n]
         push = self.packed = bytes(out)
+        if in_place and f.args_in_memory:
+            block = self.command.keep_alive[0]
+            block.allocation.host_bytes()[:len(push)] = np.frombuffer(push, np.uint8)
+            return self.command
         keep: tuple = ()
         if f.args_in_memory:
             block = ArgumentBlock(self.device, push)
             push, keep = ADDRESS.pack(block.address), (block,)
         return KernelLaunch(f.name, f.binary, f.entry, push, self.groups, keep_alive=keep)
 
-    def refresh(self, commands: list[Command]) -> Command | str:
+    def refresh(self, commands: list[Command], in_place: bool = False) -> Command | str:
         """The fused kernel's command for the members' new commands, or why they no longer
-        fuse. Members whose command is the one last verified keep their accesses; where
-        the others' all come out as they were (a scalar no address depends on), the facts
-        hold as they did: an update of one member of a 100-kernel chain checks that
-        member, not every pair of accesses again."""
+        fuse (`FusedGroup.refresh`). Members whose command is the one last verified keep
+        their accesses; where the others' all come out as they were (a scalar no address
+        depends on), the facts hold as they did: an update of one member of a 100-kernel
+        chain checks that member, not every pair of accesses again."""
         before, known = self.verified
         changed = [j for j, (c, last) in enumerate(zip(commands, before, strict=True))
                    if c is not last]
@@ -254,7 +259,7 @@ class FusedKernels:
                 return "with the new arguments the memory the kernels share is no " \
                        "longer proven to be used by the same work-item"
         self.verified = (list(kernels), concretes)
-        return self._command(kernels, changed)
+        return self._command(kernels, changed, in_place)
 
 
 def _concretes(m: Member, command: KernelLaunch, dom: Domain, locate: _Locate

@@ -19,9 +19,11 @@ class FusedGroup(Protocol):
     command: Command
     notes: list[str]
 
-    def refresh(self, commands: list[Command]) -> Command | str:
+    def refresh(self, commands: list[Command], in_place: bool = False) -> Command | str:
         """The fused command for the members' current commands (new arguments, no
-        compilation), or why the fused kernel does not hold for them."""
+        compilation), or why the fused kernel does not hold for them. `in_place`: nothing
+        reads the fused command's argument block any more, so new arguments may be written
+        into it, the same command coming back."""
         ...
 
 
