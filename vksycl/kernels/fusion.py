@@ -184,6 +184,7 @@ class FusedKernels:
         for off, n, j, arg in fused.fields:
             self.fields[j].append((off, n, offsets[j][(arg.kind, arg.path, arg.piece)]))
         self.packed = bytes(fused.args_size)
+        self.watched = [_watched(m, ck) for m, ck in zip(parts, self.cks, strict=True)]
         self.groups = group_counts(self.template, commands[0].origin.launch, device)
         self.command = self._command(commands, range(len(commands)))
         self.notes = self._notes()
@@ -252,7 +253,9 @@ class FusedKernels:
         locate = _Locate(self.device)
         concretes = list(known)
         for j in changed:
-            concretes[j] = _concretes(self.parts[j], kernels[j], self.dom, locate)
+            old, new = _packed(before[j]), _packed(kernels[j])
+            if any(old[o:o + n] != new[o:o + n] for o, n in self.watched[j]):
+                concretes[j] = _concretes(self.parts[j], kernels[j], self.dom, locate)
         if concretes != known:
             internal = _internal(concretes, self.parts, kernels, self.others, locate)
             if not self.fused.facts.hold(concretes, internal):
@@ -260,6 +263,21 @@ class FusedKernels:
                        "longer proven to be used by the same work-item"
         self.verified = (list(kernels), concretes)
         return self._command(kernels, changed, in_place)
+
+
+def _watched(m: Member, ck: Any) -> list[tuple[int, int]]:
+    """Where the arguments a member's accesses are computed from lie in its packed
+    arguments, (offset, bytes) each: its accesses stay as they are while those do."""
+    fields = {atom[1] for a in m.accesses for mono in a.form for atom in mono
+              if atom[0] == "push"}
+    at = {(a.kind, a.path, a.piece): a.push_offset for a in ck.args}
+    out = []
+    for i in sorted(fields):
+        arg = m.args.get(i)
+        off = None if arg is None else at.get((arg.kind, arg.path, arg.piece))
+        if off is not None:
+            out.append((off, 8 if arg.kind in _ADDRESSES else np.dtype(arg.dtype).itemsize))
+    return out
 
 
 def _concretes(m: Member, command: KernelLaunch, dom: Domain, locate: _Locate
