@@ -449,6 +449,8 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
             return None
         wide = Scalar("i", 64)
         by = int(step[0].value)
+        if ("Less" in c.opname) != (by > 0):  # not the loop `range` makes
+            return None
 
         def widened(local: ir.Local) -> ir.Value:
             if t.bits == 64:

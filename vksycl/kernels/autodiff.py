@@ -178,7 +178,7 @@ class Tape:
         loop's reverse over: by default, until the device holds about 4096 work-items per
         compute unit (an H100's 132 SMs hold 2048 each), at most 64."""
         if self._loop_parts is not None:
-            return max(1, self._loop_parts)
+            return max(1, min(self._loop_parts, device.vulkan.max_compute_work_group_count[2]))
         if device.is_cpu():
             return 1
         items = groups[0] * groups[1] * int(np.prod(ck.local_size))
