@@ -345,15 +345,10 @@ def main() -> None:
     ap.add_argument("--side", type=int, default=2048, help="side of the heat grid")
     ap.add_argument("--steps", type=int, default=10, help="time steps of the heat equation")
     ap.add_argument("--bodies", type=int, default=16384)
-    ap.add_argument("--small", action="store_true",
-                    help="sizes for a CPU driver such as lavapipe, where none is given")
     ap.add_argument("--only", nargs="+", choices=("heat", "nbody"), default=None)
     ap.add_argument("--repeat", type=int, default=10)
     record.add_arguments(ap)
-    args = ap.parse_args()
-    if args.small:  # the small sizes, where no other size was asked for
-        vars(args).update({k: v for k, v in SMALL.items()
-                           if getattr(args, k) == ap.get_default(k)})
+    args = record.parse(ap, SMALL)
     try:
         import torch
     except ImportError:

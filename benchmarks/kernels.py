@@ -483,15 +483,10 @@ def main() -> None:
     ap.add_argument("--grid", type=int, default=8192, help="side of the stencil's grid")
     ap.add_argument("--softmax", type=int, nargs=2, default=[8192, 2048],
                     metavar=("ROWS", "COLS"))
-    ap.add_argument("--small", action="store_true",
-                    help="sizes for a CPU driver such as lavapipe, where none is given")
     ap.add_argument("--only", nargs="+", default=None, help="run only these kernels")
     ap.add_argument("--repeat", type=int, default=10)
     record.add_arguments(ap)
-    args = ap.parse_args()
-    if args.small:  # the small sizes, where no other size was asked for
-        vars(args).update({k: v for k, v in SMALL.items()
-                           if getattr(args, k) == ap.get_default(k)})
+    args = record.parse(ap, SMALL)
     todo = cases(args)
     unknown = set(args.only or ()) - set(todo)
     if unknown:

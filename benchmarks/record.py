@@ -21,7 +21,7 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import vksycl as sycl
@@ -39,6 +39,18 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--note", default="",
                     help="words about the machine for the data file's header "
                          "(e.g. that its cores were shared)")
+
+
+def parse(ap: argparse.ArgumentParser, small: dict[str, Any]) -> argparse.Namespace:
+    """The options, with `--small`: the sizes of `small` for a CPU driver such as
+    lavapipe, where no other size was asked for."""
+    ap.add_argument("--small", action="store_true",
+                    help="sizes for a CPU driver such as lavapipe, where none is given")
+    args = ap.parse_args()
+    if args.small:
+        vars(args).update({k: v for k, v in small.items()
+                           if getattr(args, k) == ap.get_default(k)})
+    return args
 
 
 def command() -> str:

@@ -411,6 +411,13 @@ def test_loop_counts_worked_out_before_the_loop(q, bounds):
     tape.free()
 
 
+@pytest.mark.parametrize("parts", [0, -2, 2.5, True, "4"])
+def test_loop_parts_must_be_a_whole_number_of_at_least_one(parts):
+    with pytest.raises(sycl.exception) as err:
+        ad.Tape(loop_parts=parts)
+    assert err.value.code() == sycl.errc.invalid and "loop_parts" in str(err.value)
+
+
 def test_a_loop_carrying_a_product_is_not_split(q):
     """A loop carrying a product has iterations whose reverse needs the ones before: its
     reverse stays whole, whatever `loop_parts` asks."""

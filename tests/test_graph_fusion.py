@@ -234,6 +234,12 @@ def test_allocation_properties_are_checked(q):
     assert err.value.code() == sycl.errc.invalid
 
 
+def bundle_kernel(q, fn):
+    """Free function kernel `fn` as a kernel object of the queue's context."""
+    return syclexp.get_kernel_bundle(q.get_context(), fn, sycl.bundle_state.executable
+                                     ).ext_oneapi_get_kernel(fn)
+
+
 def test_update_scalar_and_pointer_of_fused_node(q, mem):
     x = mem.of(np.arange(N, dtype=np.float32))
     other = mem.of(np.full(N, 10, np.float32))
@@ -241,8 +247,7 @@ def test_update_scalar_and_pointer_of_fused_node(q, mem):
     g = syclexp.command_graph(q)
     factor = syclexp.dynamic_parameter(g, np.float32(2))
     source = syclexp.dynamic_parameter(g, x)
-    k = syclexp.get_kernel_bundle(q.get_context(), fk.free_scale, sycl.bundle_state.executable
-                                  ).ext_oneapi_get_kernel(fk.free_scale)
+    k = bundle_kernel(q, fk.free_scale)
     nd = sycl.nd_range((N,), (8,))
     first = g.add(lambda h: (h.set_args(source, t, factor), h.parallel_for(nd, k)))
     g.add(lambda h: (h.set_args(t, y, np.float32(3)), h.parallel_for(nd, k)),
@@ -288,8 +293,7 @@ def test_updating_a_scalar_in_a_long_fused_chain_checks_only_its_node(q, mem,
                                                       for _ in range(12)]
     g = syclexp.command_graph(q)
     factor = syclexp.dynamic_parameter(g, np.float32(1))
-    k = syclexp.get_kernel_bundle(q.get_context(), fk.free_scale, sycl.bundle_state.executable
-                                  ).ext_oneapi_get_kernel(fk.free_scale)
+    k = bundle_kernel(q, fk.free_scale)
     nd = sycl.nd_range((N,), (8,))
     last, middle = None, None
     for j in range(12):
@@ -319,14 +323,8 @@ def test_an_update_rewrites_a_fused_argument_block_only_when_no_run_can_read_it(
     x = mem.of(np.arange(N, dtype=np.float32))
     acc, slow = mem.zeros(N, np.float32), mem.zeros(N, np.float32)
     ts = [mem.zeros(N, np.float32) for _ in range(14)]
-    ctx = q.get_context()
-
-    def kernel(fn):
-        return syclexp.get_kernel_bundle(ctx, fn, sycl.bundle_state.executable
-                                         ).ext_oneapi_get_kernel(fn)
-
-    scale, accumulate, spin = kernel(fk.free_scale), kernel(fk.free_accumulate), \
-        kernel(fk.free_spin)
+    scale, accumulate, spin = (bundle_kernel(q, fn) for fn in (
+        fk.free_scale, fk.free_accumulate, fk.free_spin))
     g = syclexp.command_graph(q)
     factor = syclexp.dynamic_parameter(g, np.float32(2))
     nd = sycl.nd_range((N,), (8,))

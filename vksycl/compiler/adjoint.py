@@ -45,6 +45,7 @@ element.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -196,38 +197,34 @@ class Adjoint(Inlining, Derivatives, GradientMemory):
                 stack.append(x.place.index)
         return False
 
+    def sources(self, v: ir.Value, decided: bool = False) -> Iterator[Any]:
+        """Every value `v` is computed from, through the versions of variables; with
+        `decided`, also through the conditions that decide which value a version takes
+        (and a condition's own), not only through the values it chooses between."""
+        stack: list[Any] = [v]
+        for x in ir.each_once(stack):
+            yield x
+            if isinstance(x, ir.Read):
+                stack.extend(self.defs.get(id(x.local), ()))
+                if decided:
+                    stack.extend(self.control.get(id(x.local), ()))
+            elif isinstance(x, ir.Op | ir.Ext):
+                stack.extend(a for a in x.args if isinstance(a, ir.Value))
+            elif isinstance(x, ir.Cond):
+                stack.extend((x.cond, x.a, x.b) if decided else (x.a, x.b))
+
     def same_in_sub_group(self, v: ir.Value) -> bool:
         """Whether every work-item of a sub-group computes `v` alike: from constants,
         arguments and work-group built-ins, through variables whose branches and loops
         decide alike, not from its own id or from memory."""
-        stack: list[Any] = [v]
-        for x in ir.each_once(stack):
-            if (isinstance(x, ir.Builtin) and x.name not in _SUB_GROUP_BUILTINS) or \
-                    isinstance(x, ir.Load | ir.Atomic):
-                return False
-            if isinstance(x, ir.Read):
-                stack.extend(self.defs.get(id(x.local), ()))
-                stack.extend(self.control.get(id(x.local), ()))
-            elif isinstance(x, ir.Op | ir.Ext):
-                stack.extend(a for a in x.args if isinstance(a, ir.Value))
-            elif isinstance(x, ir.Cond):
-                stack.extend((x.cond, x.a, x.b))
-        return True
+        return not any((isinstance(x, ir.Builtin) and x.name not in _SUB_GROUP_BUILTINS) or
+                       isinstance(x, ir.Load | ir.Atomic) for x in self.sources(v, True))
 
     def pointer_of(self, index: ir.Value, site: Any) -> int | None:
         """The differentiable pointer argument an address is computed from (its push
         index), or None."""
-        found: set[int] = set()
-        stack: list[Any] = [index]
-        for x in ir.each_once(stack):
-            if isinstance(x, ir.PushField) and x.index in self.grad:
-                found.add(x.index)
-            elif isinstance(x, ir.Read):
-                stack.extend(self.defs.get(id(x.local), ()))
-            elif isinstance(x, ir.Op | ir.Ext):
-                stack.extend(a for a in x.args if isinstance(a, ir.Value))
-            elif isinstance(x, ir.Cond):
-                stack.extend((x.a, x.b))
+        found = {x.index for x in self.sources(index)
+                 if isinstance(x, ir.PushField) and x.index in self.grad}
         if len(found) > 1:
             raise self.error(site, "pointer arithmetic mixing differentiable pointers")
         return found.pop() if found else None

@@ -241,14 +241,16 @@ class executable_command_graph:
 
     def _submitted(self, ev: event) -> None:
         self._last = ev
-        self._pending = [e for e in self._pending if not e.is_complete()]
-        self._pending.append(ev)
+        self._pending = [*self._still_pending(), ev]
+
+    def _still_pending(self) -> list[event]:
+        return [e for e in self._pending if not e.is_complete()]
 
     def _idle(self) -> bool:
         """Whether no submission of this graph may still run, and no other graph runs its
         steps: what an update may then change in place reaches only later submissions,
         as 7.5.2 has it."""
-        self._pending = [e for e in self._pending if not e.is_complete()]
+        self._pending = self._still_pending()
         return not self._pending and not self._nested
 
     # -- update ------------------------------------------------------------------------

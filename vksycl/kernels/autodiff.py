@@ -82,6 +82,10 @@ class Tape:
     picks enough work-items to fill a GPU, and one part on a CPU device; 1 splits none."""
 
     def __init__(self, queue: Any = None, loop_parts: int | None = None) -> None:
+        if loop_parts is not None and (not isinstance(loop_parts, int | np.integer) or
+                                       isinstance(loop_parts, bool) or loop_parts < 1):
+            raise exception(errc.invalid, f"Tape: loop_parts must be None or a whole "
+                            f"number of at least 1, got {loop_parts!r}")
         self._queue = queue
         self._loop_parts = loop_parts
         self._launches: list[KernelLaunch | exception] = []
@@ -178,7 +182,7 @@ class Tape:
         loop's reverse over: by default, until the device holds about 4096 work-items per
         compute unit (an H100's 132 SMs hold 2048 each), at most 64."""
         if self._loop_parts is not None:
-            return max(1, min(self._loop_parts, device.vulkan.max_compute_work_group_count[2]))
+            return min(int(self._loop_parts), device.vulkan.max_compute_work_group_count[2])
         if device.is_cpu():
             return 1
         items = groups[0] * groups[1] * int(np.prod(ck.local_size))

@@ -118,23 +118,25 @@ def _unfusable(command: Command, pyfn: Any) -> str | None:
     return None
 
 
-class _Values:
-    """A member's argument values at a launch, by argument field, from the command."""
+def _offsets(ck: Any) -> dict[tuple, int]:
+    """Where each argument of compiled kernel `ck` lies in its packed arguments, by what
+    it is (kind, capture path, piece)."""
+    return {(a.kind, a.path, a.piece): a.push_offset for a in ck.args}
 
-    def __init__(self, m: Member, command: KernelLaunch) -> None:
-        o: Origin = command.origin
-        data = _packed(command)
-        at = {(a.kind, a.path, a.piece): a.push_offset for a in o.ck.args}
-        self.values: dict[int, int] = {}
-        for i, arg in m.args.items():
-            off = at.get((arg.kind, arg.path, arg.piece))
-            if off is None:
-                continue
-            dt = np.dtype(np.uint64) if arg.kind in _ADDRESSES else np.dtype(arg.dtype)
-            if dt.kind in "iub":
-                self.values[i] = int(np.frombuffer(data, dt, 1, off)[0])
-        self.at = at
-        self.data = data
+
+def _values(m: Member, command: KernelLaunch) -> dict[int, int]:
+    """A member's integer and address argument values at a launch, by argument field."""
+    data = _packed(command)
+    at = _offsets(command.origin.ck)
+    values: dict[int, int] = {}
+    for i, arg in m.args.items():
+        off = at.get((arg.kind, arg.path, arg.piece))
+        if off is None:
+            continue
+        dt = np.dtype(np.uint64) if arg.kind in _ADDRESSES else np.dtype(arg.dtype)
+        if dt.kind in "iub":
+            values[i] = int(np.frombuffer(data, dt, 1, off)[0])
+    return values
 
 
 class _Locate:
@@ -179,12 +181,11 @@ class FusedKernels:
         # where each member's arguments go in the fused kernel's: (offset there, bytes,
         # offset in the member's), by member
         self.fields: list[list[tuple[int, int, int]]] = [[] for _ in commands]
-        offsets = [{(a.kind, a.path, a.piece): a.push_offset for a in ck.args}
-                   for ck in self.cks]
+        offsets = [_offsets(ck) for ck in self.cks]
         for off, n, j, arg in fused.fields:
             self.fields[j].append((off, n, offsets[j][(arg.kind, arg.path, arg.piece)]))
         self.packed = bytes(fused.args_size)
-        self.watched = [_watched(m, ck) for m, ck in zip(parts, self.cks, strict=True)]
+        self.watched = [_watched(m, at) for m, at in zip(parts, offsets, strict=True)]
         self.groups = group_counts(self.template, commands[0].origin.launch, device)
         self.command = self._command(commands, range(len(commands)))
         self.notes = self._notes()
@@ -265,12 +266,12 @@ class FusedKernels:
         return self._command(kernels, changed, in_place)
 
 
-def _watched(m: Member, ck: Any) -> list[tuple[int, int]]:
+def _watched(m: Member, at: dict[tuple, int]) -> list[tuple[int, int]]:
     """Where the arguments a member's accesses are computed from lie in its packed
-    arguments, (offset, bytes) each: its accesses stay as they are while those do."""
+    arguments (`at`: `_offsets`), (offset, bytes) each: its accesses stay as they are
+    while those do."""
     fields = {atom[1] for a in m.accesses for mono in a.form for atom in mono
               if atom[0] == "push"}
-    at = {(a.kind, a.path, a.piece): a.push_offset for a in ck.args}
     out = []
     for i in sorted(fields):
         arg = m.args.get(i)
@@ -282,9 +283,9 @@ def _watched(m: Member, ck: Any) -> list[tuple[int, int]]:
 
 def _concretes(m: Member, command: KernelLaunch, dom: Domain, locate: _Locate
                ) -> list[Concrete]:
-    v = _Values(m, command)
+    values = _values(m, command)
     pointers = m.pointers
-    return [concrete(a, v.values, pointers, dom, locate) for a in m.accesses]
+    return [concrete(a, values, pointers, dom, locate) for a in m.accesses]
 
 
 def _pointer_values(command: KernelLaunch) -> list[int]:
