@@ -376,6 +376,7 @@ def test_a_new_size_each_launch_reuses_the_plan_s_variants(q, dims):
         [(n, 50) for n in (40, 41, 42, 41, 40, 39)]
     q.parallel_for(sycl.range(*sizes[0]), write).wait()
     resized, made = plans.WAYS.resized, plans.WAYS.plans
+    new_sizes = plans.WAYS.new_sizes
     for size in sizes:
         count = int(np.prod(size))
         out[:side * side] = -1
@@ -383,8 +384,91 @@ def test_a_new_size_each_launch_reuses_the_plan_s_variants(q, dims):
         got = np.asarray(out)[:side * side]
         np.testing.assert_array_equal(got[:count], size[0] * 1000 + np.arange(count) % 7)
         assert (got[count:] == -1).all()
-    # the first size is the last launch's: its plan
+    # the first size is the last launch's: its plan; the others its command, resized
     assert plans.WAYS.plans == made and plans.WAYS.resized - resized == len(sizes) - 1
+    assert plans.WAYS.new_sizes - new_sizes == len(sizes) - 1
+
+
+RESIZED_SCALE = 1.0  # a module global rebound between sizes (compiled in: a new kernel)
+
+
+@pytest.mark.parametrize("change", ["nothing", "scalar", "pointer", "global", "freed"])
+def test_a_new_size_after_a_change_sees_the_change(q, change):
+    """A launch of a new size takes the last launch's command with its sizes packed in
+    only while its captures are the very objects of that launch: a new number, another
+    array, a rebound global each reach the kernel, and a freed pointer raises."""
+    global RESIZED_SCALE
+    RESIZED_SCALE = 1.0
+    n, m = 1000, 600  # sizes of the same launch facts (work-group size, no coarsening)
+    a = sycl.malloc_shared(n, sycl.float32, q)
+    b = sycl.malloc_shared(n, sycl.float32, q)
+    a[:], b[:] = 0, 0
+    target, step = a, 1.0
+
+    def bump(i):
+        target[i] = target[i] + step * RESIZED_SCALE
+
+    q.parallel_for(sycl.range(n), bump).wait()
+    new_sizes = plans.WAYS.new_sizes
+    if change == "scalar":
+        step = 2.0
+    elif change == "pointer":
+        target = b
+    elif change == "global":
+        RESIZED_SCALE = 5.0
+    elif change == "freed":
+        sycl.free(a, q)
+        with pytest.raises(sycl.exception, match="freed"):
+            q.parallel_for(sycl.range(m), bump)
+        sycl.free(b, q)
+        return
+    q.parallel_for(sycl.range(m), bump).wait()
+    added = {"nothing": 1.0, "scalar": 2.0, "pointer": 0.0, "global": 5.0}[change]
+    expected = np.ones(n, np.float32)
+    expected[:m] += added
+    np.testing.assert_array_equal(np.asarray(a), expected)
+    if change == "pointer":
+        np.testing.assert_array_equal(np.asarray(b)[:m], 1.0)
+        assert (np.asarray(b)[m:] == 0).all()
+    assert plans.WAYS.new_sizes - new_sizes == (change == "nothing")
+    RESIZED_SCALE = 1.0
+    sycl.free(a, q)
+    sycl.free(b, q)
+
+
+def test_new_sizes_of_an_nd_range_with_an_offset_and_of_a_free_function(q):
+    """nd_ranges of new global sizes (the same work-group size and offset): each launch's
+    ids, offset and range reach the kernel, closure and free function kernel alike (the
+    same arguments tuple each launch)."""
+    out = sycl.malloc_shared(4 * 64, sycl.int32, q)
+
+    def write(it):
+        g = it.get_global_id(0)
+        out[g] = it.get_global_range(0) * 1000 + g % 7
+
+    new_sizes = plans.WAYS.new_sizes
+    for n in (64, 96, 32, 96):  # under 4 work-groups' items: none coarsened
+        out[:] = -1
+        q.parallel_for(sycl.nd_range((n,), (32,), (16,)), write).wait()
+        got = np.asarray(out)
+        np.testing.assert_array_equal(got[16:16 + n], n * 1000 + np.arange(16, 16 + n) % 7)
+        assert (got[:16] == -1).all() and (got[16 + n:] == -1).all()
+    assert plans.WAYS.new_sizes - new_sizes == 3
+
+    x = sycl.malloc_shared(64, sycl.float32, q)
+    x[:] = 0
+    args = (x, np.float32(1.0))
+    new_sizes = plans.WAYS.new_sizes
+    for n in (48, 32, 16, 32):
+        syclexp.nd_launch(q, sycl.nd_range((n,), (16,)), add_scaled, *args)
+    q.wait()
+    assert plans.WAYS.new_sizes - new_sizes == 3  # the free function layer's tuple kept
+    expected = np.zeros(64, np.float32)
+    for n in (48, 32, 16, 32):
+        expected[:n] += 1
+    np.testing.assert_array_equal(np.asarray(x), expected)
+    sycl.free(out, q)
+    sycl.free(x, q)
 
 
 @pytest.mark.parametrize("spelling", ["new range", "int", "tuple", "new nd_range"])

@@ -40,6 +40,8 @@ MODULES = (
     "vksycl.kernels.launch",
     "vksycl.kernels.free_function",
     "vksycl.kernels.plans",
+    "vksycl.kernels.variants",
+    "vksycl.kernels.device_checks",
     "vksycl.runtime.engine",
     "vksycl.kernels.bundle_members",
     "vksycl.kernels.bundle",

@@ -5,7 +5,12 @@
   the submission to the host seeing the word change, and from then to the fence;
 - submit: `Engine.submit` of one dispatch, to the call returning;
 - chain: 100 tiny dispatches recorded in one sequence and replayed, per dispatch, with a
-  barrier before each (a dependent chain) and without (independent dispatches).
+  barrier before each (a dependent chain) and without (independent dispatches);
+- floor: the Vulkan floor of a launch + wait, a recorded sequence submitted again and its
+  fence polled (`vkQueueSubmit` + `vkGetFenceStatus`), and blocked on (`vkWaitForFences`
+  from the submission); against it, `q.parallel_for(sycl.range(64), body).wait()` as a
+  user writes it, and torch's `x.add_(1)` + `torch.cuda.synchronize()` where torch is
+  installed, in the same process.
 
     bash benchmarks/gpu/run.sh python3 benchmarks/gpu/round_trip_probe.py
 """
@@ -91,7 +96,52 @@ def main() -> None:
         engine.synchronize()
         return (time.perf_counter() - t0) / reps / n
 
+    def floor(block: bool, n: int = 2000) -> float:
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            sub = engine.submit((tiny,))
+            seq = sub._sequence
+            if block:
+                seq.eval_await(engine.wait_timeout_ns)
+            else:
+                while not seq.fence_signaled():
+                    pass
+            times.append(time.perf_counter() - t0)
+            sub.wait()
+        return statistics.median(times)
+
+    def user(n: int = 2000) -> float:
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            q.parallel_for(sycl.range(64), body).wait()
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+    def peer(n: int = 2000) -> float | None:
+        try:
+            import torch
+        except ImportError:
+            return None
+        t = torch.zeros(64, device="cuda")
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            t.add_(1)
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
     print(f"device: {dev.get_info(sycl.info.device.name)}")
+    for r in range(3):
+        polled, blocked, launch = floor(False), floor(True), user()
+        torch_s = peer()
+        against = "" if torch_s is None else \
+            f"; torch add_ + synchronize {torch_s * 1e6:.2f} us ({launch / torch_s:.2f}x)"
+        print(f"round {r}: floor polled {polled * 1e6:.2f} us, blocked {blocked * 1e6:.2f} "
+              f"us; q.parallel_for(...).wait() {launch * 1e6:.2f} us "
+              f"({launch / polled:.2f}x the polled floor){against}")
     for r in range(3):
         seen, gap = marker_word()
         print(f"round {r}: fence {fence() * 1e6:.2f} us; marker word seen {seen * 1e6:.2f} "

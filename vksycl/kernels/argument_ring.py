@@ -159,7 +159,8 @@ class ArgumentRing:
             memory = buffer.host.data  # a memoryview of its bytes
             for k in reversed(range(_SLOTS_PER_BLOCK)):
                 d = self.engine.with_push(self.template,
-                                          ADDRESS.pack(buffer.address + k * self.stride))
+                                          ADDRESS.pack(buffer.address + k * self.stride),
+                                          self.template.groups)
                 d.part = _NEVER_SUBMITTED  # the engine follows its submissions
                 self.free.append(_Slot(d, memory, k * self.stride, self.size))
         return self.free.pop()

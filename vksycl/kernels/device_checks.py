@@ -7,7 +7,6 @@ maxComputeWorkGroupCount.
 
 from __future__ import annotations
 
-import types as pytypes
 from typing import Any
 
 from ..compiler.kernel import CompiledKernel
@@ -90,7 +89,11 @@ def check_supported(p: Prepared, device: Any) -> None:
     """Raises if `device` lacks an aspect, feature or limit the kernel needs (its
     work-group memory too: errc.memory_allocation, as sycl_ext_oneapi_work_group_static
     has it); else marks the device checked for it, so later launches skip the checks."""
-    ck = p.ck
+    _check(p.ck, device)
+    p.checked.add(id(device.vulkan))
+
+
+def _check(ck: CompiledKernel, device: Any) -> None:
     vk = device.vulkan
     for feature in sorted(required_features(ck.binary)):
         needs_aspect = FEATURE_ASPECTS.get(feature)
@@ -124,7 +127,6 @@ def check_supported(p: Prepared, device: Any) -> None:
             s > m for s, m in zip(ck.local_size, vk.max_compute_work_group_size, strict=True)):
         raise exception(errc.nd_range, f"work-group size {ck.spec.local} exceeds this "
                         "device's limits")
-    p.checked.add(id(vk))
 
 
 def unsupported(device: Any, ck: CompiledKernel) -> exception | None:
@@ -132,7 +134,7 @@ def unsupported(device: Any, ck: CompiledKernel) -> exception | None:
     limit (aspects, SPIR-V capabilities, push-constant size, work-group memory and size),
     or None."""
     try:
-        check_supported(pytypes.SimpleNamespace(ck=ck, checked=set()), device)
+        _check(ck, device)
     except exception as ex:
         return ex
     return None

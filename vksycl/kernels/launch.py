@@ -32,6 +32,7 @@ from .device_checks import check_supported, group_counts
 from .fusion import Origin
 from .marshal import ADDRESS, ArgumentBlock, Prepared
 from .plans import (
+    WAYS,
     Plan,
     accessor_command,
     any_freed,
@@ -40,6 +41,7 @@ from .plans import (
     changed_numbers,
     kept_launch,
     known_plan,
+    latest_plan,
     new_arguments,
     new_captures,
     new_plan,
@@ -48,6 +50,7 @@ from .plans import (
     remember_accessor_command,
     remember_last,
     repeats,
+    resized_plan,
 )
 from .properties import launch_properties
 from .reduction import build_reduction_launch
@@ -112,19 +115,26 @@ def _launch(device: Any, kernel: Any, launch: Any, properties: Any,
     if ck.spec.args_in_memory:
         block = ArgumentBlock(device, push)
         push, keep = ADDRESS.pack(block.address), (block,)
-    gkey = (id(vk), launch if plan.kind == "range" else (
-        None if launch is None else tuple(launch.get_global_range())))
-    groups = p.groups.get(gkey)
-    if groups is None:
-        if len(p.groups) > 256:
-            p.groups.clear()
-        groups = p.groups[gkey] = group_counts(ck, launch, device)
+    groups = _groups(p, plan.kind, launch, device)
     command = KernelLaunch(ck.name, ck.binary, ck.entry, push, groups, keep_alive=keep,
                            origin=Origin.of(pyfn, ck, launch))
     if not keep:  # an argument block is the launch's own
         _keep_recent(plan, push, p, context, command)
         _remember(plan, (p, push, command, context, record, arg_record), pyfn)
     return command
+
+
+def _groups(p: Prepared, kind: str, launch: Any, device: Any) -> tuple[int, int, int]:
+    """The work-group counts of a launch of prepared kernel `p`, kept by its global
+    range (a few sizes in turn find theirs)."""
+    key = (id(device.vulkan), launch if kind == "range" else (
+        None if launch is None else tuple(launch.get_global_range())))
+    groups = p.groups.get(key)
+    if groups is None:
+        if len(p.groups) > 256:
+            p.groups.clear()
+        groups = p.groups[key] = group_counts(p.ck, launch, device)
+    return groups
 
 
 def _remember(plan: Plan, last: tuple, pyfn: Any) -> None:
@@ -218,6 +228,10 @@ def build_launch(device: Any, kernel: Any, launch: Any, properties: Any = None,
             command = _closure_command(kernel, plan, launch, context, device, required)
             if command is not None:
                 return command
+        else:
+            command = _new_size(kernel, None, launch, None, context, device, required)
+            if command is not None:
+                return command
         return _launch(device, kernel, launch, None, None, context, required, plan=plan)
     return _launch(device, kernel, launch, properties, None, context, required)
 
@@ -291,6 +305,10 @@ def build_launch_args(device: Any, kernel: Any, launch: Any, args: tuple | list,
             command = _arguments_command(info.function, plan, launch, args, context, device)
             if command is not None:
                 return command
+        elif info is not None:
+            command = _new_size(info.function, info, launch, args, context, device, required)
+            if command is not None:
+                return command
     return _launch(device, kernel, launch, properties, args, context, required, image=image,
                    plan=plan)
 
@@ -309,6 +327,43 @@ def _arguments_command(pyfn: Any, plan: Plan, launch: Any, args: tuple | list,
     command = _repacked(plan, last, new[1], pyfn, launch, context, device, last[4], new[0])
     if command is not None:
         _begin_streak(plan, command, last[0].param_slots, new[1])
+    return command
+
+
+def _new_size(pyfn: Any, info: Any, launch: Any, args: Any, context: Any, device: Any,
+              required: list | None) -> KernelLaunch | None:
+    """The command of a launch of another size than the last launch of its kernel on
+    this device, with that launch's very captures and arguments (`args`, None for a
+    closure) and its facts (`launch_facts`): that launch's command with the new sizes
+    packed in, over the new work-groups, under a plan of its own for the new launch
+    object. Sizes are launch arguments, so nothing is compiled, looked up or packed
+    again; None if there is no such launch (the full way then)."""
+    like = latest_plan(pyfn, info, device)
+    if like is None or launch is None:
+        return None
+    last = like.last
+    arg_record = last[5]
+    if last[4] is None or last[3] is not context or type(launch) is not type(like.launch):
+        return None
+    if args is None:
+        if arg_record is not None:
+            return None
+    elif arg_record is None or arg_record[0] is not args or any_freed(arg_record[1]):
+        return None
+    if not repeats(pyfn, like, last, required):
+        return None
+    plan = resized_plan(pyfn, info, launch, device, like)
+    if plan is None:  # other facts: the full way
+        return None
+    p = last[0]
+    push = p.resized(last[1], launch)
+    if push is None:
+        return None
+    command = last[2].with_push(push, Origin.of(pyfn, p.ck, launch),
+                                _groups(p, plan.kind, launch, device))
+    WAYS.new_sizes += 1
+    _keep_recent(plan, push, p, context, command)
+    _remember(plan, (p, push, command, context, last[4], arg_record), pyfn)
     return command
 
 

@@ -40,6 +40,8 @@ ADDRESS_KINDS = ("ptr", "device_global", "accessor", "debug", "check_table")
 _FORMAT64 = {"i": "q", "u": "Q", "f": "d"}
 # the push constants of a kernel reading its arguments from an argument block
 ADDRESS = struct.Struct("<Q")
+# a launch's size or offset, as the code reads it
+_LAUNCH_VALUE = struct.Struct("<I")
 # where an argument read straight from a closure cell, module global or explicit argument
 # lies in the push constants: (byte offset, its packer, "ptr" / "bool" / "scalar",
 # alignment of the element type, element dtype, path). A plain `tuple` to the compiled
@@ -170,8 +172,8 @@ class Prepared:
                 self.scalars.append((path_getter(a.path, pyfn), pos, a.dtype.kind == "b"
                                      or np.dtype(a.dtype).kind == "b"))
                 self.scalar_paths.append((pos, a.path, np.dtype(a.dtype)))
-            else:
-                self.launch_slots.append((a.path[1], a.path[2], pos))
+            else:  # a size or offset of the launch: (what, dimension, position, offset)
+                self.launch_slots.append((a.path[1], a.path[2], pos, a.push_offset))
         self.cell_slots, self.global_slots, self.param_slots = _direct_slots(ck, pyfn)
 
     def arguments(self, pyfn: Any, args: Any, launch: Any, context: Any = None,
@@ -213,7 +215,7 @@ class Prepared:
             known = self.last_launch
             if known[0] is not launch:
                 known = self.last_launch = (launch, [(pos, _launch_value(launch, what, d))
-                                                     for what, d, pos in self.launch_slots])
+                                                     for what, d, pos, _ in self.launch_slots])
             for pos, value in known[1]:
                 values[pos] = value
         try:
@@ -236,6 +238,20 @@ class Prepared:
                 v = int(bool(v))
             try:
                 packer.pack_into(out, at, v)
+            except (struct.error, OverflowError):
+                return None
+        return bytes(out)
+
+    def resized(self, push: bytes, launch: Any) -> bytes | None:
+        """`push`, the packed arguments of an earlier launch, with the sizes and offsets
+        of `launch` in the slots the code reads them from (a launch of another size);
+        None when one does not fit its slot (the full packing says why)."""
+        if not self.launch_slots:
+            return push
+        out = bytearray(push)
+        for what, d, _, at in self.launch_slots:
+            try:
+                _LAUNCH_VALUE.pack_into(out, at, _launch_value(launch, what, d))
             except (struct.error, OverflowError):
                 return None
         return bytes(out)

@@ -13,7 +13,9 @@ while every check below holds; each guards something that would make that comman
   shape, work-group counts and range arguments. Equal ranges in a new object just make a
   new plan (and check their work-items once); so do ranges of other sizes, but where
   their `launch_facts` are the last plan's, the new plan takes its variants and prepared
-  kernel rather than working them out again.
+  kernel rather than working them out again (`resized_plan`), and a launch whose
+  captures and arguments are the very objects of the last one takes its command with
+  the new sizes and work-group counts (sizes are launch arguments, never compiled in).
 - The free function kernel info, by identity: one function is a kernel per template
   instantiation, each with its own parameter types and properties.
 - Launch properties: a launch with some never finds or keeps a plan, since they are
@@ -278,21 +280,24 @@ def _prepare(pyfn: Any, captured: tuple, globals_: tuple, spec_key: tuple, spec_
 
 class Ways:
     """How many launches went past a repeat's identity checks, by the way they looked
-    further: plans made (and made from a plan for another size), repacks of changed
-    captures or arguments tried, the kept launches and the commands kept by accessors
-    looked among. Compiled code calls the functions
+    further: plans made (and made from a plan for another size, and of those the
+    launches that took the last launch's command with their sizes packed in), repacks
+    of changed captures or arguments tried, the kept launches and the commands kept by
+    accessors looked among. Compiled code calls the functions
     that take these ways directly, so this is how tests, and `launch_opcodes.py`, see
     which way a spelling takes."""
 
     def __init__(self) -> None:
         self.plans = 0
         self.resized = 0
+        self.new_sizes = 0
         self.repacks = 0
         self.kept = 0
         self.by_accessors = 0
 
     def counts(self) -> dict[str, int]:
-        return {"plans": self.plans, "resized": self.resized, "repacks": self.repacks,
+        return {"plans": self.plans, "resized": self.resized, "new_sizes": self.new_sizes,
+                "repacks": self.repacks,
                 "kept": self.kept,
                 "by_accessors": self.by_accessors}
 
@@ -392,12 +397,9 @@ class _Latest:
 _LATEST: Final = _Latest()
 
 
-def known_plan(pyfn: Any, info: Any, launch: Any, device: Any) -> Plan | None:
-    """The plan of the last launch of this kernel on this device, if it was made for a
-    launch of the same type and values (a new `sycl.range(n)` per call, the common
-    spelling, finds it: ranges are tuples, compared in C) and the polymorphic classes
-    virtual calls know are unchanged. The plan takes the newest launch object, so a
-    launch repeating it is found by identity."""
+def latest_plan(pyfn: Any, info: Any, device: Any) -> Plan | None:
+    """The plan of the last launch of this kernel on this device, whatever its launch
+    object, while the polymorphic classes virtual calls know are unchanged."""
     code = pyfn.__code__
     latest_code, latest_device, plan = _LATEST.entry
     if latest_code is not code or latest_device is not device:
@@ -405,6 +407,17 @@ def known_plan(pyfn: Any, info: Any, launch: Any, device: Any) -> Plan | None:
         _LATEST.entry = (code, device, plan)
     if plan is None or plan.code is not code or plan.info is not info or \
             plan.classes != classes_version[0]:
+        return None
+    return plan
+
+
+def known_plan(pyfn: Any, info: Any, launch: Any, device: Any) -> Plan | None:
+    """`latest_plan` if it was made for a launch of the same type and values (a new
+    `sycl.range(n)` per call, the common spelling, finds it: ranges are tuples, compared
+    in C). The plan takes the newest launch object, so a launch repeating it is found by
+    identity."""
+    plan = latest_plan(pyfn, info, device)
+    if plan is None:
         return None
     known = plan.launch
     if known is not launch:
@@ -417,31 +430,57 @@ def known_plan(pyfn: Any, info: Any, launch: Any, device: Any) -> Plan | None:
 def plan_for(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) -> Plan:
     """The plan a launch runs under: the known one, else a new one (kept when the launch
     has no properties). A launch of another size with the facts of the known plan's
-    (`launch_facts`) gets a new plan with that plan's variants and prepared kernel, so a
-    size that changes every launch costs its arguments' packing, not a plan's making."""
+    (`launch_facts`) gets a new plan with that plan's variants and prepared kernel
+    (`resized_plan`)."""
     if properties is None:
         plan = known_plan(pyfn, info, launch, device)
         if plan is not None:
             return plan
-    if launch is not None:  # a plan is kept per launch object, so this runs once for it
+    facts = _checked_facts(launch, info, device)
+    if properties is not None:
+        return new_plan(pyfn, info, launch, device, properties, facts)
+    like = latest_plan(pyfn, info, device)
+    plan = None if like is None else resized_plan(pyfn, info, launch, device, like, facts)
+    if plan is None:
+        plan = new_plan(pyfn, info, launch, device, None, facts)
+        _keep(plan, pyfn, device)
+    return plan
+
+
+def resized_plan(pyfn: Any, info: Any, launch: Any, device: Any, like: Plan,
+                 facts: tuple | None = None) -> Plan | None:
+    """A plan for a launch of another size than `like`'s (the kernel's latest plan on
+    this device) with its facts (`launch_facts`, worked out here unless given): made
+    with `like`'s variants and prepared kernel, so that a size changing every launch
+    costs no plan's making; None for other facts."""
+    if facts is None:
+        facts = _checked_facts(launch, info, device)
+    if like.facts != facts:
+        return None
+    WAYS.resized += 1
+    plan = Plan(pyfn, launch, info, facts[0][0], like.variants, facts)
+    plan.prepared = like.prepared
+    _keep(plan, pyfn, device)
+    return plan
+
+
+def _checked_facts(launch: Any, info: Any, device: Any) -> tuple:
+    """A launch's `launch_facts`, once its work-items and (for a free function kernel)
+    its kind and dimensions are checked: a plan is kept per launch object, so this runs
+    once for each."""
+    if launch is not None:
         check_work_items(launch)
     facts = launch_facts(launch, device)
-    shape = facts[0]
     if info is not None:
-        info.check_launch(shape[0], shape[1])
-    like = _PLANS.get((id(pyfn.__code__), id(device))) if properties is None else None
-    if like is not None and like.facts == facts and like.code is pyfn.__code__ and \
-            like.info is info and like.classes == classes_version[0]:
-        WAYS.resized += 1
-        plan = Plan(pyfn, launch, info, shape[0], like.variants, facts)
-        plan.prepared = like.prepared
-    else:
-        plan = new_plan(pyfn, info, launch, device, properties, facts)
-    if properties is None:
-        code = pyfn.__code__
-        _PLANS[(id(code), id(device))] = plan
-        _LATEST.entry = (code, device, plan)
-    return plan
+        info.check_launch(facts[0][0], facts[0][1])
+    return facts
+
+
+def _keep(plan: Plan, pyfn: Any, device: Any) -> None:
+    """Makes `plan` the one later launches of the kernel on the device find."""
+    code = pyfn.__code__
+    _PLANS[(id(code), id(device))] = plan
+    _LATEST.entry = (code, device, plan)
 
 
 def new_plan(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any,

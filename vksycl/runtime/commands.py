@@ -134,19 +134,23 @@ class KernelLaunch(Command):
             return done[1]
         like = self._like
         if like is not None and like[0] is engine:
-            d = engine.with_push(like[1], self.push_constants)
+            d = engine.with_push(like[1], self.push_constants, self.groups)
         else:
             d = engine.dispatch(engine.program(self.spirv, self.entry, self.name),
                                 self.groups, self.push_constants, self.bound)
         self._dispatched, self._like = (engine, d), None
         return d
 
-    def with_push(self, push_constants: bytes, origin: Any) -> KernelLaunch:
+    def with_push(self, push_constants: bytes, origin: Any,
+                  groups: tuple[int, int, int] | None = None) -> KernelLaunch:
         """This launch with other push constants (a launch repeated with new argument
-        values): its dispatch runs this one's pipeline without looking it up, a launch
-        with descriptor bindings aside (its pipeline goes with the memory bound)."""
+        values), and other work-group counts where `groups` are given (a launch of
+        another size): its dispatch runs this one's pipeline without looking it up, a
+        launch with descriptor bindings aside (its pipeline goes with the memory
+        bound)."""
         command = KernelLaunch(self.name, self.spirv, self.entry, push_constants,
-                               self.groups, self.bound, self.keep_alive, origin)
+                               self.groups if groups is None else groups, self.bound,
+                               self.keep_alive, origin)
         if not self.bound:
             command._like = self._dispatched
         return command

@@ -325,11 +325,12 @@ class Engine(Submitter):
                 self._ops.pop(next(iter(self._ops)))
             return op
 
-    def with_push(self, d: Dispatch, push_constants: bytes) -> Dispatch:
-        """A dispatch of `d`'s pipeline over its work-groups with other push constants (a
-        launch repeated with new argument values): nothing is looked up or cached, the
-        pipeline being `d`'s own."""
-        return _dispatch(d.algo, _push_words(push_constants), d.groups, d.name)
+    def with_push(self, d: Dispatch, push_constants: bytes, groups: tuple[int, int, int]
+                  ) -> Dispatch:
+        """A dispatch of `d`'s pipeline over `groups` work-groups with other push
+        constants (a launch repeated with new argument values, or of another size):
+        nothing is looked up or cached, the pipeline being `d`'s own."""
+        return _dispatch(d.algo, _push_words(push_constants), groups, d.name)
 
     def without_barrier(self, d: Dispatch) -> Dispatch:
         """The same dispatch with no barrier before it, for work independent of what was
