@@ -3,7 +3,8 @@ launch counted rather than timed, so that it reads the same on any machine and a
 of a few percent shows (wall-clock figures move by more between hosts, and between runs
 on this 2-core VM). The engine's submission is stubbed, as in `launch_profile.py`: what
 is counted is the queue, handler, launch glue, scheduler and event, and the benchmark's
-own lines (a new range or closure each launch, as users write them). With `--wait` the
+own lines (a new range or closure each launch, as users write them); a second column
+counts those of vksycl's own files alone. With `--wait` the
 engine is real and each launch is waited for: what the engine's submission and the wait
 add, the wait's polling included (how long it polls is the device's). Launches not waited
 for are not counted through the real engine: tracing slows them so much that the engine
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import os
 import statistics
 import sys
 import time
@@ -63,17 +65,23 @@ def command_groups(q: sycl.queue) -> dict[str, tuple[Callable[[], Any], Callable
             USM_CHAIN: (usm, q.wait)}
 
 
+# where vksycl's own code lies: opcodes there are the library's, the rest the spelling's
+PACKAGE = os.path.dirname(sycl.__file__) + os.sep
+
+
 def count(launch: Callable[[], Any], launches: int) -> collections.Counter:
-    """Opcodes run by `launches` calls of `launch`, by (file, function)."""
+    """Opcodes run by `launches` calls of `launch`, by (file, function, whether the file
+    is vksycl's)."""
     counts: collections.Counter = collections.Counter()
 
     def trace(frame: FrameType, event: str, arg: Any) -> Any:
         frame.f_trace_opcodes, frame.f_trace_lines = True, False
         if event == "opcode":
             code = frame.f_code
-            file = code.co_filename.rsplit("/", 1)[-1]
+            path = code.co_filename
+            file = path.rsplit("/", 1)[-1]
             if file != "timing.py":  # the stubbed engine is not the launch's
-                counts[(file, code.co_name)] += 1
+                counts[(file, code.co_name, path.startswith(PACKAGE))] += 1
         return trace
     # Python 3.12 reports no opcodes in the first tracing session of a process: one
     # launch traced alone first
@@ -130,7 +138,8 @@ def main() -> None:
           f"{sys.version.split()[0]}; {what}"
           f"{', each waited for' if args.wait else ', engine stubbed'}, {args.launches} "
           f"launches; compiled by mypyc: {len(mypyc_modules.loaded())} of "
-          f"{len(mypyc_modules.MODULES)} launch-path modules")
+          f"{len(mypyc_modules.MODULES)} launch-path modules"
+          f"{'' if args.time else '; all, then in vksycl itself'}")
     with contextlib.nullcontext() if args.wait else engine_stubbed(q._scheduler.engine):
         if args.time:
             for name, us in timed_us(cases, args.launches, args.time).items():
@@ -146,9 +155,11 @@ def main() -> None:
             wait()
             ways = ", ".join(f"{way} {n - before[way]}" for way, n in plans.WAYS.counts().items()
                              if n != before[way])
+            ours = sum(n for (_, _, inside), n in counts.items() if inside)
             print(f"  {name:52s} {sum(counts.values()) / args.launches:7.1f}"
+                  f" {ours / args.launches:7.1f}"
                   f"{'  (past the repeat checks: ' + ways + ')' if ways else ''}")
-            for (file, fn), n in counts.most_common(args.top):
+            for (file, fn, _), n in counts.most_common(args.top):
                 print(f"      {n / args.launches:7.1f}  {file}:{fn}")
 
 if __name__ == "__main__":
