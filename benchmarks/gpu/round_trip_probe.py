@@ -6,11 +6,11 @@
 - submit: `Engine.submit` of one dispatch, to the call returning;
 - chain: 100 tiny dispatches recorded in one sequence and replayed, per dispatch, with a
   barrier before each (a dependent chain) and without (independent dispatches);
-- floor: the Vulkan floor of a launch + wait, a recorded sequence submitted again and its
-  fence polled (`vkQueueSubmit` + `vkGetFenceStatus`), and blocked on (`vkWaitForFences`
-  from the submission); against it, `q.parallel_for(sycl.range(64), body).wait()` as a
-  user writes it, and torch's `x.add_(1)` + `torch.cuda.synchronize()` where torch is
-  installed, in the same process.
+- floor: the Vulkan floor of a launch + wait, one Kompute sequence recorded once and
+  submitted again, its fence polled (`vkQueueSubmit` + `vkGetFenceStatus`) or blocked on
+  (`vkWaitForFences`), no engine in between; against it,
+  `q.parallel_for(sycl.range(64), body).wait()` as a user writes it, and torch's
+  `x.add_(1)` + `torch.cuda.synchronize()` where torch is installed, in the same process.
 
     bash benchmarks/gpu/run.sh python3 benchmarks/gpu/round_trip_probe.py
 """
@@ -96,19 +96,20 @@ def main() -> None:
         engine.synchronize()
         return (time.perf_counter() - t0) / reps / n
 
+    raw = engine.spare_sequence()  # Kompute alone: one recorded sequence, no engine
+    raw.record(tiny.op)
+
     def floor(block: bool, n: int = 2000) -> float:
         times = []
         for _ in range(n):
             t0 = time.perf_counter()
-            sub = engine.submit((tiny,))
-            seq = sub._sequence
+            raw.eval_async()
             if block:
-                seq.eval_await(engine.wait_timeout_ns)
+                raw.eval_await(engine.wait_timeout_ns)
             else:
-                while not seq.fence_signaled():
+                while not raw.finish_if_signaled():
                     pass
             times.append(time.perf_counter() - t0)
-            sub.wait()
         return statistics.median(times)
 
     def user(n: int = 2000) -> float:
@@ -123,6 +124,8 @@ def main() -> None:
         try:
             import torch
         except ImportError:
+            return None
+        if not torch.cuda.is_available():
             return None
         t = torch.zeros(64, device="cuda")
         times = []
