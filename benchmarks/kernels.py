@@ -15,7 +15,11 @@ leaves the compiler alone.
 - softmax over rows: a work-group per row, two group reductions, against torch.softmax.
 
 Each implementation is timed as launch + wait, `--repeat` times after one warm-up; the
-best and the median count, and each ratio is vksycl's best time over its peer's. Every
+best and the median count, and each ratio is vksycl's best time over its peer's. Each is
+also timed back to back (10 launches, one wait), whose time per launch is the kernel's
+own: launch + wait adds the host's round trip, which moves by tens of microseconds
+between processes on NVIDIA's Vulkan driver and would otherwise count against a short
+kernel's code. Every
 result, the peers' too, is checked against numpy on a sample of rows. The GLSL peers run
 everywhere; without cupy or torch (lavapipe) they are vksycl's only peers. `--csv FILE`
 writes the figures (`record.py`).
@@ -47,16 +51,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import matrix_gemm_fp32
 
 SAMPLE = 16  # rows of each result checked against numpy
+BACK_TO_BACK = 10  # launches timed together, waited for once
 WG = 256  # work-items per work-group of the one-dimensional kernels
 
 
 @dataclass
 class Entry:
-    """One implementation of a case: `run` launches it and waits, `result` reads its
-    output back to the host."""
+    """One implementation of a case: `launch` launches it, `sync` waits for everything
+    launched, `result` reads its output back to the host."""
     implementation: str
-    run: Callable[[], object]
+    launch: Callable[[], object]
     result: Callable[[], np.ndarray]
+    sync: Callable[[], object]
+
+    def run(self) -> None:
+        """One launch + wait."""
+        self.launch()
+        self.sync()
+
+    def back_to_back(self) -> None:
+        """`BACK_TO_BACK` launches, then one wait: the device's time per launch, without
+        the host's round trip."""
+        for _ in range(BACK_TO_BACK):
+            self.launch()
+        self.sync()
 
 
 @dataclass
@@ -92,22 +110,19 @@ class Peers:
         cp = self.cp
         kernel = cp.RawKernel(source, name)
 
-        def run() -> None:
-            kernel(grid, block, args)
-            cp.cuda.Device().synchronize()
-
-        return Entry("hand CUDA (cupy RawKernel)", run, lambda: cp.asnumpy(out))
+        return Entry("hand CUDA (cupy RawKernel)", lambda: kernel(grid, block, args),
+                     lambda: cp.asnumpy(out), cp.cuda.Device().synchronize)
 
     def torch_entry(self, label: str, fn: Callable[[], object]) -> Entry:
         """A torch call and wait; the result is what the last call returned."""
         torch = self.torch
         last: list = [None]
 
-        def run() -> None:
+        def launch() -> None:
             last[0] = fn()
-            torch.cuda.synchronize()
 
-        return Entry(f"torch ({label})", run, lambda: last[0].cpu().numpy())
+        return Entry(f"torch ({label})", launch, lambda: last[0].cpu().numpy(),
+                     torch.cuda.synchronize)
 
 
 class Device:
@@ -152,8 +167,8 @@ def glsl(mem: Device, source: str, ndr: sycl.nd_range, args: tuple, out: sycl.pt
         h.set_args(*args)
         h.parallel_for(ndr, kernel)
 
-    return Entry("hand GLSL (same driver)", lambda: q.submit(cgf).wait(),
-                 mem.reader(out, shape, dtype))
+    return Entry("hand GLSL (same driver)", lambda: q.submit(cgf),
+                 mem.reader(out, shape, dtype), q.wait)
 
 
 def sampled(rows: np.ndarray, want: Callable[[np.ndarray], np.ndarray], rtol: float,
@@ -184,8 +199,8 @@ def mandelbrot(q: sycl.queue, peers: Peers, side: int, max_iter: int) -> Case:
         counts[row * w + col] = n
 
     ndr = sycl.nd_range((h, w), (8, 32))
-    entries = [Entry("vksycl", lambda: q.parallel_for(ndr, body).wait(),
-                     mem.reader(counts, (h, w), np.int32))]
+    entries = [Entry("vksycl", lambda: q.parallel_for(ndr, body),
+                     mem.reader(counts, (h, w), np.int32), q.wait)]
     out = mem.empty((h, w), np.int32)
     entries.append(glsl(mem, kernels_glsl.MANDELBROT, ndr, (out, w, h, max_iter), out,
                         (h, w), np.int32))
@@ -230,8 +245,8 @@ def gemm_case(q: sycl.queue, peers: Peers, n: int, name: str, launch: Callable,
     hb = rng.uniform(-1, 1, (n, n)).astype(np.float32)
     mem = Device(q)
     a, b, c = mem.array(ha), mem.array(hb), mem.empty((n, n), np.float32)
-    entries = [Entry("vksycl", lambda: launch(a, b, c).wait(),
-                     mem.reader(c, (n, n), np.float32))]
+    entries = [Entry("vksycl", lambda: launch(a, b, c), mem.reader(c, (n, n), np.float32),
+                     q.wait)]
     if glsl_peer:
         source, ndr = glsl_peer
         out = mem.empty((n, n), np.float32)
@@ -306,7 +321,7 @@ def nbody(q: sycl.queue, peers: Peers, n: int) -> Case:
 
     ndr = sycl.nd_range((n,), (WG,))
     read = mem.reader(pos_out, (n, 4), np.float32)
-    entries = [Entry("vksycl", lambda: q.parallel_for(ndr, body).wait(), read)]
+    entries = [Entry("vksycl", lambda: q.parallel_for(ndr, body), read, q.wait)]
     gpos, gvel = mem.empty((n, 4), np.float32), mem.empty((n, 4), np.float32)
     entries.append(glsl(mem, kernels_glsl.NBODY, ndr, (pos, vel, gpos, gvel, n, dt, eps2),
                         gpos, (n, 4), np.float32))
@@ -353,8 +368,8 @@ def stencil(q: sycl.queue, peers: Peers, side: int) -> Case:
         dst[k] = 0.2 * s
 
     ndr = sycl.nd_range((h, w), (8, 32))
-    entries = [Entry("vksycl", lambda: q.parallel_for(ndr, body).wait(),
-                     mem.reader(dst, (h, w), np.float32))]
+    entries = [Entry("vksycl", lambda: q.parallel_for(ndr, body),
+                     mem.reader(dst, (h, w), np.float32), q.wait)]
     out = mem.empty((h, w), np.float32)
     entries.append(glsl(mem, kernels_glsl.STENCIL, ndr, (src, out, h, w), out, (h, w),
                         np.float32))
@@ -408,8 +423,8 @@ def softmax(q: sycl.queue, peers: Peers, rows: int, cols: int) -> Case:
             y[base + c] = sycl.exp(x[base + c] - m) * inv
 
     ndr = sycl.nd_range((rows * WG,), (WG,))
-    entries = [Entry("vksycl", lambda: q.parallel_for(ndr, body).wait(),
-                     mem.reader(y, (rows, cols), np.float32))]
+    entries = [Entry("vksycl", lambda: q.parallel_for(ndr, body),
+                     mem.reader(y, (rows, cols), np.float32), q.wait)]
     out = mem.empty((rows, cols), np.float32)
     entries.append(glsl(mem, kernels_glsl.SOFTMAX, ndr, (x, out, cols), out, (rows, cols),
                         np.float32))
@@ -451,26 +466,33 @@ def cases(args: argparse.Namespace) -> dict[str, Callable[[sycl.queue, Peers], C
 
 
 def measure(case: Case, repeat: int) -> list[dict[str, object]]:
-    """Each implementation's times, checked, with vksycl's best time over each peer's."""
+    """Each implementation's times, checked, with vksycl's best time over each peer's:
+    launch + wait, and per launch of `BACK_TO_BACK` launched back to back (the kernel's
+    own time, the host's round trip left out)."""
     found = []
     try:
         for entry in case.entries:
             times = seconds(entry.run, repeat)
             case.check(entry.result())
+            piped = seconds(entry.back_to_back, max(3, repeat // BACK_TO_BACK))
             found.append({"kernel": case.kernel, "implementation": entry.implementation,
                           "best_ms": min(times) * 1e3,
-                          "median_ms": statistics.median(times) * 1e3})
+                          "median_ms": statistics.median(times) * 1e3,
+                          "back_to_back_ms": min(piped) * 1e3 / BACK_TO_BACK})
     finally:
         case.free()
-    ours = found[0]["best_ms"]
+    ours, ours_piped = found[0]["best_ms"], found[0]["back_to_back_ms"]
     print(f"{case.kernel}:")
     for row in found:
         if row is not found[0]:
             row["vksycl_time_ratio"] = ours / row["best_ms"]
-        ratio = (f"; vksycl takes {row['vksycl_time_ratio']:.2f}x its time"
+            row["vksycl_back_to_back_ratio"] = ours_piped / row["back_to_back_ms"]
+        ratio = (f"; vksycl takes {row['vksycl_time_ratio']:.2f}x its time, "
+                 f"{row['vksycl_back_to_back_ratio']:.2f}x back to back"
                  if "vksycl_time_ratio" in row else "")
         print(f"  {row['implementation']}: best {row['best_ms']:.3f} ms, median "
-              f"{row['median_ms']:.3f} ms (checked){ratio}")
+              f"{row['median_ms']:.3f} ms, back to back {row['back_to_back_ms']:.3f} ms "
+              f"(checked){ratio}")
     return found
 
 

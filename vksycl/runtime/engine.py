@@ -789,7 +789,7 @@ class Engine(Submitter):
         """Whether no submission but `sub` may be running on the device, taken under the
         lock work is submitted under so none starts meanwhile (without waiting for it:
         the caller holds `sub`'s lock; taken elsewhere, the answer is no)."""
-        if not self.lock.acquire(blocking=False):
+        if not self.lock.acquire(False):
             return False
         try:
             return all(s is sub or s.finished for s in self._in_flight)

@@ -195,13 +195,13 @@ class Submission:
             return self.submitted
         if not self.submitted:
             return False
-        if not self._lock.acquire(blocking=False):
+        if not self._lock.acquire(False):  # (not blocking: positional, a keyword costs parsing)
             # Another thread waits for it (the engine's watcher): ask the fence alone,
             # under the engine's lock, where no sequence is taken from the pool and reset.
             # Never blocking for that lock keeps lock order free of cycles (a caller may
             # hold the allocator's); without it, the answer is "not yet".
             lock = self._engine.lock
-            if not lock.acquire(blocking=False):
+            if not lock.acquire(False):
                 return False
             try:
                 seq = self._sequence
