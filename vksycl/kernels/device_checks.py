@@ -41,15 +41,20 @@ def required_aspects(properties: Any, info: Any) -> tuple[str, ...] | None:
 
 def group_counts(ck: CompiledKernel, launch: Any, device: Any) -> tuple[int, int, int]:
     """The work-groups a launch of `ck` dispatches along x, y and z."""
-    kind, dims = ck.spec.kind, ck.spec.dims
+    spec = ck.spec
+    kind, dims = spec.kind, spec.dims
     if kind == "single_task":
         return (1, 1, 1)
     g = tuple(launch.get_global_range()) if kind == "nd_range" else tuple(launch)
-    local = list(ck.spec.local)
+    local = list(spec.local)
     local[0] *= ck.coarsen
-    counts = [-(-g[d] // local[d]) for d in range(dims)][::-1] + [1] * (3 - dims)
     limits = _limits(device)
-    if ck.spec.fold_groups:
+    if dims == 1 and not spec.fold_groups:  # the common case, in short
+        x = -(-g[0] // local[0])
+        if x <= limits[0]:
+            return (x, 1, 1)
+    counts = [-(-g[d] // local[d]) for d in range(dims)][::-1] + [1] * (3 - dims)
+    if spec.fold_groups:
         total = counts[0] * counts[1] * counts[2]
         x = min(total, limits[0])
         y = -(-total // x)

@@ -331,9 +331,10 @@ class Plan:
     )
 
     def __init__(self, pyfn: Any, launch: Any, info: Any, kind: str, variants: tuple,
-                 facts: tuple) -> None:
+                 facts: tuple, names: tuple[str, ...] | None = None) -> None:
         self.code = pyfn.__code__  # plans are found by its id: the plan keeps it alive
-        self.names = global_names(pyfn)
+        # the globals its code reads (`names`: another plan's of the same code)
+        self.names = global_names(pyfn) if names is None else names
         self.launch = launch
         self.info = info
         self.kind = kind
@@ -458,7 +459,7 @@ def resized_plan(pyfn: Any, info: Any, launch: Any, device: Any, like: Plan,
     if like.facts != facts:
         return None
     WAYS.resized += 1
-    plan = Plan(pyfn, launch, info, facts[0][0], like.variants, facts)
+    plan = Plan(pyfn, launch, info, facts[0][0], like.variants, facts, like.names)
     plan.prepared = like.prepared
     _keep(plan, pyfn, device)
     return plan
