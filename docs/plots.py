@@ -65,7 +65,7 @@ def per_spelling(name: str, title: str) -> None:
 
 
 def launch() -> None:
-    per_spelling("launch_h200", "A tiny kernel's launch, per spelling, on an NVIDIA H200")
+    per_spelling("launch_h100", "A tiny kernel's launch, per spelling, on an NVIDIA H100")
     per_spelling("launch_lavapipe", "A tiny kernel's launch, per spelling, on lavapipe")
 
     meta, rows = table("launch_gaps_lavapipe.csv")
