@@ -114,6 +114,50 @@ def test_launches_in_flight_together_each_keep_their_value(q, float32_sum):
     sycl.free(x, q)
 
 
+@pytest.mark.parametrize("wait", [True, False])
+def test_launches_of_new_sizes_run_from_the_ring_each_over_its_own_range(q, wait):
+    """A range of another size each launch (same launch facts) settles the kernel's ring
+    and then runs from its slots, whose dispatches read the work-group counts written
+    beside the arguments: each launch covers exactly its own items, whether waited for
+    one by one (one slot, one recording) or all in flight together; a launch of the
+    first size among them, and then a streak of new steps at the last size, keep theirs."""
+    n = 4096
+    out = sycl.malloc_shared(n, sycl.int32, q)
+    q.memset(out, 0, n * 4).wait()
+
+    def count(it):
+        k = it.get_linear_id()
+        out[k] = out[k] + 1
+
+    sizes = [n - 64 * k for k in range(24)] + [n, 3000]
+    for size in sizes:
+        ev = q.parallel_for(sycl.range(size), count)
+        if wait:
+            ev.wait()
+    q.wait()
+    expected = np.zeros(n, np.int32)
+    for size in sizes:
+        expected[:size] += 1
+    np.testing.assert_array_equal(np.asarray(out), expected)
+    plan = plans._PLANS[(id(count.__code__), id(q.get_device()))]
+    last = plan.last[2]  # of the last size, from the ring the first sizes settled
+    assert isinstance(last, RingLaunch) and last.groups != last.ring.first.groups
+
+    x = sycl.malloc_shared(n, sycl.float32, q)
+    q.memset(x, 0, n * 4).wait()
+    body, set_step = _stepper(x)
+    for size in (n, 2500):  # a plan, then one of another size with a ring to settle
+        for k in range(2 * RING_AFTER):
+            set_step(1.0 + k)
+            q.parallel_for(sycl.range(size), body)
+    q.wait()
+    total = sum(1.0 + k for k in range(2 * RING_AFTER))
+    got = np.asarray(x)
+    assert (got[:2500] == 2 * total).all() and (got[2500:] == total).all()
+    sycl.free(out, q)
+    sycl.free(x, q)
+
+
 def test_a_kept_command_takes_a_slot_again_once_its_slot_went_to_another(q, float32_sum):
     """A ring launch's command submitted again after a later launch took its slot (as a
     command kept by its bytes or function is, outside a streak) writes its own value

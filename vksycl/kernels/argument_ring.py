@@ -15,8 +15,12 @@ slots of their own, the ring growing up to `_MOST_SLOTS` (beyond, a launch dispa
 push constants as before). A slot is rewritten only once the last submission holding its
 dispatch (`Dispatch.part`) is finished.
 
-A `RingLaunch` holds its packed arguments and writes them into a slot when it is
-dispatched, so a command kept and launched again (a repeat, a recent value) is right
+A slot's dispatch reads its work-group counts from the slot too (`vkCmdDispatchIndirect`),
+after the arguments: launches of other sizes (sizes are launch arguments) run from the
+same slots and recordings as launches with new values.
+
+A `RingLaunch` holds its packed arguments and work-group counts and writes them into a
+slot when it is dispatched, so a command kept and launched again (a repeat, a recent value) is right
 even after its slot went to another launch: it takes a slot again. Graphs record it as
 the push-constant launch it stands for (`for_graph`).
 """
@@ -24,6 +28,7 @@ the push-constant launch it stands for (`for_graph`).
 from __future__ import annotations
 
 import collections
+import struct
 import threading
 from collections.abc import Callable
 from typing import Any, Final
@@ -38,6 +43,8 @@ from .marshal import ADDRESS
 _SLOTS_PER_BLOCK: Final = 64
 _MOST_SLOTS = 1024
 _ALIGN: Final = 16  # a slot's start: the widest argument field's alignment and more
+# a slot's work-group counts (x, y, z), as vkCmdDispatchIndirect reads them
+COUNTS: Final = struct.Struct("<3I")
 
 
 
@@ -57,11 +64,12 @@ _PENDING: Final = _Known(False)
 
 
 class _Slot:
-    __slots__ = ("dispatch", "memory", "owner", "span")
+    __slots__ = ("counts", "dispatch", "memory", "owner", "span")
 
-    def __init__(self, dispatch: Dispatch, memory: memoryview, start: int, size: int
-                 ) -> None:
+    def __init__(self, dispatch: Dispatch, memory: memoryview, start: int, size: int,
+                 counts: int) -> None:
         self.dispatch, self.memory, self.span = dispatch, memory, slice(start, start + size)
+        self.counts = slice(counts, counts + COUNTS.size)  # where its dispatch reads them
         self.owner: object = None  # the launch whose bytes it holds
 
 
@@ -80,7 +88,10 @@ class ArgumentRing:
         self.template = self.engine.dispatch(
             self.engine.program(ck.binary, ck.entry, ck.name), groups, ADDRESS.pack(0))
         self.size = ck.args_size
-        self.stride = -(-self.size // _ALIGN) * _ALIGN
+        self.counts_at = -(-self.size // 4) * 4  # within a slot
+        self.stride = -(-(self.counts_at + COUNTS.size) // _ALIGN) * _ALIGN
+        # the counts of launches of the first's size
+        self.first_counts = COUNTS.pack(*groups)
         self.slots: collections.deque[_Slot] = collections.deque()
         self.newest: _Slot | None = None  # the last of `slots`
         self.buffers: list[Buffer] = []
@@ -100,15 +111,16 @@ class ArgumentRing:
         """(engine, a push-constant dispatch of the plan's kernel), once there was one."""
         return self.first._dispatched or self.first._like
 
-    def launch(self, push: bytes, origin: Any) -> RingLaunch:
-        """A launch of the plan's kernel with the packed arguments `push`. Where no slot
-        is free it falls back to its push constants, through a dispatch of the plan's
-        pipeline (as `KernelLaunch.with_push` launches do) rather than one cached by its
-        bytes."""
-        return RingLaunch(self, push, origin)
+    def launch(self, push: bytes, origin: Any, groups: tuple[int, int, int]) -> RingLaunch:
+        """A launch of the plan's kernel with the packed arguments `push`, over `groups`
+        work-groups (launches of any size share a ring). Where no slot is free it falls back
+        to its push constants, through a dispatch of the plan's pipeline (as
+        `KernelLaunch.with_push` launches do) rather than one cached by its bytes."""
+        return RingLaunch(self, push, origin, groups)
 
-    def claim(self, data: bytes, owner: object) -> _Slot | None:
-        """A slot holding `data` of launch `owner` from now on, once the work that read
+    def claim(self, data: bytes, counts: bytes, owner: object) -> _Slot | None:
+        """A slot holding `data` and work-group `counts` of launch `owner` from now on,
+        once the work that read
         it is known to be finished: the newest (launches waited for one by one reuse one
         slot, and its recording), else the oldest, else a new one; once `_MOST_SLOTS`
         were made, the oldest if the device is done with it, else None. The slots stay
@@ -132,7 +144,9 @@ class ArgumentRing:
                     slot = made
                 slots.append(slot)
                 self.newest = slot
-            slot.memory[slot.span] = data
+            memory = slot.memory
+            memory[slot.span] = data
+            memory[slot.counts] = counts
             slot.owner = owner
             slot.dispatch.part = _PENDING
             return slot
@@ -158,11 +172,12 @@ class ArgumentRing:
             assert buffer.host is not None  # host-visible memory
             memory = buffer.host.data  # a memoryview of its bytes
             for k in reversed(range(_SLOTS_PER_BLOCK)):
-                d = self.engine.with_push(self.template,
-                                          ADDRESS.pack(buffer.address + k * self.stride),
+                start = k * self.stride
+                d = self.engine.with_push(self.template, ADDRESS.pack(buffer.address + start),
                                           self.template.groups)
+                self.engine.indirect(d, buffer, start + self.counts_at)
                 d.part = _NEVER_SUBMITTED  # the engine follows its submissions
-                self.free.append(_Slot(d, memory, k * self.stride, self.size))
+                self.free.append(_Slot(d, memory, start, self.size, start + self.counts_at))
         return self.free.pop()
 
     def __del__(self) -> None:
@@ -171,16 +186,20 @@ class ArgumentRing:
 
 
 class RingLaunch(KernelLaunch):
-    """A push-constant kernel launch (`push_constants`) that eager submissions run through
-    its plan's argument ring, `ring`. What every launch of the plan's kernel shares (its
-    name, module, entry point and work-groups) it takes from the ring's first launch."""
+    """A push-constant kernel launch (`push_constants`, over `groups` work-groups) that
+    eager submissions run through its plan's argument ring, `ring`. What every launch of
+    the plan's kernel shares (its name, module and entry point) it takes from the ring's
+    first launch."""
 
     _slot: _Slot | None = None  # the slot it claimed last
 
-    def __init__(self, ring: ArgumentRing, push_constants: bytes, origin: Any) -> None:
+    def __init__(self, ring: ArgumentRing, push_constants: bytes, origin: Any,
+                 groups: tuple[int, int, int]) -> None:
         first = ring.first
-        self.name, self.spirv, self.entry, self.groups = \
-            first.name, first.spirv, first.entry, first.groups
+        self.name, self.spirv, self.entry = first.name, first.spirv, first.entry
+        self.groups = groups
+        # the first launch's counts packed once: most launches from a ring have its size
+        self.counts = ring.first_counts if groups == first.groups else COUNTS.pack(*groups)
         self.ring, self.push_constants, self.origin = ring, push_constants, origin
 
     def dispatch(self, engine: Engine) -> Dispatch:
@@ -189,7 +208,7 @@ class RingLaunch(KernelLaunch):
             return slot.dispatch  # it still holds our bytes
         if engine is not ring.engine:
             return super().dispatch(engine)
-        slot = ring.claim(self.push_constants, self)
+        slot = ring.claim(self.push_constants, self.counts, self)
         if slot is None:  # every slot in flight: the push constants themselves
             self._like = ring.like
             return super().dispatch(engine)

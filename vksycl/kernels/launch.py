@@ -337,7 +337,9 @@ def _new_size(pyfn: Any, info: Any, launch: Any, args: Any, context: Any, device
     closure) and its facts (`launch_facts`): that launch's command with the new sizes
     packed in, over the new work-groups, under a plan of its own for the new launch
     object. Sizes are launch arguments, so nothing is compiled, looked up or packed
-    again; None if there is no such launch (the full way then)."""
+    again, and once the kernel's argument ring is settled, the launch runs from it (its
+    slots' dispatches read the work-group counts from memory), recording nothing new;
+    None if there is no such launch (the full way then)."""
     like = latest_plan(pyfn, info, device)
     if like is None or launch is None:
         return None
@@ -359,8 +361,11 @@ def _new_size(pyfn: Any, info: Any, launch: Any, args: Any, context: Any, device
     push = p.resized(last[1], launch)
     if push is None:
         return None
-    command = last[2].with_push(push, Origin.of(pyfn, p.ck, launch),
-                                _groups(p, plan.kind, launch, device))
+    origin, groups = Origin.of(pyfn, p.ck, launch), _groups(p, plan.kind, launch, device)
+    ring = _ring_for(like, p, last, pyfn, device)  # launches of new sizes settle it too
+    plan.ring, plan.ring_of, plan.repacks = like.ring, like.ring_of, like.repacks
+    command = ring.launch(push, origin, groups) if isinstance(ring, ArgumentRing) else \
+        last[2].with_push(push, origin, groups)
     WAYS.new_sizes += 1
     _keep_recent(plan, push, p, context, command)
     _remember(plan, (p, push, command, context, last[4], arg_record), pyfn)

@@ -168,5 +168,5 @@ def with_push(last: tuple, push: bytes, pyfn: Any, launch: Any, ring: Any) -> Ke
     if origin.function() is not pyfn:
         origin = Origin.of(pyfn, last[0].ck, launch)
     if isinstance(ring, ArgumentRing):
-        return ring.launch(push, origin)
+        return ring.launch(push, origin, last[2].groups)
     return last[2].with_push(push, origin)

@@ -332,6 +332,13 @@ class Engine(Submitter):
         nothing is looked up or cached, the pipeline being `d`'s own."""
         return _dispatch(d.algo, _push_words(push_constants), groups, d.name)
 
+    def indirect(self, d: Dispatch, buffer: Buffer, offset: int) -> None:
+        """Makes `d`, not yet recorded, read its work-group counts when it runs, from
+        three uint32 at `offset` bytes into host-visible `buffer` (an argument ring's
+        slot): one recorded dispatch then serves launches of any size."""
+        op: Any = d.op  # Kompute's OpAlgoDispatch
+        op.set_indirect(buffer.tensor, offset)
+
     def without_barrier(self, d: Dispatch) -> Dispatch:
         """The same dispatch with no barrier before it, for work independent of what was
         recorded since the last barrier."""
