@@ -74,8 +74,9 @@ class _Slot:
 
 
 class ArgumentRing:
-    """The slots of one launch plan: its kernel's argument-block variant over its
-    work-groups, on one device."""
+    """The slots of one prepared kernel's launches on one device (a plan's, and those of
+    the plans made from it for new sizes): its argument-block variant, each slot with
+    its launch's work-group counts."""
 
     def __init__(self, device: Any, ck: CompiledKernel, like: KernelLaunch) -> None:
         self.engine: Engine = scheduler_for(device).engine
