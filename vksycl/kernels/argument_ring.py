@@ -20,9 +20,9 @@ after the arguments: launches of other sizes (sizes are launch arguments) run fr
 same slots and recordings as launches with new values.
 
 A `RingLaunch` holds its packed arguments and work-group counts and writes them into a
-slot when it is dispatched, so a command kept and launched again (a repeat, a recent value) is right
-even after its slot went to another launch: it takes a slot again. Graphs record it as
-the push-constant launch it stands for (`for_graph`).
+slot when it is dispatched, so a command kept and launched again (a repeat, a recent
+value) is right even after its slot went to another launch: it takes a slot again.
+Graphs record it as the push-constant launch it stands for (`for_graph`).
 """
 
 from __future__ import annotations
@@ -114,21 +114,21 @@ class ArgumentRing:
 
     def launch(self, push: bytes, origin: Any, groups: tuple[int, int, int]) -> RingLaunch:
         """A launch of the plan's kernel with the packed arguments `push`, over `groups`
-        work-groups (launches of any size share a ring). Where no slot is free it falls back
-        to its push constants, through a dispatch of the plan's pipeline (as
+        work-groups (launches of any size share a ring). Where no slot is free it falls
+        back to its push constants, through a dispatch of the plan's pipeline (as
         `KernelLaunch.with_push` launches do) rather than one cached by its bytes."""
         return RingLaunch(self, push, origin, groups)
 
     def claim(self, data: bytes, counts: bytes, owner: object) -> _Slot | None:
         """A slot holding `data` and work-group `counts` of launch `owner` from now on,
-        once the work that read
-        it is known to be finished: the newest (launches waited for one by one reuse one
-        slot, and its recording), else the oldest, else a new one; once `_MOST_SLOTS`
-        were made, the oldest if the device is done with it, else None. The slots stay
-        in the order of their claims, newest last. Threads launching the plan's kernel
-        at once claim one at a time. Finished is what the engine was told (the work was
-        waited for, or found done), never asked of Vulkan: a query costs microseconds on
-        some drivers, and finding the device idle would end the engine's batching."""
+        once the work that read it is known to be finished: the newest (launches waited
+        for one by one reuse one slot, and its recording), else the oldest, else a new
+        one; once `_MOST_SLOTS` were made, the oldest if the device is done with it,
+        else None. The slots stay in the order of their claims, newest last. Threads
+        launching the plan's kernel at once claim one at a time. Finished is what the
+        engine was told (the work was waited for, or found done), never asked of Vulkan:
+        a query costs microseconds on some drivers, and finding the device idle would
+        end the engine's batching."""
         self._acquire()  # not `with`: every launch from the ring passes here
         try:
             slot = self.newest  # it stays last

@@ -297,9 +297,7 @@ class Ways:
 
     def counts(self) -> dict[str, int]:
         return {"plans": self.plans, "resized": self.resized, "new_sizes": self.new_sizes,
-                "repacks": self.repacks,
-                "kept": self.kept,
-                "by_accessors": self.by_accessors}
+                "repacks": self.repacks, "kept": self.kept, "by_accessors": self.by_accessors}
 
 
 WAYS: Final = Ways()
