@@ -4,12 +4,13 @@ joint_matrix (sycl_ext_oneapi_matrix), tiled through local memory, with the epil
 A work-group of WORK_ITEMS computes a BM x BN tile of C; four of its sub-groups each hold a
 64 x 64 block as 4 x 4 float32 accumulators of 16 x 16 (the other sub-groups of a device
 with sub-groups narrower than 32 only copy). Per step of BK along K, every work-item copies
-its share of A's rows and B's columns into local memory, 8 bytes (four halves) at a time,
-and the sub-groups multiply fragments loaded from there; meanwhile the next step's share
-is already on its way into registers. What makes it fast:
+its share of A's rows and B's columns into local memory, 16 bytes (eight halves, one
+`sycl.uint4`) at a time, and the sub-groups multiply fragments loaded from there;
+meanwhile the next step's share is already on its way into registers. What makes it fast:
 
-- rows of the local tiles are padded by two 64-bit words, so the 8-row fragment loads of a
+- rows of the local tiles are padded by 16 bytes, so the 8-row fragment loads of a
   sub-group fall in distinct banks (without it the kernel runs at a third of the speed);
+- the copies move 16-byte vectors: one load and one store per eight halves;
 - every size the copy loops depend on is a number of a tile class (`tile_sizes`), which
   is compiled in, so their counts are known when the kernel is compiled: the compiler
   asks the driver to unroll short loops of a known count, and the registers holding the
@@ -36,22 +37,22 @@ def tile_sizes(name: str, bk: int) -> type:
     """The sizes a kernel is compiled for, as a class: numbers a kernel reads from a class
     of yours are compiled in (a kernel for each class), so the copy loops' counts are known
     and the driver unrolls them. `bk` is the step along K; the rest follows from it."""
-    t, w, bm, bn, work_items, pad = 16, 4, 128, 128, 128, 2
-    a_row, b_row = bk // w + pad, bn // w + pad  # words per row of the local tiles
-    a_cols, b_cols = bk // w, bn // w  # words of a row that the copies move
+    t, w, bm, bn, work_items, pad = 16, 8, 128, 128, 128, 1
+    a_row, b_row = bk // w + pad, bn // w + pad  # vectors per row of the local tiles
+    a_cols, b_cols = bk // w, bn // w  # vectors of a row that the copies move
     a_pass, b_pass = work_items // a_cols, work_items // b_cols  # rows a pass covers
     return type(name, (), {
         "__doc__": f"128x128 tiles of C stepping {bk} along K.",
         "T": t,  # fragment size: 16 x 16 x 16, float16 inputs, float32 accumulation
-        "W": w,  # halves in a 64-bit word, the unit of the copies into local memory
+        "W": w,  # halves in a 16-byte vector, the unit of the copies into local memory
         "BM": bm, "BN": bn, "BK": bk,  # the work-group's tile of C, and its step along K
         "SUB": 64,  # the block of C a computing sub-group holds (4 x 4 fragments)
         "WORK_ITEMS": work_items,  # a work-group: four sub-groups of up to 32 work-items
         "GROUP_M": 8,  # rows of work-groups that go along C's columns together
-        "A_ROW": a_row, "B_ROW": b_row, "A_WORDS": bm * a_row, "B_WORDS": bk * b_row,
+        "A_ROW": a_row, "B_ROW": b_row, "A_VECS": bm * a_row, "B_VECS": bk * b_row,
         "A_COLS": a_cols, "B_COLS": b_cols, "A_PASS": a_pass, "B_PASS": b_pass,
-        "A_SHARE": bm // a_pass, "B_SHARE": bk // b_pass,  # words each work-item copies
-        "LOCAL_BYTES": 8 * (bm * a_row + bk * b_row),  # the two local tiles
+        "A_SHARE": bm // a_pass, "B_SHARE": bk // b_pass,  # vectors each work-item copies
+        "LOCAL_BYTES": 16 * (bm * a_row + bk * b_row),  # the two local tiles
     })
 
 
@@ -83,8 +84,8 @@ def gemm_bias_relu(q: sycl.queue, a, b, bias, c, m: int, n: int, k: int) -> sycl
 def gemm_kernel(a, b, bias, c, m: int, n: int, k: int, z: type = WIDE):
     """The kernel of one launch, with the sizes of tile class `z`."""
     groups_m, groups_n = m // z.BM, n // z.BN
-    a_words, b_words = a.astype(sycl.uint64), b.astype(sycl.uint64)
-    k_words, n_words = k // z.W, n // z.W
+    a_vecs, b_vecs = a.astype(sycl.uint4), b.astype(sycl.uint4)
+    k_vecs, n_vecs = k // z.W, n // z.W
     f16, f32, rm = sycl.float16, sycl.float32, jm.layout.row_major
 
     def body(it):
@@ -100,15 +101,15 @@ def gemm_kernel(a, b, bias, c, m: int, n: int, k: int, z: type = WIDE):
         computes = sid < 4
         r = (sid // 2) * z.SUB  # the sub-group's block within the work-group's tile
         cc = (sid % 2) * z.SUB
-        tile_a = syclexp.work_group_memory(sycl.uint64, (z.A_WORDS,))
-        tile_b = syclexp.work_group_memory(sycl.uint64, (z.B_WORDS,))
-        next_a = sycl.private_array(sycl.uint64, z.A_SHARE)
-        next_b = sycl.private_array(sycl.uint64, z.B_SHARE)
-        # the words this work-item copies: a column of each tile, every z.A_PASS / z.B_PASS rows
+        tile_a = syclexp.work_group_memory(sycl.uint4, (z.A_VECS,))
+        tile_b = syclexp.work_group_memory(sycl.uint4, (z.B_VECS,))
+        next_a = sycl.private_array(sycl.uint4, z.A_SHARE)
+        next_b = sycl.private_array(sycl.uint4, z.B_SHARE)
+        # the vectors this work-item copies: a column of each tile, every z.A_PASS / z.B_PASS rows
         a_row, a_col = lid // z.A_COLS, lid % z.A_COLS
         b_row, b_col = lid // z.B_COLS, lid % z.B_COLS
-        from_a = (row0 + a_row) * k_words + a_col
-        from_b = b_row * n_words + col0 // z.W + b_col
+        from_a = (row0 + a_row) * k_vecs + a_col
+        from_b = b_row * n_vecs + col0 // z.W + b_col
         to_a = a_row * z.A_ROW + a_col
         to_b = b_row * z.B_ROW + b_col
 
@@ -145,17 +146,17 @@ def gemm_kernel(a, b, bias, c, m: int, n: int, k: int, z: type = WIDE):
         b3 = jm.joint_matrix(sg, f16, jm.use.b, z.T, z.T, rm)
 
         for i in range(z.A_SHARE):  # the first step's tiles
-            tile_a[to_a + i * z.A_PASS * z.A_ROW] = a_words[from_a + i * z.A_PASS * k_words]
+            tile_a[to_a + i * z.A_PASS * z.A_ROW] = a_vecs[from_a + i * z.A_PASS * k_vecs]
         for i in range(z.B_SHARE):
-            tile_b[to_b + i * z.B_PASS * z.B_ROW] = b_words[from_b + i * z.B_PASS * n_words]
+            tile_b[to_b + i * z.B_PASS * z.B_ROW] = b_vecs[from_b + i * z.B_PASS * n_vecs]
         sycl.group_barrier(it.get_group())
         for k0 in range(z.BK, k + z.BK, z.BK):
             more = k0 < k
-            if more:  # the next step's words, in flight while this step multiplies
+            if more:  # the next step's vectors, in flight while this step multiplies
                 for i in range(z.A_SHARE):
-                    next_a[i] = a_words[from_a + i * z.A_PASS * k_words + k0 // z.W]
+                    next_a[i] = a_vecs[from_a + i * z.A_PASS * k_vecs + k0 // z.W]
                 for i in range(z.B_SHARE):
-                    next_b[i] = b_words[from_b + (k0 + i * z.B_PASS) * n_words]
+                    next_b[i] = b_vecs[from_b + (k0 + i * z.B_PASS) * n_vecs]
             if computes:
                 for kf in range(0, z.BK, z.T):
                     for frag, i in ((a0, 0), (a1, 1), (a2, 2), (a3, 3)):

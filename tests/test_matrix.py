@@ -508,6 +508,47 @@ def test_loads_through_packed_words(q, mem):
     assert "it must point to float32" in str(_build_error(q, packed_store))
 
 
+def test_loads_through_packed_vectors(q, mem):
+    """A tile read through vectors of words packing halves: 16-byte uint4 rows from USM,
+    uint2 columns (column major), and uint4 rows staged in work-group memory, as a GEMM
+    stages its tiles 16 bytes at a time; the strides count vectors."""
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((16, 16)).astype(np.float16)
+    b = rng.standard_normal((16, 16)).astype(np.float16)
+    d = rng.standard_normal((16, 16)).astype(np.float16)
+    pa, pb, pd = mem.of(a), mem.of(np.ascontiguousarray(b.T)), mem.of(d)
+    out = mem.zeros(256, np.float32)
+    vecs_a, vecs_b, vecs_d = pa.astype(sycl.uint4), pb.astype(sycl.uint2), pd.astype(sycl.uint4)
+
+    def body(it):
+        sg = it.get_sub_group()
+        lid = it.get_local_linear_id()
+        tile = syclexp.work_group_memory(sycl.uint4, (32,))
+        for i in range(lid, 32, it.get_local_range(0)):
+            tile[i] = vecs_d[i]
+        sycl.group_barrier(it.get_group())
+        ma = jm.joint_matrix(sg, sycl.float16, jm.use.a, 16, 16, jm.layout.row_major)
+        mb = jm.joint_matrix(sg, sycl.float16, jm.use.b, 16, 16, jm.layout.col_major)
+        md = jm.joint_matrix(sg, sycl.float16, jm.use.b, 16, 16, jm.layout.row_major)
+        mc = jm.joint_matrix(sg, sycl.float32, jm.use.accumulator, 16, 16)
+        jm.joint_matrix_fill(sg, mc, 0)
+        jm.joint_matrix_load(sg, ma, vecs_a, 2)
+        jm.joint_matrix_load(sg, mb, vecs_b, 4)
+        jm.joint_matrix_load(sg, md, tile, 2)
+        jm.joint_matrix_mad(sg, mc, ma, mb, mc)
+        jm.joint_matrix_mad(sg, mc, ma, md, mc)
+        jm.joint_matrix_store(sg, mc, out, 16, jm.layout.row_major)
+
+    s = _sub_group(q)
+    q.parallel_for(sycl.nd_range((s,), (s,)), body).wait()
+    want = a.astype(np.float32) @ (b.astype(np.float32) + d.astype(np.float32))
+    np.testing.assert_allclose(mem.view(out, 256).reshape(16, 16), want, rtol=1e-3,
+                               atol=1e-3)
+    asm = _cooperative(body).spirv_asm()
+    assert asm.count("OpCooperativeMatrixLoadKHR") == 3
+    assert "%v4uint" in asm and "%v2uint" in asm
+
+
 def test_the_cooperative_matrix_extensions_are_enabled_only_where_the_device_multiplies():
     """Device creation asks for VK_KHR_cooperative_matrix where the device lists
     combinations, NVIDIA's work-group-scope VK_NV_cooperative_matrix2 beside it where

@@ -18,9 +18,9 @@
   result. A loop per call and element spent them within 10 steps of a k loop loading
   four A and four B 16x16 tiles into sixteen accumulators; a step now takes 131.
 
-A load may read through a pointer to unsigned integers that pack several elements each
-(local memory filled 8 bytes at a time); its stride then counts those words, as SPIR-V's
-does. In the cooperative form the pointer and stride of a load or store must keep each row (or
+A load may read through a pointer to unsigned integers that pack several elements each,
+or to vectors of them (local memory filled 8 or 16 bytes at a time); its stride then
+counts those words or vectors, as SPIR-V's does. In the cooperative form the pointer and stride of a load or store must keep each row (or
 column) aligned to the lesser of 16 bytes and the row's size, as Vulkan requires: the code
 tells the driver so (it then moves rows whole), and constant strides are checked here.
 
@@ -41,7 +41,8 @@ from ..exceptions import errc, exception
 from . import if_device, ir
 from .matrix import FUNCTIONS, layout, use
 from .type_registry import element_type
-from .typesys import BOOL, I32, U32, ArrayType, MatrixType, Scalar, mem_type
+from .typesys import BOOL, I32, U32, ArrayType, MatrixType, Scalar, VecType, mem_type
+from .typesys import layout as memory_layout
 from .values import AccessorV, ItemV, PtrV, PyV
 
 # tiles larger than this are refused in the portable form, where each work-item holds one
@@ -405,8 +406,11 @@ def _pointer(fl: Any, v: Any, m: MatrixV, node: ast.AST, what: str,
 
 
 def _packs(word: Any, elem: Scalar) -> bool:
-    """Whether `word` is an unsigned integer holding several `elem`s (a load may read a
-    tile through such a pointer: local memory filled 8 bytes at a time, say)."""
+    """Whether `word` is an unsigned integer holding several `elem`s, or a vector of such
+    integers (a load may read a tile through such a pointer: local memory filled 8 or 16
+    bytes at a time, say)."""
+    if isinstance(word, VecType):
+        return word.count <= 4 and _packs(word.elem, elem)
     return isinstance(word, Scalar) and word.kind == "u" and word.bits > elem.bits and \
         word.bits % elem.bits == 0
 
@@ -456,7 +460,7 @@ def _row_alignment(m: MatrixV, lay: layout) -> int:
 
 def _check_stride(fl: Any, m: MatrixV, ptr: PtrV, stride: int, lay: layout,
                   node: ast.AST, name: str) -> None:
-    size = ptr.elem.nbytes
+    size = memory_layout(ptr.elem)[0]
     need = _row_alignment(m, lay)
     if stride * size % need:
         raise fl.err(node, f"{name}: a stride of {stride} elements puts rows {stride * size} "
@@ -472,18 +476,25 @@ def _position(fl: Any, ptr: PtrV, r: ir.Value, c: ir.Value, stride: ir.Value,
 
 def _packed(fl: Any, ptr: PtrV, m: MatrixV, r: ir.Value, c: ir.Value, stride: ir.Value,
             lay: layout, node: ast.AST) -> ir.Value:
-    """Element (r, c) read through a pointer to words packing several elements: rows
-    (columns) are `stride` words apart, elements lie in a row from the low bits up."""
+    """Element (r, c) read through a pointer to words packing several elements, or to
+    vectors of such words: rows (columns) are `stride` words (vectors) apart, elements lie
+    in a row from the low bits of the first word up."""
     word = ptr.elem
-    per = word.bits // m.ty.elem.bits
+    lane = word.elem if isinstance(word, VecType) else word
+    per_lane = lane.bits // m.ty.elem.bits
+    per = per_lane * (word.count if isinstance(word, VecType) else 1)
     major, minor = (r, c) if lay is layout.row_major else (c, r)
     index = _add(_mul(major, stride), ir.Op("OpSDiv", I32, [minor, ir.Const(I32, per)]))
-    shift = _mul(ir.Op("OpSMod", I32, [minor, ir.Const(I32, per)]),
-                 ir.Const(I32, m.ty.elem.bits))
-    bits = ir.Op("OpShiftRightLogical", word, [ir.Load(fl.index_place(ptr, index, node)),
-                                               shift])
+    within = ir.Op("OpSMod", I32, [minor, ir.Const(I32, per)])
+    bits: ir.Value = ir.Load(fl.index_place(ptr, index, node))
+    if isinstance(word, VecType):
+        bits = ir.Op("OpVectorExtractDynamic", lane,
+                     [bits, ir.Op("OpSDiv", I32, [within, ir.Const(I32, per_lane)])])
+        within = ir.Op("OpSMod", I32, [within, ir.Const(I32, per_lane)])
+    shift = _mul(within, ir.Const(I32, m.ty.elem.bits))
     narrow = Scalar("u", m.ty.elem.bits)
-    return ir.Op("OpBitcast", m.ty.elem, [ir.Op("OpUConvert", narrow, [bits])])
+    return ir.Op("OpBitcast", m.ty.elem, [ir.Op("OpUConvert", narrow, [
+        ir.Op("OpShiftRightLogical", lane, [bits, shift])])])
 
 
 def _start(fl: Any, ptr: PtrV, node: ast.AST) -> ir.Place:
