@@ -31,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import matrix_gemm
 
 TILE = 16
+# the tiles' barriers order local memory alone, as GLSL's barrier() and the tiles need
+LOCAL = sycl.access.fence_space.local_space
 
 CUDA = r"""
 extern "C" __global__ void matmul(const float* a, const float* b, float* c, int n) {
@@ -63,10 +65,10 @@ def tiled_kernel(a: sycl.ptr, b: sycl.ptr, c: sycl.ptr, n: int):
         for kt in range(0, n, TILE):
             ta[lr, lc] = a[row * n + kt + lc]
             tb[lr, lc] = b[(kt + lr) * n + col]
-            sycl.group_barrier(it.get_group())
+            it.barrier(LOCAL)
             for kk in range(TILE):
                 acc += ta[lr, kk] * tb[kk, lc]
-            sycl.group_barrier(it.get_group())
+            it.barrier(LOCAL)
         c[row * n + col] = acc
 
     return body

@@ -16,7 +16,7 @@ from vksycl.compiler import (
     this_work_item,
     work_group_memory,
 )
-from vksycl.kernels.launch import build_launch_args
+from vksycl.kernels.launch import build_launch_args, compiled
 from vksycl.properties import work_group_scratch_size
 
 
@@ -167,6 +167,53 @@ def test_tiled_reduction_with_local_memory_and_barriers(q, mem):
 
     q.parallel_for(sycl.nd_range((n,), (wg,)), body).wait()
     np.testing.assert_allclose(mem.view(partial, n // wg), x.reshape(-1, wg).sum(1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("space, semantics", [
+    (None, 0x148), (sycl.access.fence_space.global_and_local, 0x148),
+    (sycl.access.fence_space.local_space, 0x108), (sycl.access.fence_space.global_space, 0x48)])
+def test_nd_item_barrier_fence_spaces(q, mem, space, semantics):
+    """`it.barrier(space)` orders the memory of its fence space: work-group memory only
+    for local_space (GLSL's barrier()), global memory only for global_space; a local
+    exchange through a local_space barrier and a global one through global_space both
+    see every work-item's write."""
+    n, wg = 256, 32
+    src = mem.of(np.arange(n, dtype=np.float32))
+    through_local, through_global = mem.zeros(n, np.float32), mem.zeros(n, np.float32)
+    tile = work_group_memory(np.float32, wg)
+
+    def body(it):
+        i, lid = it.get_global_id(0), it.get_local_id(0)
+        tile[lid] = src[i] * 2.0
+        through_global[i] = src[i] + 1.0
+        if space is None:
+            it.barrier()
+        else:
+            it.barrier(space)
+        mirror = i - lid + wg - 1 - lid
+        if space is not sycl.access.fence_space.global_space:
+            through_local[i] = tile[wg - 1 - lid]
+        if space is not sycl.access.fence_space.local_space:
+            through_local[i] = through_global[mirror] - 1.0
+
+    nd = sycl.nd_range((n,), (wg,))
+    q.parallel_for(nd, body).wait()
+    mirrored = np.arange(n).reshape(-1, wg)[:, ::-1].ravel().astype(np.float32)
+    local_only = space is sycl.access.fence_space.local_space
+    np.testing.assert_array_equal(mem.view(through_local, n),
+                                  2 * mirrored if local_only else mirrored)
+    barriers = [line for line in compiled(q.get_device(), body, nd).spirv_asm().splitlines()
+                if "OpControlBarrier" in line]
+    assert barriers == [f"               OpControlBarrier %uint_2 %uint_2 %uint_{semantics}"]
+
+
+def test_nd_item_barrier_refuses_what_is_not_a_fence_space(q):
+    def body(it):
+        it.barrier(3)
+
+    with pytest.raises(sycl.exception, match=r"sycl\.access\.fence_space") as e:
+        q.parallel_for(sycl.nd_range((8,), (8,)), body).wait()
+    assert "test_parallel.py:" in str(e.value)
 
 
 TILE = 8

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..access import fence_space
 from . import ir
 from .typesys import BOOL, I32, U32, U64, VOID, Scalar
 from .values import ItemV, PyV
@@ -22,7 +23,9 @@ _INDEX_KIND_QUERY = {
     "local_id": "get_local_id", "group_id": "get_group_id", "global_range": "get_global_range",
     "local_range": "get_local_range", "group_range": "get_group_range",
 }
-_BARRIER_SEM = 0x8 | 0x40 | 0x100
+# AcquireRelease, over UniformMemory (global) and WorkgroupMemory (local)
+_BARRIER_SEM = {fence_space.global_and_local: 0x8 | 0x40 | 0x100,
+                fence_space.global_space: 0x8 | 0x40, fence_space.local_space: 0x8 | 0x100}
 
 
 def builtin(name: str, comp: int = 0) -> ir.Value:
@@ -122,7 +125,7 @@ class Queries:
                 if kind in ("item", "id") and name in _METHODS["nd_item"] else ""
             raise fl.err(node, f"{kind} has no method {name}(){hint}")
         if target == "barrier":
-            fl.emit(ir.Eval(barrier(2)))
+            fl.emit(ir.Eval(barrier(2, space=self.fence_space(fl, args, node))))
             return PyV(None)
         if target.startswith("obj:"):
             if args:
@@ -163,6 +166,19 @@ class Queries:
         if q is None:
             raise fl.err(node, f"a {obj.kind} cannot be indexed")
         return self.scalar_query(fl, q, self.dim(fl, index, obj.dims, node), node)
+
+    def fence_space(self, fl: Any, args: list[Any], node: ast.AST) -> fence_space:
+        """The memory `it.barrier([space])` orders: a `sycl.access.fence_space`."""
+        if len(args) > 1:
+            raise fl.err(node, "barrier() takes at most one argument, a "
+                         "sycl.access.fence_space")
+        if not args:
+            return fence_space.global_and_local
+        space = self.m.intr.const(fl, args[0], node)
+        if not isinstance(space, fence_space):
+            raise fl.err(node, "barrier's argument must be a sycl.access.fence_space "
+                         f"(local_space, global_space or global_and_local), got {space!r}")
+        return space
 
     def scalar_query(self, fl: Any, q: str, d: int, node: ast.AST) -> ir.Value:
         if q in ("get_id", "get_global_id"):
@@ -258,12 +274,13 @@ _METHODS: dict[str, dict[str, str]] = {
 _METHODS["id"] = _METHODS["item"]
 
 
-def barrier(scope: int, memory_scope: int | None = None) -> ir.Op:
-    """A control barrier of `scope` over work-group and global memory, seen at
-    `memory_scope` (the barrier's own scope unless given)."""
+def barrier(scope: int, memory_scope: int | None = None,
+            space: fence_space = fence_space.global_and_local) -> ir.Op:
+    """A control barrier of `scope` over the memory of `space` (work-group and global
+    memory unless given), seen at `memory_scope` (the barrier's own scope unless given)."""
     seen = scope if memory_scope is None else memory_scope
     return ir.Op("OpControlBarrier", VOID, [ir.ScopeId(scope), ir.ScopeId(seen),
-                                            ir.ScopeId(_BARRIER_SEM)])
+                                            ir.ScopeId(_BARRIER_SEM[space])])
 
 
 # -- group algorithms -----------------------------------------------------------------------
