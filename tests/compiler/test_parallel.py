@@ -207,6 +207,45 @@ def test_nd_item_barrier_fence_spaces(q, mem, space, semantics):
     assert barriers == [f"               OpControlBarrier %uint_2 %uint_2 %uint_{semantics}"]
 
 
+@pytest.mark.parametrize("scope, seen", [
+    (None, 2), (sycl.memory_scope.work_group, 2), (sycl.memory_scope.device, 1),
+    (sycl.memory_scope.work_item, 2)])
+def test_group_barrier_fence_scope(q, mem, scope, seen):
+    """`group_barrier(g, fence_scope)` fences at the scope given where it is wider than the
+    group's (device), at the group's otherwise; the exchange through local memory holds."""
+    n, wg = 128, 32
+    out = mem.zeros(n, np.int32)
+    tile = work_group_memory(np.int32, wg)
+
+    def body(it):
+        lid = it.get_local_id(0)
+        tile[lid] = it.get_global_id(0)
+        if scope is None:
+            sycl.group_barrier(it.get_group())
+        else:
+            sycl.group_barrier(it.get_group(), scope)
+        out[it.get_global_id(0)] = tile[wg - 1 - lid]
+
+    nd = sycl.nd_range((n,), (wg,))
+    q.parallel_for(nd, body).wait()
+    want = np.arange(n).reshape(-1, wg)[:, ::-1].ravel()
+    np.testing.assert_array_equal(mem.view(out, n), want)
+    barriers = [line.split()[1:] for line in
+                compiled(q.get_device(), body, nd).spirv_asm().splitlines()
+                if "OpControlBarrier" in line]
+    assert barriers == [["%uint_2", f"%uint_{seen}", "%uint_328"]]
+
+
+def test_group_barrier_refuses_a_system_fence(q):
+    def body(it):
+        sycl.group_barrier(it.get_group(), sycl.memory_scope.system)
+
+    with pytest.raises(sycl.exception, match="a Vulkan kernel fences at most device") as e:
+        q.parallel_for(sycl.nd_range((8,), (8,)), body).wait()
+    assert e.value.code() == sycl.errc.kernel_not_supported
+    assert "test_parallel.py:" in str(e.value)
+
+
 def test_nd_item_barrier_refuses_what_is_not_a_fence_space(q):
     def body(it):
         it.barrier(3)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import hashlib
 import logging
 import os
@@ -256,8 +257,10 @@ def _fingerprint(pyfn: Any, seen: set[int], depth: int = 0) -> str:
             continue
         with contextlib.suppress(ValueError):
             v = cell.cell_contents  # captured scalars are arguments: their type is the key
-            d = type(v).__name__ if isinstance(v, bool | int | float | np.generic) else \
-                _describe(v, seen, depth)
+            # (enum members, IntEnums too, are compiled in: their value is)
+            scalar = isinstance(v, bool | int | float | np.generic) and \
+                not isinstance(v, enum.Enum)
+            d = type(v).__name__ if scalar else _describe(v, seen, depth)
             h.update(repr((name, d)).encode())
     return h.hexdigest()
 

@@ -20,9 +20,10 @@
 
 A load may read through a pointer to unsigned integers that pack several elements each,
 or to vectors of them (local memory filled 8 or 16 bytes at a time); its stride then
-counts those words or vectors, as SPIR-V's does. In the cooperative form the pointer and stride of a load or store must keep each row (or
-column) aligned to the lesser of 16 bytes and the row's size, as Vulkan requires: the code
-tells the driver so (it then moves rows whole), and constant strides are checked here.
+counts those words or vectors, as SPIR-V's does. In the cooperative form the pointer and
+stride of a load or store must keep each row (or column) aligned to the lesser of 16 bytes
+and the row's size, as Vulkan requires: the code tells the driver so (it then moves rows
+whole), and constant strides are checked here.
 
 Elements reached by `joint_matrix_apply` are those a work-item owns: all of them in the
 portable form, its share (OpCooperativeMatrixLengthKHR) in the cooperative one, so `fn`

@@ -12,6 +12,7 @@ argument block in device memory whose address is its one push constant.
 from __future__ import annotations
 
 import ast
+import enum
 import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any
@@ -557,7 +558,8 @@ class KernelModule(DeviceCalls):
         if isinstance(obj, np.ndarray):
             raise fl.err(node, f"'{path[-1]}' is a numpy array: kernels read memory through "
                          "USM pointers (sycl.malloc_shared / malloc_device)")
-        if runtime and isinstance(obj, bool | int | float | np.generic):
+        if runtime and isinstance(obj, bool | int | float | np.generic) and \
+                not isinstance(obj, enum.Enum):  # an IntEnum (memory_scope) is compiled in
             t = scalar_of(obj.dtype) if isinstance(obj, np.generic) else scalar_of(type(obj))
             if t is None:
                 raise fl.err(node, f"'{path[-1]}' has an unsupported type {type(obj)}")

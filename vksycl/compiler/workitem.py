@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 
 from ..access import fence_space
+from ..exceptions import errc, exception
 from . import ir
+from .device import memory_scope
 from .typesys import BOOL, I32, U32, U64, VOID, Scalar
 from .values import ItemV, PyV
 
@@ -327,7 +329,9 @@ class Groups:
         if sub:
             self.m.uses_subgroups = True
         if name == "group_barrier":
-            fl.emit(ir.Eval(barrier(3 if sub else 2)))
+            scope = 3 if sub else 2
+            fl.emit(ir.Eval(barrier(scope, self.fence_scope(fl, scope, args[1:], kwargs,
+                                                            node))))
             return PyV(None)
         if name in ("reduce_over_group", "inclusive_scan_over_group",
                     "exclusive_scan_over_group"):
@@ -374,6 +378,30 @@ class Groups:
               "permute_group_by_xor": "OpGroupNonUniformShuffleXor"}[name]
         r = ir.Op(op, x.ty, [ir.ScopeId(3), x, delta])
         return fl.convert(r, ty) if ty.is_bool else r
+
+    def fence_scope(self, fl: Any, scope: int, rest: list[Any], kwargs: dict[str, Any],
+                    node: ast.AST) -> int:
+        """The SPIR-V scope of `group_barrier(g[, fence_scope])`'s fence: the group's own
+        unless a wider `sycl.memory_scope` is given (a narrower one fences the group's
+        scope anyway, a stronger fence than asked for)."""
+        given = list(rest)
+        if "fence_scope" in kwargs:
+            given.append(kwargs["fence_scope"])
+        if len(given) > 1 or set(kwargs) - {"fence_scope"}:
+            raise fl.err(node, "group_barrier(g[, fence_scope]) takes a group and a "
+                         "sycl.memory_scope")
+        if not given:
+            return scope
+        wanted = self.m.intr.const(fl, given[0], node)
+        if not isinstance(wanted, memory_scope):
+            raise fl.err(node, "group_barrier's fence_scope must be a sycl.memory_scope, "
+                         f"got {wanted!r}")
+        if wanted is memory_scope.system:
+            raise exception(errc.kernel_not_supported,
+                            f"{fl.src.filename}:{getattr(node, 'lineno', 0)}: "
+                            "group_barrier(g, memory_scope.system): a Vulkan kernel fences "
+                            "at most device scope")
+        return min(int(wanted), scope)
 
     def algorithm(self, fl: Any, g: ItemV, name: str, rest: list[Any], node: ast.AST) -> Any:
         if len(rest) == 2:
