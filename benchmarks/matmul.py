@@ -53,9 +53,11 @@ extern "C" __global__ void matmul(const float* a, const float* b, float* c, int 
 """
 
 
-def tiled_kernel(a: sycl.ptr, b: sycl.ptr, c: sycl.ptr, n: int):
+def tiled_kernel(a: sycl.ptr, b: sycl.ptr, c: sycl.ptr, n: int,
+                 fence: sycl.access.fence_space = LOCAL):
     """c = a @ b for n x n float32 matrices, 16x16 tiles staged in local memory (an
-    nd_range of (n, n) over (TILE, TILE))."""
+    nd_range of (n, n) over (TILE, TILE)); its barriers order the memory of `fence`
+    (`global_and_local` is `group_barrier`'s)."""
     def body(it):
         ta = work_group_memory(sycl.float32, (TILE, TILE))
         tb = work_group_memory(sycl.float32, (TILE, TILE))
@@ -65,10 +67,10 @@ def tiled_kernel(a: sycl.ptr, b: sycl.ptr, c: sycl.ptr, n: int):
         for kt in range(0, n, TILE):
             ta[lr, lc] = a[row * n + kt + lc]
             tb[lr, lc] = b[(kt + lr) * n + col]
-            it.barrier(LOCAL)
+            it.barrier(fence)
             for kk in range(TILE):
                 acc += ta[lr, kk] * tb[kk, lc]
-            it.barrier(LOCAL)
+            it.barrier(fence)
         c[row * n + col] = acc
 
     return body

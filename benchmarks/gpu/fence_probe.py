@@ -1,6 +1,6 @@
 """What a work-group barrier's fence over global memory costs a tiled kernel: the module
 vksycl compiles for the tiled fp32 matmul of `benchmarks/matmul.py` with
-`sycl.group_barrier` (fence over global and local memory), and copies of it whose
+`group_barrier`'s fence (over global and local memory), and copies of it whose
 barriers differ in one way each, run through the SPIR-V source path beside the same
 algorithm in hand GLSL (`barrier()`, a fence over local memory alone), in one process:
 
@@ -34,33 +34,11 @@ import matmul
 import spirv_gen
 import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
-from vksycl.ext.oneapi.experimental import work_group_memory
 from vksycl.kernels.launch import compiled
 
 FULL, LOCAL, GLOBAL = 0x148, 0x108, 0x48  # AcquireRelease over the memories
 RELEASE_GLOBAL, ACQUIRE_GLOBAL = 0x44, 0x42
-TILE = matmul.TILE  # a module-level number: compiled in
 AVAILABLE_VISIBLE = 0x6000
-
-
-def group_barrier_kernel(a: sycl.ptr, b: sycl.ptr, c: sycl.ptr, n: int):
-    """`matmul.tiled_kernel` with SYCL 2020's group_barrier."""
-    def body(it):
-        ta = work_group_memory(sycl.float32, (TILE, TILE))
-        tb = work_group_memory(sycl.float32, (TILE, TILE))
-        row, col = it.get_global_id(0), it.get_global_id(1)
-        lr, lc = it.get_local_id(0), it.get_local_id(1)
-        acc = sycl.float32(0.0)
-        for kt in range(0, n, TILE):
-            ta[lr, lc] = a[row * n + kt + lc]
-            tb[lr, lc] = b[(kt + lr) * n + col]
-            sycl.group_barrier(it.get_group())
-            for kk in range(TILE):
-                acc += ta[lr, kk] * tb[kk, lc]
-            sycl.group_barrier(it.get_group())
-        c[row * n + col] = acc
-
-    return body
 
 
 def variants(asm: str) -> dict[str, str]:
@@ -122,7 +100,7 @@ def main() -> None:
         ctx, syclexp.source_language.glsl, {"main": kernels_glsl.TILED_MATMUL})
     ).ext_oneapi_get_kernel("main")
     runs = {"hand GLSL (barrier())": lambda: submit(glsl, (a, b, c, np.int32(n)))}
-    body = group_barrier_kernel(a, b, c, n)
+    body = matmul.tiled_kernel(a, b, c, n, sycl.access.fence_space.global_and_local)
     asm = compiled(q.get_device(), body, ndr).spirv_asm()
     pointers = (np.int32(n), np.uint64(a.address), np.uint64(b.address),
                 np.uint64(c.address))
