@@ -125,8 +125,11 @@ GROUP_FUNCTIONS = (
 )
 group_barrier = device_only(
     "group_barrier",
-    "`group_barrier(g)`: waits until every work-item of the group `g` (a work-group or a "
-    "sub-group) reaches it, and makes their memory operations visible to each other.")
+    "`group_barrier(g[, fence_scope])`: waits until every work-item of the group `g` (a "
+    "work-group or a sub-group) reaches it, and makes their memory operations, global and "
+    "local, visible to each other (at `fence_scope`, a `sycl.memory_scope`, where it is "
+    "wider than the group's). `it.barrier(sycl.access.fence_space.local_space)` orders "
+    "local memory alone.")
 reduce_over_group = device_only(
     "reduce_over_group",
     "`reduce_over_group(g, x, op)` or `(g, x, init, op)`: combines `x` of every work-item"
