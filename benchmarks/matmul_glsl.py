@@ -472,18 +472,14 @@ def _example(q, a, b, n: int, rows: np.ndarray, want: np.ndarray, scale: float,
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
     import matrix_gemm
+    from timing import best_seconds
 
     bias = sycl.malloc_device(n, sycl.float32, q)
     c = sycl.malloc_device(n * n, sycl.float32, q)
     q.memset(bias, 0, 4 * n).wait()
-    try:
-        for _ in range(2):  # warm-up (compile, pipeline creation)
-            matrix_gemm.gemm_bias_relu(q, a, b, bias, c, n, n, n).wait()
-        wall = []
-        for _ in range(repeat):
-            t = time.perf_counter()
-            matrix_gemm.gemm_bias_relu(q, a, b, bias, c, n, n, n).wait()
-            wall.append(time.perf_counter() - t)
+    try:  # the warm-up call compiles the kernel and makes its pipeline
+        tw = best_seconds(lambda: matrix_gemm.gemm_bias_relu(q, a, b, bias, c, n, n, n).wait(),
+                          repeat)
         got = np.empty((n, n), np.float32)
         q.copy(c, got, n * n).wait()
     finally:
@@ -494,7 +490,6 @@ def _example(q, a, b, n: int, rows: np.ndarray, want: np.ndarray, scale: float,
     if err >= 1e-2:
         print(f"  {tag:38s} WRONG: max error {err:.1e} of the largest value")
         return 1
-    tw = min(wall)
     line = f"  {tag:38s} wall {2.0 * n ** 3 / tw / 1e12:7.1f} TFLOP/s"
     if best_wall is not None:
         line += f"  {best_wall / tw:.2f}x the best GLSL variant above"

@@ -87,6 +87,13 @@ def path_name(path: tuple) -> str:
 ROOT_LENGTH = {"self": 1, "cell": 2, "param": 2}
 
 
+def runtime_number(v: Any) -> bool:
+    """A captured number, passed as a kernel argument read at each launch (its type, not
+    its value, keys the kernel); an enum member, an IntEnum such as `memory_scope` too, is
+    compiled in instead."""
+    return isinstance(v, bool | int | float | np.generic) and not isinstance(v, enum.Enum)
+
+
 def is_data(v: Any) -> bool:
     """Numbers, None and tuples of them: values a kernel can be compiled for."""
     if isinstance(v, tuple):

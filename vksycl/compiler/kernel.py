@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import enum
 import hashlib
 import logging
 import os
@@ -30,7 +29,7 @@ from ..exceptions import errc, exception
 from ..types import dtype_key
 from . import disk_cache
 from .adjoint import adjoint_kernel
-from .captures import captured_value, plain_object
+from .captures import captured_value, plain_object, runtime_number
 from .codegen import Codegen, analyse
 from .device_global import declared, device_global
 from .host_bodies import device_view
@@ -256,11 +255,8 @@ def _fingerprint(pyfn: Any, seen: set[int], depth: int = 0) -> str:
         if name in skip:
             continue
         with contextlib.suppress(ValueError):
-            v = cell.cell_contents  # captured scalars are arguments: their type is the key
-            # (enum members, IntEnums too, are compiled in: their value is)
-            scalar = isinstance(v, bool | int | float | np.generic) and \
-                not isinstance(v, enum.Enum)
-            d = type(v).__name__ if scalar else _describe(v, seen, depth)
+            v = cell.cell_contents  # captured numbers are arguments: their type is the key
+            d = type(v).__name__ if runtime_number(v) else _describe(v, seen, depth)
             h.update(repr((name, d)).encode())
     return h.hexdigest()
 

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..exceptions import errc, exception
+from ..exceptions import errc
 from . import if_device, ir
 from .matrix import FUNCTIONS, layout, use
 from .type_registry import element_type
@@ -185,11 +185,10 @@ def _check_shape(fl: Any, target: MatrixTarget, ty: MatrixType, node: ast.AST) -
 def _unsupported(fl: Any, node: ast.AST, what: str, target: MatrixTarget) -> Exception:
     listed = ", ".join(f"{a}x{b}->{d} {m}x{n}x{k}" for a, b, c, d, m, n, k in
                        target.combinations)
-    return exception(errc.kernel_not_supported,
-                     f"{fl.src.filename}:{getattr(node, 'lineno', 0)}: {what} is not among "
-                     f"the joint_matrix combinations this device multiplies "
-                     f"({listed}); query them with "
-                     "device.get_info(syclexp.info.device.matrix_combinations)")
+    return fl.err(node, f"{what} is not among the joint_matrix combinations this device "
+                  f"multiplies ({listed}); query them with "
+                  "device.get_info(syclexp.info.device.matrix_combinations)",
+                  errc.kernel_not_supported)
 
 
 def _matrix(fl: Any, v: Any, node: ast.AST, what: str) -> MatrixV:

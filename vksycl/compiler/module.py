@@ -12,7 +12,6 @@ argument block in device memory whose address is its one push constant.
 from __future__ import annotations
 
 import ast
-import enum
 import types as pytypes
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +33,7 @@ from .captures import (
     namespace,
     path_name,
     plain_object,
+    runtime_number,
 )
 from .device_calls import DeviceCalls
 from .device_global import device_global
@@ -558,8 +558,7 @@ class KernelModule(DeviceCalls):
         if isinstance(obj, np.ndarray):
             raise fl.err(node, f"'{path[-1]}' is a numpy array: kernels read memory through "
                          "USM pointers (sycl.malloc_shared / malloc_device)")
-        if runtime and isinstance(obj, bool | int | float | np.generic) and \
-                not isinstance(obj, enum.Enum):  # an IntEnum (memory_scope) is compiled in
+        if runtime and runtime_number(obj):
             t = scalar_of(obj.dtype) if isinstance(obj, np.generic) else scalar_of(type(obj))
             if t is None:
                 raise fl.err(node, f"'{path[-1]}' has an unsupported type {type(obj)}")

@@ -33,11 +33,13 @@ class Source:
         return getattr(self.node, "name", "<lambda>")
 
 
-def error(filename: str, node: ast.AST | None, message: str) -> exception:
-    """A build error at a node: `file:line:col: message`."""
+def error(filename: str, node: ast.AST | None, message: str,
+          code: errc = errc.build) -> exception:
+    """An error at a node, a build error unless `code` says otherwise:
+    `file:line:col: message`."""
     line = getattr(node, "lineno", 0)
     col = getattr(node, "col_offset", -1) + 1
-    return exception(errc.build, f"{filename}:{line}:{col}: {message}")
+    return exception(code, f"{filename}:{line}:{col}: {message}")
 
 
 # CPython 3.11 converts a parsed tree to Python objects with a depth counter of the

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..access import fence_space
-from ..exceptions import errc, exception
+from ..exceptions import errc
 from . import ir
 from .device import memory_scope
 from .typesys import BOOL, I32, U32, U64, VOID, Scalar
@@ -397,10 +397,8 @@ class Groups:
             raise fl.err(node, "group_barrier's fence_scope must be a sycl.memory_scope, "
                          f"got {wanted!r}")
         if wanted is memory_scope.system:
-            raise exception(errc.kernel_not_supported,
-                            f"{fl.src.filename}:{getattr(node, 'lineno', 0)}: "
-                            "group_barrier(g, memory_scope.system): a Vulkan kernel fences "
-                            "at most device scope")
+            raise fl.err(node, "group_barrier(g, memory_scope.system): a Vulkan kernel "
+                         "fences at most device scope", errc.kernel_not_supported)
         return min(int(wanted), scope)
 
     def algorithm(self, fl: Any, g: ItemV, name: str, rest: list[Any], node: ast.AST) -> Any:

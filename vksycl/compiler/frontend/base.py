@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from ...exceptions import errc
 from .. import ir
 from ..source import Source, error
 from ..typesys import Type
@@ -36,8 +37,8 @@ class LoweringState:
         self.globals = pyfn.__globals__
 
     # -- diagnostics ------------------------------------------------------------------
-    def err(self, node: ast.AST | None, message: str) -> Exception:
-        return error(self.src.filename, node, message)
+    def err(self, node: ast.AST | None, message: str, code: errc = errc.build) -> Exception:
+        return error(self.src.filename, node, message, code)
 
     # -- emission helpers -------------------------------------------------------------
     def emit(self, stmt: ir.Stmt) -> None:
