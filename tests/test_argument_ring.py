@@ -140,8 +140,10 @@ def test_launches_of_new_sizes_run_from_the_ring_each_over_its_own_range(q, wait
         expected[:size] += 1
     np.testing.assert_array_equal(np.asarray(out), expected)
     plan = plans._PLANS[(id(count.__code__), id(q.get_device()))]
-    last = plan.last[2]  # of the last size, from the ring the first sizes settled
-    assert isinstance(last, RingLaunch) and last.groups != last.ring.first.groups
+    ring = plan.ring[1]  # settled by the first sizes: the last size's launch ran from it
+    last = ring.newest.owner
+    assert isinstance(last, RingLaunch) and last.ring is ring
+    assert last.groups != ring.first.groups and last.origin.launch == sycl.range(3000)
 
     x = sycl.malloc_shared(n, sycl.float32, q)
     q.memset(x, 0, n * 4).wait()

@@ -362,9 +362,11 @@ def test_the_same_free_function_arguments_on_a_freed_pointer_are_refused(q):
 @pytest.mark.parametrize("dims", [1, 2])
 def test_a_new_size_each_launch_reuses_the_plan_s_variants(q, dims):
     """Sizes that change at every launch, and sizes that come back (A, B, A, B: each
-    launch's command has its own work-group counts and range arguments), take a plan made
-    from the last one's variants and prepared kernel; each launch writes its own range
-    (the kernel reads it) over exactly its items, a guard cutting rounded work-groups."""
+    launch's command has its own work-group counts and range arguments), run the last
+    plan's command with their sizes, under no plan of their own; a size launched twice
+    running gets a plan made from the last one's variants and prepared kernel, and then
+    repeats. Each launch writes its own range (the kernel reads it) over exactly its
+    items, a guard cutting rounded work-groups."""
     side = 70
     out = sycl.malloc_shared(side * side, sycl.int32, q)
 
@@ -377,16 +379,26 @@ def test_a_new_size_each_launch_reuses_the_plan_s_variants(q, dims):
     q.parallel_for(sycl.range(*sizes[0]), write).wait()
     resized, made = plans.WAYS.resized, plans.WAYS.plans
     new_sizes = plans.WAYS.new_sizes
-    for size in sizes:
+
+    def launch(size: tuple) -> None:
         count = int(np.prod(size))
         out[:side * side] = -1
         q.parallel_for(sycl.range(*size), write).wait()
         got = np.asarray(out)[:side * side]
         np.testing.assert_array_equal(got[:count], size[0] * 1000 + np.arange(count) % 7)
         assert (got[count:] == -1).all()
-    # the first size is the last launch's: its plan; the others its command, resized
-    assert plans.WAYS.plans == made and plans.WAYS.resized - resized == len(sizes) - 1
-    assert plans.WAYS.new_sizes - new_sizes == len(sizes) - 1
+
+    for size in sizes:
+        launch(size)
+    # the first size is the plan's, which stays the kernel's: it repeats; the others
+    # run its command resized
+    assert plans.WAYS.plans == made and plans.WAYS.resized == resized
+    assert plans.WAYS.new_sizes - new_sizes == sum(s != sizes[0] for s in sizes)
+    new_sizes = plans.WAYS.new_sizes
+    for _ in range(3):  # resized, resized with a plan made, then a repeat of that plan
+        launch(sizes[1])
+    assert plans.WAYS.plans == made and plans.WAYS.resized - resized == 1
+    assert plans.WAYS.new_sizes - new_sizes == 2
 
 
 RESIZED_SCALE = 1.0  # a module global rebound between sizes (compiled in: a new kernel)
@@ -475,8 +487,9 @@ def test_new_sizes_of_an_nd_range_with_an_offset_and_of_a_free_function(q):
 def test_a_new_launch_object_with_the_same_values_finds_the_plan(q, spelling):
     """`q.parallel_for(sycl.range(n), body)` with a new range each call (the common
     spelling), a plain int or tuple, or a new nd_range: one plan for every launch, found by
-    the launch's values; a range of other values still gets a plan of its own."""
-    made, resized = plans.WAYS.plans, plans.WAYS.resized
+    the launch's values; a range of other values gets a plan of its own, or runs the last
+    plan's command resized."""
+    made, resized, new_sizes = plans.WAYS.plans, plans.WAYS.resized, plans.WAYS.new_sizes
     out = sycl.malloc_shared(N, sycl.int32, q)
     q.memset(out, 0, N * 4).wait()
 
@@ -495,7 +508,8 @@ def test_a_new_launch_object_with_the_same_values_finds_the_plan(q, spelling):
         q.parallel_for(launch[spelling](N), body).wait()
     assert plans.WAYS.plans - made == 1
     q.parallel_for(launch[spelling](N // 2), body).wait()
-    assert plans.WAYS.plans - made + plans.WAYS.resized - resized == 2
+    assert plans.WAYS.plans - made + plans.WAYS.resized - resized + \
+        plans.WAYS.new_sizes - new_sizes == 2
     expected = np.full(N, 5, np.int32)
     expected[: N // 2] += 1
     np.testing.assert_array_equal(np.asarray(out), expected)

@@ -39,6 +39,7 @@ from .plans import (
     arguments_record,
     block_variant,
     changed_numbers,
+    checked_facts,
     kept_launch,
     known_plan,
     latest_plan,
@@ -335,11 +336,13 @@ def _new_size(pyfn: Any, info: Any, launch: Any, args: Any, context: Any, device
     """The command of a launch of another size than the last launch of its kernel on
     this device, with that launch's very captures and arguments (`args`, None for a
     closure) and its facts (`launch_facts`): that launch's command with the new sizes
-    packed in, over the new work-groups, under a plan of its own for the new launch
-    object. Sizes are launch arguments, so nothing is compiled, looked up or packed
-    again, and once the kernel's argument ring is settled, the launch runs from it (its
-    slots' dispatches read the work-group counts from memory), recording nothing new;
-    None if there is no such launch (the full way then)."""
+    packed in, over the new work-groups. Sizes are launch arguments, so nothing is
+    compiled, looked up or packed again, and once the kernel's argument ring is settled,
+    the launch runs from it (its slots' dispatches read the work-group counts from
+    memory), recording nothing new. While sizes keep changing no plan is made for them:
+    the last plan stays the kernel's, untouched; a size launched twice running gets a
+    plan of its own (`resized_plan`), which its later repeats find. None if there is no
+    such launch (the full way then)."""
     like = latest_plan(pyfn, info, device)
     if like is None or launch is None:
         return None
@@ -354,21 +357,29 @@ def _new_size(pyfn: Any, info: Any, launch: Any, args: Any, context: Any, device
         return None
     if not repeats(pyfn, like, last, required):
         return None
-    plan = resized_plan(pyfn, info, launch, device, like)
-    if plan is None:  # other facts: the full way
+    again = like.last_resize == launch
+    like.last_resize = launch
+    plan: Plan | None = None
+    if again:
+        plan = resized_plan(pyfn, info, launch, device, like)
+        if plan is None:  # other facts: the full way
+            return None
+    elif like.facts != checked_facts(launch, info, device):
         return None
     p = last[0]
     push = p.resized(last[1], launch)
     if push is None:
         return None
-    origin, groups = Origin.of(pyfn, p.ck, launch), _groups(p, plan.kind, launch, device)
+    origin = last[2].origin.relaunched(pyfn, launch)
+    groups = _groups(p, like.kind, launch, device)
     ring = _ring_for(like, p, last, pyfn, device)  # launches of new sizes settle it too
-    plan.ring, plan.ring_of, plan.repacks = like.ring, like.ring_of, like.repacks
     command = ring.launch(push, origin, groups) if isinstance(ring, ArgumentRing) else \
         last[2].with_push(push, origin, groups)
     WAYS.new_sizes += 1
-    _keep_recent(plan, push, p, context, command)
-    _remember(plan, (p, push, command, context, last[4], arg_record), pyfn)
+    if plan is not None:
+        plan.ring, plan.ring_of, plan.repacks = like.ring, like.ring_of, like.repacks
+        _keep_recent(plan, push, p, context, command)
+        _remember(plan, (p, push, command, context, last[4], arg_record), pyfn)
     return command
 
 

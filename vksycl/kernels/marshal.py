@@ -246,14 +246,17 @@ class Prepared:
         """`push`, the packed arguments of an earlier launch, with the sizes and offsets
         of `launch` in the slots the code reads them from (a launch of another size);
         None when one does not fit its slot (the full packing says why)."""
-        if not self.launch_slots:
+        slots = self.launch_slots
+        if not slots:
             return push
         out = bytearray(push)
-        for what, d, _, at in self.launch_slots:
-            try:
-                _LAUNCH_VALUE.pack_into(out, at, _launch_value(launch, what, d))
-            except (struct.error, OverflowError):
-                return None
+        sizes = launch.get_global_range() if hasattr(launch, "get_global_range") else launch
+        try:
+            for what, d, _, at in slots:
+                _LAUNCH_VALUE.pack_into(out, at, int(sizes[d]) if what == "range" else
+                                        int(launch.get_offset()[d]))
+        except (struct.error, OverflowError):
+            return None
         return bytes(out)
 
     def misfit(self, values: list) -> str | None:

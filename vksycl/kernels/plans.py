@@ -11,11 +11,12 @@ while every check below holds; each guards something that would make that comman
   so its id is not reused while the plan lives.
 - The launch object, by identity: ranges are immutable, so the same object gives the same
   shape, work-group counts and range arguments. Equal ranges in a new object just make a
-  new plan (and check their work-items once); so do ranges of other sizes, but where
-  their `launch_facts` are the last plan's, the new plan takes its variants and prepared
-  kernel rather than working them out again (`resized_plan`), and a launch whose
-  captures and arguments are the very objects of the last one takes its command with
-  the new sizes and work-group counts (sizes are launch arguments, never compiled in).
+  new plan (and check their work-items once). A launch of another size whose
+  `launch_facts` are the last plan's, and whose captures and arguments are the very
+  objects of the last one, takes its command with the new sizes and work-group counts
+  (sizes are launch arguments, never compiled in), under no plan of its own while sizes
+  keep changing; a size launched twice running gets a plan that takes the last one's
+  variants and prepared kernel rather than working them out again (`resized_plan`).
 - The free function kernel info, by identity: one function is a kernel per template
   instantiation, each with its own parameter types and properties.
 - Launch properties: a launch with some never finds or keeps a plan, since they are
@@ -317,6 +318,7 @@ class Plan:
         "kept",
         "kind",
         "last",
+        "last_resize",
         "launch",
         "names",
         "prepared",
@@ -376,6 +378,10 @@ class Plan:
         # arguments (a time step) and the ring is settled, the `streak.Streak` that checks
         # the next such launch at those alone; it holds only while its launch is `last`
         self.streak: Any = None
+        # the launch object of the last launch of another size that ran as this plan's
+        # last launch resized, with no plan of its own (`launch._new_size`): the same size
+        # coming next gets one, so a size that then repeats is found as a plan
+        self.last_resize: Any = None
 
 
 # (id of the kernel's code, id of the device) -> plan: hashing a code object hashes its
@@ -435,7 +441,7 @@ def plan_for(pyfn: Any, info: Any, launch: Any, device: Any, properties: Any) ->
         plan = known_plan(pyfn, info, launch, device)
         if plan is not None:
             return plan
-    facts = _checked_facts(launch, info, device)
+    facts = checked_facts(launch, info, device)
     if properties is not None:
         return new_plan(pyfn, info, launch, device, properties, facts)
     like = latest_plan(pyfn, info, device)
@@ -453,7 +459,7 @@ def resized_plan(pyfn: Any, info: Any, launch: Any, device: Any, like: Plan,
     with `like`'s variants and prepared kernel, so that a size changing every launch
     costs no plan's making; None for other facts."""
     if facts is None:
-        facts = _checked_facts(launch, info, device)
+        facts = checked_facts(launch, info, device)
     if like.facts != facts:
         return None
     WAYS.resized += 1
@@ -463,10 +469,10 @@ def resized_plan(pyfn: Any, info: Any, launch: Any, device: Any, like: Plan,
     return plan
 
 
-def _checked_facts(launch: Any, info: Any, device: Any) -> tuple:
+def checked_facts(launch: Any, info: Any, device: Any) -> tuple:
     """A launch's `launch_facts`, once its work-items and (for a free function kernel)
-    its kind and dimensions are checked: a plan is kept per launch object, so this runs
-    once for each."""
+    its kind and dimensions are checked: once per plan, and for each launch of a new
+    size."""
     if launch is not None:
         check_work_items(launch)
     facts = launch_facts(launch, device)

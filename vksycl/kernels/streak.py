@@ -22,7 +22,6 @@ import numpy as np
 
 from ..runtime.commands import KernelLaunch
 from .argument_ring import ArgumentRing
-from .fusion import Origin
 from .marshal import Slot
 from .plans import Plan, any_freed, contents, same_captures, same_globals
 
@@ -165,8 +164,7 @@ def with_push(last: tuple, push: bytes, pyfn: Any, launch: Any, ring: Any) -> Ke
     arguments `push`: from `ring` when there is one, else as push constants. The general
     repack (`launch._repacked`) makes its commands here too."""
     origin = last[2].origin  # of a launch of the plan's values
-    if origin.function() is not pyfn:
-        origin = Origin.of(pyfn, last[0].ck, launch)
+    origin = origin.relaunched(pyfn, origin.launch)
     if isinstance(ring, ArgumentRing):
         return ring.launch(push, origin, last[2].groups)
     return last[2].with_push(push, origin)

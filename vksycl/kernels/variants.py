@@ -8,7 +8,7 @@ lowers on the device, and the floating-point controls its properties ask for.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from ..compiler import coarsen as coarsening
 from ..compiler import virtual
@@ -76,15 +76,29 @@ def launch_facts(launch: Any, device: Any, shape: tuple | None = None) -> tuple:
     """What a launch's variant takes from the launch itself: its shape (`launch_shape`),
     whether its work-groups are numbered linearly (more than the device dispatches along a
     dimension), and whether a work-item may run several ids. Launches with equal facts
-    run the same variants, whatever their sizes."""
+    run the same variants, whatever their sizes. Kept by launch and device (ranges are
+    immutable): a size changing every launch among a few finds its facts."""
+    key = (launch, id(device.vulkan))  # the device's Vulkan facts live as long as it
     if shape is None:
+        facts = _FACTS.get(key)
+        if facts is not None:
+            return facts
         shape = launch_shape(launch, device)
     kind, dims, local, _ = shape
     fold = dims > 1 and too_many_groups(launch, local, device)
     coarsenable = kind != "single_task" and dims == 1 and \
         (launch.get_global_range() if kind == "nd_range" else launch)[0] >= \
         local[0] * coarsening.COARSEN
-    return shape, fold, coarsenable
+    facts = (shape, fold, coarsenable)
+    if len(_FACTS) >= _FACTS_KEPT:
+        _FACTS.clear()
+    _FACTS[key] = facts
+    return facts
+
+
+# (launch, id of its device's Vulkan facts) -> its `launch_facts`
+_FACTS: dict[tuple, tuple] = {}
+_FACTS_KEPT: Final = 256
 
 
 def launch_variant(pyfn: Any, info: Any, shape: tuple, launch: Any, device: Any,
