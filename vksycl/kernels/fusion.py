@@ -55,16 +55,6 @@ class Origin(NamedTuple):
         weak = weakref.WeakMethod if type(pyfn) is pytypes.MethodType else weakref.ref
         return cls(weak(pyfn), ck, launch)
 
-    def relaunched(self, pyfn: Any, launch: Any) -> Origin:
-        """The origin of a launch of `pyfn`, this origin's kernel, over `launch`: this
-        origin's weak reference while it is to `pyfn` (making one costs more than the
-        rest of a repeated launch's origin)."""
-        if self.function() is not pyfn:
-            return Origin.of(pyfn, self.ck, launch)
-        if self.launch is launch:
-            return self
-        return tuple.__new__(Origin, (self.function, self.ck, launch))
-
     @property
     def pyfn(self) -> Any:
         return self.function()

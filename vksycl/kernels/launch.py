@@ -55,7 +55,7 @@ from .plans import (
 )
 from .properties import launch_properties
 from .reduction import build_reduction_launch
-from .streak import Streak, with_push
+from .streak import Streak, relaunched, with_push
 from .variants import launch_facts
 
 # commands a plan keeps by their push constants
@@ -370,7 +370,7 @@ def _new_size(pyfn: Any, info: Any, launch: Any, args: Any, context: Any, device
     push = p.resized(last[1], launch)
     if push is None:
         return None
-    origin = last[2].origin.relaunched(pyfn, launch)
+    origin = relaunched(last[2].origin, pyfn, launch)
     groups = _groups(p, like.kind, launch, device)
     ring = _ring_for(like, p, last, pyfn, device)  # launches of new sizes settle it too
     command = ring.launch(push, origin, groups) if isinstance(ring, ArgumentRing) else \

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..runtime.commands import KernelLaunch
 from .argument_ring import ArgumentRing
+from .fusion import Origin
 from .marshal import Slot
 from .plans import Plan, any_freed, contents, same_captures, same_globals
 
@@ -159,12 +160,23 @@ class Streak:
         return with_push(last, push, kernel, launch, self.ring)
 
 
+def relaunched(origin: Origin, pyfn: Any, launch: Any) -> Origin:
+    """The origin of a launch of `pyfn`, `origin`'s kernel, over `launch`: with
+    `origin`'s weak reference while it is to `pyfn` (making one costs more than the rest
+    of a repeated launch's origin)."""
+    if origin.function() is not pyfn:
+        return Origin.of(pyfn, origin.ck, launch)
+    if origin.launch is launch:
+        return origin
+    return tuple.__new__(Origin, (origin.function, origin.ck, launch))
+
+
 def with_push(last: tuple, push: bytes, pyfn: Any, launch: Any, ring: Any) -> KernelLaunch:
     """The command of a launch of `last`'s (a plan's last launch) with the packed
     arguments `push`: from `ring` when there is one, else as push constants. The general
     repack (`launch._repacked`) makes its commands here too."""
     origin = last[2].origin  # of a launch of the plan's values
-    origin = origin.relaunched(pyfn, origin.launch)
+    origin = relaunched(origin, pyfn, origin.launch)
     if isinstance(ring, ArgumentRing):
         return ring.launch(push, origin, last[2].groups)
     return last[2].with_push(push, origin)
