@@ -2,8 +2,8 @@
 and how they are loaded. A launch is host Python from the user's call down to the Vulkan
 submission (queue, handler, plan lookup and identity checks, argument rings, scheduler,
 engine): compiled, it costs the host a third fewer instructions, with no second
-implementation to keep in step. Argument packing (`kernels/marshal.py`) and `event` stay
-interpreted (docs/architecture.md, "Compiled modules", says why).
+implementation to keep in step. Argument packing (`kernels/marshal.py`) stays interpreted,
+and `event` keeps its fields in C (docs/architecture.md, "Compiled modules", says why).
 
 `ci/build_mypyc.py` compiles `MODULES` as one group into `build/mypyc/<interpreter>/`
 and records each source's hash there. Importing vksycl puts a finder for them first on

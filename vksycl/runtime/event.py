@@ -12,7 +12,7 @@ from typing import Any
 from .. import info
 from ..exceptions import errc, exception
 from ..info import event_command_status
-from .engine import Engine
+from .engine import Engine, native_type
 from .submission import Part, Submission
 
 
@@ -26,36 +26,53 @@ def consume(err: BaseException) -> bool:
     return True
 
 
-class event:
-    """A command's completion: `wait()`, `get_info(sycl.info.event.command_execution_status)`,
-    `get_profiling_info(...)` on a queue made with `property.queue.enable_profiling()`."""
+class _EventFields:
+    """`sycl.event`'s fields where the Kompute module, which holds them in C
+    (`native/event_core.c`), cannot load: no work runs there, so the two must only agree
+    (tests/test_event_core.py checks that they do)."""
 
-    __slots__ = (
-        "__weakref__",
-        "_deps",
-        "_engine",
-        "_error",
-        "_issued",
-        "_issued_signal",
-        "_profiling",
-        "_submission",
-        "_times",
-    )
+    __slots__ = ("__weakref__", "_deps", "_engine", "_error", "_issued", "_issued_signal",
+                 "_profiling", "_submission", "_times")
 
     def __init__(self, engine: Engine | None = None, profiling: bool = False,
                  submission: Submission | Part | None = None) -> None:
         self._engine = engine
-        # every step handed to the device or run (`submission`, the work of a command of
-        # one submission); a default-constructed event is complete
         self._issued = engine is None or submission is not None
-        self._issued_signal: Any = None  # a threading.Event, only for deferred commands
+        self._issued_signal: Any = None
         self._submission = submission
         self._error: BaseException | None = None
         self._profiling = profiling
-        # submit, start, end (ns), or a function computing them once the work is done
         self._times: list[int] | Callable[[], list[int]] | None = None
-        # weak, so a long in-order chain of events does not keep every event alive
         self._deps: tuple[weakref.ref[event], ...] = ()
+
+    def is_complete(self) -> bool:
+        return self._issued and (self._submission is None or self._submission.done())
+
+    def ordered_on(self, engine: Engine) -> bool:
+        """True when work submitted to `engine` from now on runs after this event's work:
+        it completed, or its GPU work is already in that engine's queue."""
+        if not self._issued:
+            return False
+        return self._engine is engine or self.is_complete()
+
+
+# Every launch makes an event, and most ask an earlier one whether it completed or is
+# ordered before the launch's work: in C these cost no interpreted call. The fields: the
+# engine running its work (None for a default event); whether every step was handed to
+# the device or run (`_issued`; its `_issued_signal`, a threading.Event, only for
+# deferred commands); the Submission or Part of its work; its asynchronous error; whether
+# its queue profiles, and the times (submit, start, end ns) or the function computing
+# them once the work is done; weak references to the events it waited for (weak, so that
+# a long in-order chain of events does not keep every event alive).
+_FIELDS: Any = native_type("EventCore") or _EventFields
+
+
+class event(_FIELDS):  # type: ignore[misc]
+    """A command's completion: `wait()`, `get_info(sycl.info.event.command_execution_status)`,
+    `get_profiling_info(...)` on a queue made with `property.queue.enable_profiling()`;
+    `event()` is a completed event."""
+
+    __slots__ = ()
 
     @classmethod
     def completed(cls) -> event:
@@ -126,16 +143,6 @@ class event:
             err = self._submission.error  # its batch could not be submitted
         if err is not None and consume(err):
             raise err
-
-    def is_complete(self) -> bool:
-        return self._issued and (self._submission is None or self._submission.done())
-
-    def ordered_on(self, engine: Engine) -> bool:
-        """True when work submitted to `engine` from now on runs after this event's work:
-        it completed, or its GPU work is already in that engine's queue."""
-        if not self._issued:
-            return False
-        return self._engine is engine or self.is_complete()
 
     def get_info(self, param: Any) -> Any:
         if param is info.event.command_execution_status:
