@@ -18,6 +18,7 @@ directly, with no layer between.
 
 from __future__ import annotations
 
+import struct
 import types as pytypes
 from typing import Any, Final
 
@@ -30,7 +31,7 @@ from ..runtime.handler import PYTHON_KERNELS
 from .argument_ring import ArgumentRing
 from .device_checks import check_supported, group_counts
 from .fusion import Origin
-from .marshal import ADDRESS, ArgumentBlock, Prepared
+from .marshal import ADDRESS, LAUNCH_VALUE, ArgumentBlock, Prepared
 from .plans import (
     WAYS,
     Plan,
@@ -367,7 +368,7 @@ def _new_size(pyfn: Any, info: Any, launch: Any, args: Any, context: Any, device
     elif like.facts != checked_facts(launch, info, device):
         return None
     p = last[0]
-    push = p.resized(last[1], launch)
+    push = _resized(p, last[1], launch)
     if push is None:
         return None
     origin = relaunched(last[2].origin, pyfn, launch)
@@ -381,6 +382,25 @@ def _new_size(pyfn: Any, info: Any, launch: Any, args: Any, context: Any, device
         _keep_recent(plan, push, p, context, command)
         _remember(plan, (p, push, command, context, last[4], arg_record), pyfn)
     return command
+
+
+def _resized(p: Prepared, push: bytes, launch: Any) -> bytes | None:
+    """`push`, the packed arguments of an earlier launch of `p`, with the sizes and
+    offsets of `launch` in the slots the code reads them from (a launch of another
+    size); None when one does not fit its slot (the full packing says why). Here rather
+    than in the interpreted marshaller: every launch of a new size runs it."""
+    slots = p.launch_slots
+    if not slots:
+        return push
+    out = bytearray(push)
+    sizes = launch.get_global_range() if hasattr(launch, "get_global_range") else launch
+    try:
+        for what, d, _, at in slots:
+            LAUNCH_VALUE.pack_into(out, at, int(sizes[d]) if what == "range" else
+                                   int(launch.get_offset()[d]))
+    except (struct.error, OverflowError):
+        return None
+    return bytes(out)
 
 
 def compiled(device: Any, kernel: Any, launch: Any, properties: Any = None) -> CompiledKernel:

@@ -41,7 +41,7 @@ _FORMAT64 = {"i": "q", "u": "Q", "f": "d"}
 # the push constants of a kernel reading its arguments from an argument block
 ADDRESS = struct.Struct("<Q")
 # a launch's size or offset, as the code reads it
-_LAUNCH_VALUE = struct.Struct("<I")
+LAUNCH_VALUE = struct.Struct("<I")  # a size or offset the code reads
 # where an argument read straight from a closure cell, module global or explicit argument
 # lies in the push constants: (byte offset, its packer, "ptr" / "bool" / "scalar",
 # alignment of the element type, element dtype, path). A plain `tuple` to the compiled
@@ -240,23 +240,6 @@ class Prepared:
                 packer.pack_into(out, at, v)
             except (struct.error, OverflowError):
                 return None
-        return bytes(out)
-
-    def resized(self, push: bytes, launch: Any) -> bytes | None:
-        """`push`, the packed arguments of an earlier launch, with the sizes and offsets
-        of `launch` in the slots the code reads them from (a launch of another size);
-        None when one does not fit its slot (the full packing says why)."""
-        slots = self.launch_slots
-        if not slots:
-            return push
-        out = bytearray(push)
-        sizes = launch.get_global_range() if hasattr(launch, "get_global_range") else launch
-        try:
-            for what, d, _, at in slots:
-                _LAUNCH_VALUE.pack_into(out, at, int(sizes[d]) if what == "range" else
-                                        int(launch.get_offset()[d]))
-        except (struct.error, OverflowError):
-            return None
         return bytes(out)
 
     def misfit(self, values: list) -> str | None:
