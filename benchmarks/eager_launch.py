@@ -288,8 +288,8 @@ extern "C" __global__ void bump(float* x, int n) {
         cupy.cuda.Device().synchronize, None
 
 
-# the peers' and the floor's names in the data file
-CSV_NAMES = {"raw kp": "raw kp (the floor)", "torch": "torch x.add_(1) (peer)",
+# the names of the peers and of raw Kompute in the data file
+CSV_NAMES = {"raw kp": "raw kp, blocking wait", "torch": "torch x.add_(1) (peer)",
              "cupy RawKernel": "cupy RawKernel (peer)", "numba-vulkan": "numba-vulkan (peer)"}
 
 
