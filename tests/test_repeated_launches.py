@@ -448,6 +448,58 @@ def test_a_new_size_after_a_change_sees_the_change(q, change):
     sycl.free(b, q)
 
 
+def test_a_new_size_on_a_queue_of_another_context_checks_its_pointers(q):
+    """The last launch's pointers were checked against its context only: a launch of a
+    new size through a queue of another context takes the full way, which refuses memory
+    of the first context, rather than that launch's command resized."""
+    n, m = 1000, 600
+    a = sycl.malloc_shared(n, sycl.float32, q)
+    a[:] = 0
+
+    def bump(i):
+        a[i] = a[i] + 1.0
+
+    q.parallel_for(sycl.range(n), bump).wait()
+    other = sycl.queue(sycl.context(q.get_device()), q.get_device())
+    new_sizes = plans.WAYS.new_sizes
+    with pytest.raises(sycl.exception, match="another context") as err:
+        other.parallel_for(sycl.range(m), bump)
+    assert err.value.code() == sycl.errc.invalid
+    assert plans.WAYS.new_sizes == new_sizes
+    q.parallel_for(sycl.range(m), bump).wait()  # its own context
+    expected = np.ones(n, np.float32)
+    expected[:m] += 1
+    np.testing.assert_array_equal(np.asarray(a), expected)
+    sycl.free(a, q)
+
+
+RESIZED_OFFSET = syclexp.device_global(sycl.float32)
+
+
+def test_a_new_size_of_a_kernel_using_a_device_global_reads_its_new_value(q):
+    """A kernel using a device_global packs its arguments at every launch (its address is
+    looked up per device and bundle), so it never runs the last launch's command
+    resized: a value copied in between reaches the launch of the new size."""
+    n, m = 1000, 600
+    out = sycl.malloc_shared(n, sycl.float32, q)
+    out[:] = -1
+    q.copy(np.array([5.0], np.float32), RESIZED_OFFSET).wait()
+
+    def offset(i):
+        out[i] = RESIZED_OFFSET.get() + i
+
+    q.parallel_for(sycl.range(n), offset).wait()
+    np.testing.assert_array_equal(np.asarray(out), 5.0 + np.arange(n))
+    q.copy(np.array([100.0], np.float32), RESIZED_OFFSET).wait()
+    new_sizes = plans.WAYS.new_sizes
+    q.parallel_for(sycl.range(m), offset).wait()
+    got = np.asarray(out)
+    np.testing.assert_array_equal(got[:m], 100.0 + np.arange(m))
+    np.testing.assert_array_equal(got[m:], 5.0 + np.arange(m, n))
+    assert plans.WAYS.new_sizes == new_sizes
+    sycl.free(out, q)
+
+
 def test_new_sizes_of_an_nd_range_with_an_offset_and_of_a_free_function(q):
     """nd_ranges of new global sizes (the same work-group size and offset): each launch's
     ids, offset and range reach the kernel, closure and free function kernel alike (the
