@@ -74,6 +74,8 @@ class event(_FIELDS):  # type: ignore[misc]
 
     __slots__ = ()
 
+    is_complete = _FIELDS.is_complete  # named here for the API reference
+
     @classmethod
     def completed(cls) -> event:
         e = cls()
