@@ -31,7 +31,7 @@ from ..runtime.handler import PYTHON_KERNELS
 from .argument_ring import ArgumentRing
 from .device_checks import check_supported, group_counts
 from .fusion import Origin
-from .marshal import ADDRESS, LAUNCH_VALUE, ArgumentBlock, Prepared
+from .marshal import ADDRESS, LAUNCH_VALUE, ArgumentBlock, Prepared, launch_value
 from .plans import (
     WAYS,
     Plan,
@@ -393,11 +393,9 @@ def _resized(p: Prepared, push: bytes, launch: Any) -> bytes | None:
     if not slots:
         return push
     out = bytearray(push)
-    sizes = launch.get_global_range() if hasattr(launch, "get_global_range") else launch
     try:
         for what, d, _, at in slots:
-            LAUNCH_VALUE.pack_into(out, at, int(sizes[d]) if what == "range" else
-                                   int(launch.get_offset()[d]))
+            LAUNCH_VALUE.pack_into(out, at, launch_value(launch, what, d))
     except (struct.error, OverflowError):
         return None
     return bytes(out)

@@ -214,7 +214,7 @@ class Prepared:
         if self.launch_slots:
             known = self.last_launch
             if known[0] is not launch:
-                known = self.last_launch = (launch, [(pos, _launch_value(launch, what, d))
+                known = self.last_launch = (launch, [(pos, launch_value(launch, what, d))
                                                      for what, d, pos, _ in self.launch_slots])
             for pos, value in known[1]:
                 values[pos] = value
@@ -323,7 +323,8 @@ def _direct_slots(ck: CompiledKernel, pyfn: Any
     return slots["cell"], slots["global"], slots["param"]
 
 
-def _launch_value(launch: Any, what: str, d: int) -> int:
+def launch_value(launch: Any, what: str, d: int) -> int:
+    """The size ("range") or offset of dimension `d` of a launch, as its slot holds it."""
     if what == "range":
         g = launch.get_global_range() if hasattr(launch, "get_global_range") else launch
         return int(g[d])

@@ -78,22 +78,24 @@ def launch_facts(launch: Any, device: Any, shape: tuple | None = None) -> tuple:
     dimension), and whether a work-item may run several ids. Launches with equal facts
     run the same variants, whatever their sizes. Kept by launch and device (ranges are
     immutable): a size changing every launch among a few finds its facts."""
+    if shape is not None:  # worked out by the caller: nothing to look up
+        return _facts(launch, device, shape)
     key = (launch, id(device.vulkan))  # the device's Vulkan facts live as long as it
-    if shape is None:
-        facts = _FACTS.get(key)
-        if facts is not None:
-            return facts
-        shape = launch_shape(launch, device)
+    facts = _FACTS.get(key)
+    if facts is None:
+        if len(_FACTS) >= _FACTS_KEPT:
+            _FACTS.clear()
+        facts = _FACTS[key] = _facts(launch, device, launch_shape(launch, device))
+    return facts
+
+
+def _facts(launch: Any, device: Any, shape: tuple) -> tuple:
     kind, dims, local, _ = shape
     fold = dims > 1 and too_many_groups(launch, local, device)
     coarsenable = kind != "single_task" and dims == 1 and \
         (launch.get_global_range() if kind == "nd_range" else launch)[0] >= \
         local[0] * coarsening.COARSEN
-    facts = (shape, fold, coarsenable)
-    if len(_FACTS) >= _FACTS_KEPT:
-        _FACTS.clear()
-    _FACTS[key] = facts
-    return facts
+    return shape, fold, coarsenable
 
 
 # (launch, id of its device's Vulkan facts) -> its `launch_facts`
