@@ -14,6 +14,7 @@ import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
 from vksycl.kernels import plans
+from vksycl.kernels.launch import build_launch
 
 N = 256
 SCALE = np.float32(1.0)  # a module global the kernel reads; rebound between launches
@@ -533,6 +534,64 @@ def test_new_sizes_of_an_nd_range_with_an_offset_and_of_a_free_function(q):
     np.testing.assert_array_equal(np.asarray(x), expected)
     sycl.free(out, q)
     sycl.free(x, q)
+
+
+def test_sizes_coming_again_in_turn_see_every_change(q):
+    """Sizes launched in turn, round after round (a shrinking active set each step), find
+    the launch of their size worked out in the first round, as long as the captures are
+    the very objects of the last launch: a new number or another array between rounds
+    reaches every size after it, and a freed pointer raises for a size seen before."""
+    n, sizes = 1000, (1000, 900, 800, 700)
+    a = sycl.malloc_shared(n, sycl.float32, q)
+    b = sycl.malloc_shared(n, sycl.float32, q)
+    a[:], b[:] = 0, 0
+    target, step = a, 1.0
+
+    def bump(i):
+        target[i] = target[i] + step
+
+    expected = {"a": np.zeros(n, np.float32), "b": np.zeros(n, np.float32)}
+    new_sizes = plans.WAYS.new_sizes
+    for name, value in (("a", 1.0), ("a", 1.0), ("a", 2.0), ("b", 2.0), ("b", 3.0)):
+        target, step = (a if name == "a" else b), value
+        for s in sizes:
+            q.parallel_for(sycl.range(s), bump)
+            expected[name][:s] += value
+        q.wait()
+    np.testing.assert_array_equal(np.asarray(a), expected["a"])
+    np.testing.assert_array_equal(np.asarray(b), expected["b"])
+    assert plans.WAYS.new_sizes - new_sizes == 5 * (len(sizes) - 1)
+    sycl.free(b, q)
+    with pytest.raises(sycl.exception, match="freed"):
+        q.parallel_for(sycl.range(sizes[2]), bump)
+    sycl.free(a, q)
+
+
+def add_to(out, i):
+    out[i] = out[i] + 1.0
+
+
+def test_a_size_coming_again_names_the_closure_launched(q):
+    """A new closure of the same code each launch (a lambda in a loop) runs a size seen
+    before from what was worked out for it, under its own name: the command's origin is
+    that closure, not the one launched when the size came first."""
+    n = 1000
+    out = sycl.malloc_shared(n, sycl.float32, q)
+    out[:] = 0
+    device, context = q.get_device(), q.get_context()
+    sizes = (1000, 900, 800, 700, 900, 800, 700)  # the plan's size, then others in turn
+    new_sizes = plans.WAYS.new_sizes
+    for s in sizes:
+        fn = lambda i: add_to(out, i)  # a new closure each launch
+        command = build_launch(device, fn, sycl.range(s), None, context)
+        assert command.origin.pyfn is fn
+        q.execute(command, []).wait()
+    assert plans.WAYS.new_sizes - new_sizes == len(sizes) - 1
+    expected = np.zeros(n, np.float32)
+    for s in sizes:
+        expected[:s] += 1
+    np.testing.assert_array_equal(np.asarray(out), expected)
+    sycl.free(out, q)
 
 
 @pytest.mark.parametrize("spelling", ["new range", "int", "tuple", "new nd_range"])

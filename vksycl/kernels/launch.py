@@ -61,6 +61,8 @@ from .variants import launch_facts
 
 # commands a plan keeps by their push constants
 _RECENT: Final = 16
+# launches of other sizes a plan keeps (`_sized`)
+_SIZES_KEPT: Final = 256
 # launches with values new to a plan's recent ones before the next run from its argument
 # ring: a loop stepping a value, not a few values in turn
 RING_AFTER: Final = 4
@@ -365,14 +367,11 @@ def _new_size(pyfn: Any, info: Any, launch: Any, args: Any, context: Any, device
         plan = resized_plan(pyfn, info, launch, device, like)
         if plan is None:  # other facts: the full way
             return None
-    elif like.facts != checked_facts(launch, info, device):
+    sized = _sized(like, last, launch, info, device, pyfn, plan is None)
+    if sized is None:
         return None
+    push, groups, origin = sized
     p = last[0]
-    push = _resized(p, last[1], launch)
-    if push is None:
-        return None
-    origin = relaunched(last[2].origin, pyfn, launch)
-    groups = _groups(p, like.kind, launch, device)
     ring = _ring_for(like, p, last, pyfn, device)  # launches of new sizes settle it too
     command = ring.launch(push, origin, groups) if isinstance(ring, ArgumentRing) else \
         last[2].with_push(push, origin, groups)
@@ -382,6 +381,38 @@ def _new_size(pyfn: Any, info: Any, launch: Any, args: Any, context: Any, device
         _keep_recent(plan, push, p, context, command)
         _remember(plan, (p, push, command, context, last[4], arg_record), pyfn)
     return command
+
+
+def _sized(like: Plan, last: tuple, launch: Any, info: Any, device: Any, pyfn: Any,
+           check: bool) -> tuple[bytes, tuple[int, int, int], Origin] | None:
+    """(packed arguments, work-group counts, origin) of a launch of `like`'s last launch
+    `last` over `launch`, another size; None when it does not fit `last`'s slots or (with
+    `check`) its facts differ from `like`'s. Kept by launch object while `last` stays the
+    plan's last launch (sizes change without making it another), a few hundred at most:
+    a size coming again finds them at the cost of a lookup; its facts were checked when
+    they were worked out, and launch objects are immutable."""
+    kept, known = like.sizes
+    if kept is not last:
+        known = {}
+        like.sizes = (last, known)
+    found = known.get(launch)
+    if found is not None:
+        origin = found[2]
+        if origin.function() is pyfn:
+            return found
+        return found[0], found[1], relaunched(origin, pyfn, launch)
+    if check and like.facts != checked_facts(launch, info, device):
+        return None
+    p = last[0]
+    push = _resized(p, last[1], launch)
+    if push is None:
+        return None
+    found = (push, _groups(p, like.kind, launch, device),
+             relaunched(last[2].origin, pyfn, launch))
+    if len(known) >= _SIZES_KEPT:
+        known.clear()
+    known[launch] = found
+    return found
 
 
 def _resized(p: Prepared, push: bytes, launch: Any) -> bytes | None:

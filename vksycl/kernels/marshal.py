@@ -27,6 +27,7 @@ from ..compiler.printing import BufferFormat
 from ..compiler.type_registry import element_type
 from ..compiler.typesys import layout
 from ..exceptions import errc, exception
+from ..ranges import nd_range
 from ..runtime import bounds, device_globals, device_output
 from ..runtime.context import scheduler_for
 from ..runtime.usm import Allocation, alloc, other_device
@@ -326,8 +327,7 @@ def _direct_slots(ck: CompiledKernel, pyfn: Any
 def launch_value(launch: Any, what: str, d: int) -> int:
     """The size ("range") or offset of dimension `d` of a launch, as its slot holds it."""
     if what == "range":
-        g = launch.get_global_range() if hasattr(launch, "get_global_range") else launch
-        return int(g[d])
+        return int((launch.get_global_range() if isinstance(launch, nd_range) else launch)[d])
     return int(launch.get_offset()[d])
 
 

@@ -326,6 +326,7 @@ class Plan:
         "repacks",
         "ring",
         "ring_of",
+        "sizes",
         "streak",
         "variants",
     )
@@ -382,6 +383,11 @@ class Plan:
         # last launch resized, with no plan of its own (`launch._new_size`): the same size
         # coming next gets one, so a size that then repeats is found as a plan
         self.last_resize: Any = None
+        # (`last` when they were worked out, {launch object: (its packed arguments,
+        # work-group counts, origin)}) of launches of other sizes that ran as that last
+        # launch resized: a few sizes in turn (a shrinking active set, again and again)
+        # look their launches up rather than checking, packing and counting again
+        self.sizes: tuple[tuple | None, dict] = (None, {})
 
 
 # (id of the kernel's code, id of the device) -> plan: hashing a code object hashes its

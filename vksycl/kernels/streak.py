@@ -164,19 +164,21 @@ def relaunched(origin: Origin, pyfn: Any, launch: Any) -> Origin:
     """The origin of a launch of `pyfn`, `origin`'s kernel, over `launch`: with
     `origin`'s weak reference while it is to `pyfn` (making one costs more than the rest
     of a repeated launch's origin)."""
-    if origin.function() is not pyfn:
-        return Origin.of(pyfn, origin.ck, launch)
-    if origin.launch is launch:
+    function, ck, launched = origin  # unpacked: compiled, a tuple's items are read directly
+    if function() is not pyfn:
+        return Origin.of(pyfn, ck, launch)
+    if launched is launch:
         return origin
-    return tuple.__new__(Origin, (origin.function, origin.ck, launch))
+    return tuple.__new__(Origin, (function, ck, launch))
 
 
 def with_push(last: tuple, push: bytes, pyfn: Any, launch: Any, ring: Any) -> KernelLaunch:
     """The command of a launch of `last`'s (a plan's last launch) with the packed
     arguments `push`: from `ring` when there is one, else as push constants. The general
     repack (`launch._repacked`) makes its commands here too."""
-    origin = last[2].origin  # of a launch of the plan's values
-    origin = relaunched(origin, pyfn, origin.launch)
+    command: KernelLaunch = last[2]  # typed: compiled, its fields are read directly
+    origin: Origin = command.origin  # of a launch of the plan's values
+    origin = relaunched(origin, pyfn, origin[2])
     if isinstance(ring, ArgumentRing):
-        return ring.launch(push, origin, last[2].groups)
-    return last[2].with_push(push, origin)
+        return ring.launch(push, origin, command.groups)
+    return command.with_push(push, origin)
