@@ -22,7 +22,7 @@ from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
 from vksycl.kernels import launch, marshal, plans
 from vksycl.kernels.argument_ring import RingLaunch
-from vksycl.kernels.launch import RING_AFTER
+from vksycl.kernels.launch import RING_AFTER, build_launch
 
 N = 64
 target: sycl.ptr | None = None  # the module-level pointer `add_to_target` writes
@@ -216,6 +216,44 @@ def test_the_ring_memory_is_released_with_its_plan(q):
     sycl.usm_release_cached(q)  # waits for the device, then frees what it retired
     assert all(b.released for b in buffers)
     sycl.free(x, q)
+
+
+def test_closures_of_one_code_taking_turns_keep_the_ring(q, float32_sum):
+    """A closure of the same code over another array and size, launched in between, takes
+    the kernel's plan over, and the next launch of the first closure takes it back: each
+    plan made from the last one takes its ring along, so the first closure's launches of
+    new sizes run from the ring its new values settled, not from push constants until a
+    ring is made anew."""
+    n, m = 1000, 600  # sizes of the same launch facts
+    x = sycl.malloc_shared(n, sycl.float32, q)
+    y = sycl.malloc_shared(n, sycl.float32, q)
+    x[:], y[:] = 0, 0
+    body_x, set_x = _stepper(x)
+    body_y, set_y = _stepper(y)
+    steps = _steps(RING_AFTER + 3)
+    for v in steps:
+        set_x(v)
+        q.parallel_for(n, body_x).wait()
+    ring = _plan_of(body_x, q).ring[1]
+    assert ring
+    set_y(5.0)
+    q.parallel_for(m, body_y).wait()
+    set_x(2.0)
+    sizes = (n, 900, 800, 700)
+    for size in sizes:
+        command = build_launch(q.get_device(), body_x, sycl.range(size), None,
+                               q.get_context())
+        if size != n:  # the first one takes the plan back in full
+            assert isinstance(command, RingLaunch) and command.ring is ring
+        q.execute(command, []).wait()
+    expected = np.full(n, float32_sum(steps), np.float32)
+    for size in sizes:
+        expected[:size] += np.float32(2.0)
+    np.testing.assert_array_equal(np.asarray(x), expected)
+    np.testing.assert_array_equal(np.asarray(y)[:m], 5.0)
+    assert (np.asarray(y)[m:] == 0).all()
+    sycl.free(x, q)
+    sycl.free(y, q)
 
 
 def test_the_ring_lies_in_memory_the_host_only_writes(q, float32_sum):

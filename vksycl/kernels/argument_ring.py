@@ -2,7 +2,8 @@
 pre-recorded work: their arguments go into slots of host-visible memory that a variant of
 the kernel reads, each slot with a dispatch of its own whose one push constant is the
 slot's address. The memory is a Vulkan buffer of the ring's own, not USM: it lives as long
-as its plan, and would keep a block of the caching allocator from ever going back. The
+as the plans that take it over (a plan made from the last one for another size or
+closure), and would keep a block of the caching allocator from ever going back. The
 host only writes it, so it lies in the device's own memory where the device maps that
 (a resizable BAR): on an H200 a kernel reading its arguments from host memory took a
 microsecond longer per launch + wait.

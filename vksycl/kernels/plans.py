@@ -471,6 +471,9 @@ def resized_plan(pyfn: Any, info: Any, launch: Any, device: Any, like: Plan,
     WAYS.resized += 1
     plan = Plan(pyfn, launch, info, facts[0][0], like.variants, facts, like.names)
     plan.prepared = like.prepared
+    # its prepared kernel's ring too: closures of one code launched in turn (over other
+    # arrays, of other sizes) replace each other's plans, and would each make a ring anew
+    plan.ring, plan.ring_of, plan.repacks = like.ring, like.ring_of, like.repacks
     _keep(plan, pyfn, device)
     return plan
 
