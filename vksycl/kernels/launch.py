@@ -396,11 +396,9 @@ def _sized(like: Plan, last: tuple, launch: Any, info: Any, device: Any, pyfn: A
         known = {}
         like.sizes = (last, known)
     found = known.get(launch)
-    if found is not None:
-        origin = found[2]
-        if origin.function() is pyfn:
-            return found
-        return found[0], found[1], relaunched(origin, pyfn, launch)
+    if found is not None:  # its origin names the closure launched now
+        origin = relaunched(found[2], pyfn, launch)
+        return found if origin is found[2] else (found[0], found[1], origin)
     if check and like.facts != checked_facts(launch, info, device):
         return None
     p = last[0]
