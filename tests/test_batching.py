@@ -19,6 +19,7 @@ import pytest
 
 import vksycl as sycl
 from vksycl import info
+from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.runtime import engine, faults
 
 sys.path.append(str(Path(__file__).parent))  # the busy kernel beside this file
@@ -400,6 +401,56 @@ def test_batch_window_setting(monkeypatch):
     with pytest.raises(sycl.exception) as err:
         config.batch_window_s()
     assert err.value.code() == sycl.errc.invalid and "'100us'" in str(err.value)
+
+
+# x = x * 3 + k + i, as `step` computes it, in GLSL: a kernel with a descriptor binding,
+# whose launches over other memory share its pipeline with a descriptor set each
+GLSL_STEP = """#version 450
+layout(local_size_x = 64) in;
+layout(std430, binding = 0) buffer X { uint x[]; };
+layout(push_constant) uniform Args { uint k; } args;
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    x[i] = x[i] * 3u + args.k + i;
+}
+"""
+
+
+def test_each_batched_launch_binds_its_own_pipeline_memory_and_arguments(ordered_q, flag):
+    """One command buffer records, in turn, a kernel over one allocation twice running
+    with other push constants, the same kernel over another allocation (the same
+    pipeline, another descriptor set) and a Python kernel with a new number each launch
+    (another pipeline, its argument ring): a dispatch binds only what differs from the one
+    recorded before it, and each reads its own pipeline, memory and arguments."""
+    q = ordered_q
+    bundle = syclexp.build(syclexp.create_kernel_bundle_from_source(
+        q.get_context(), syclexp.source_language.glsl, GLSL_STEP))
+    k = bundle.ext_oneapi_get_kernel("main")
+    a, b, c = (sycl.malloc_device(N, sycl.uint32, q) for _ in range(3))
+    for x in (a, b, c):
+        q.memset(x, 0, 4 * N)
+    q.wait()
+
+    def glsl_step(x, value):
+        q.submit(lambda h: (h.set_args(x, np.uint32(value)),
+                            h.parallel_for(sycl.nd_range((N,), (64,)), k)))
+    before = submissions(q)
+    busy(q, flag)
+    rounds = range(30)
+    for r in rounds:
+        glsl_step(a, r)
+        glsl_step(a, r + 1000)
+        glsl_step(b, 7 * r)
+        step(q, c, r)
+    for x, ks in ((a, [v for r in rounds for v in (r, r + 1000)]),
+                  (b, [7 * r for r in rounds]), (c, list(rounds))):
+        out = np.zeros(N, np.uint32)
+        q.memcpy(out, x, 4 * N).wait()
+        assert np.array_equal(out, expected_steps(ks))
+    # the busy kernel, then a few batches: the launches shared command buffers
+    assert submissions(q) - before <= 6, submissions(q) - before
+    for x in (a, b, c):
+        sycl.free(x, q)
 
 
 def test_a_graph_replay_between_batched_commands_keeps_their_order(ordered_q, flag):
