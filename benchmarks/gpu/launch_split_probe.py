@@ -6,7 +6,13 @@ rounds per spelling after 300 untimed ones; every spelling's result is checked. 
 spelling slower than another only in the launch column costs host time, one slower in
 the wait costs device time.
 
-    bash benchmarks/gpu/run.sh python3 benchmarks/gpu/launch_split_probe.py [SPELLING...]
+`--async` splits asynchronous launches the same way: 1000 launches issued with no wait
+between them (the host's time per launch), then the one wait for all of them (the work
+the device still had queued once the host was done). Where the wait is a few µs the
+host set the pace of the `async` column of `eager_launch.py`; where it is long the
+device did, and host work saved there gains nothing.
+
+    bash benchmarks/gpu/run.sh python3 benchmarks/gpu/launch_split_probe.py [--async] [SPELLING...]
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import eager_launch
 import vksycl as sycl
 
 LAUNCHES = 300
+ASYNC_LAUNCHES = 1000
 
 
 def split(name: str, launch: Callable[[], object], wait: Callable[[], None]) -> None:
@@ -44,16 +51,38 @@ def split(name: str, launch: Callable[[], object], wait: Callable[[], None]) -> 
         print(f"{name:50s} {c:10.1f} {w:8.1f} {c + w:9.1f}", flush=True)
 
 
-def main(spellings: list[str]) -> None:
+def split_async(name: str, launch: Callable[[], object], wait: Callable[[], None]) -> None:
+    """Prints three rounds of issuing `ASYNC_LAUNCHES` launches (µs per launch) and of the
+    wait after them (µs), after an untimed one."""
+    for r in range(4):
+        t0 = time.perf_counter()
+        for _ in range(ASYNC_LAUNCHES):
+            launch()
+        t1 = time.perf_counter()
+        wait()
+        t2 = time.perf_counter()
+        if r:
+            issued = (t1 - t0) / ASYNC_LAUNCHES * 1e6
+            print(f"{name:50s} {issued:10.2f} {(t2 - t1) * 1e6:8.1f} "
+                  f"{(t2 - t0) / ASYNC_LAUNCHES * 1e6:9.2f}", flush=True)
+
+
+def main(args: list[str]) -> None:
+    asynchronous = "--async" in args
+    spellings = [a for a in args if a != "--async"]
     q = sycl.queue()
-    print(f"{'spelling':50s} {'launch µs':>10s} {'wait µs':>8s} {'total µs':>9s}")
+    if asynchronous:
+        print(f"{'spelling':50s} {'issue µs':>10s} {'wait µs':>8s} {'per launch':>9s}")
+    else:
+        print(f"{'spelling':50s} {'launch µs':>10s} {'wait µs':>8s} {'total µs':>9s}")
+    run, launches = (split_async, ASYNC_LAUNCHES) if asynchronous else (split, LAUNCHES)
     for spelling in spellings or eager_launch.SPELLINGS:
         launch, wait, check = eager_launch.vksycl_case(q, spelling)
-        split(spelling, launch, wait)
-        check(4 * LAUNCHES)
+        run(spelling, launch, wait)
+        check(4 * launches)
     torch = eager_launch.torch_case()
     if torch is not None:
-        split("torch", *torch[:2])
+        run("torch", *torch[:2])
 
 
 if __name__ == "__main__":
