@@ -377,7 +377,7 @@ def _new_size(pyfn: Any, info: Any, launch: Any, args: Any, context: Any, device
         last[2].with_push(push, origin, groups)
     WAYS.new_sizes += 1
     if plan is not None:  # made before `like`'s ring was settled, perhaps just now
-        plan.ring, plan.ring_of, plan.repacks = like.ring, like.ring_of, like.repacks
+        plan.take_ring(like)
         _keep_recent(plan, push, p, context, command)
         _remember(plan, (p, push, command, context, last[4], arg_record), pyfn)
     return command

@@ -389,6 +389,12 @@ class Plan:
         # look their launches up rather than checking, packing and counting again
         self.sizes: tuple[tuple | None, dict] = (None, {})
 
+    def take_ring(self, like: Plan) -> None:
+        """Takes `like`'s argument ring (and what settles it) for the same prepared
+        kernel: closures of one code launched in turn (over other arrays, of other sizes)
+        replace each other's plans, and would each make a ring anew."""
+        self.ring, self.ring_of, self.repacks = like.ring, like.ring_of, like.repacks
+
 
 # (id of the kernel's code, id of the device) -> plan: hashing a code object hashes its
 # bytecode, which costs more than the rest of a repeated launch's checks
@@ -471,9 +477,7 @@ def resized_plan(pyfn: Any, info: Any, launch: Any, device: Any, like: Plan,
     WAYS.resized += 1
     plan = Plan(pyfn, launch, info, facts[0][0], like.variants, facts, like.names)
     plan.prepared = like.prepared
-    # its prepared kernel's ring too: closures of one code launched in turn (over other
-    # arrays, of other sizes) replace each other's plans, and would each make a ring anew
-    plan.ring, plan.ring_of, plan.repacks = like.ring, like.ring_of, like.repacks
+    plan.take_ring(like)
     _keep(plan, pyfn, device)
     return plan
 
