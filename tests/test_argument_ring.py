@@ -21,7 +21,7 @@ import vksycl as sycl
 from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
 from vksycl.kernels import launch, marshal, plans
-from vksycl.kernels.argument_ring import RingLaunch
+from vksycl.kernels.argument_ring import COUNTS, RingLaunch
 from vksycl.kernels.launch import RING_AFTER, build_launch
 
 N = 64
@@ -114,6 +114,26 @@ def test_launches_in_flight_together_each_keep_their_value(q, float32_sum):
     sycl.free(x, q)
 
 
+def test_slots_keep_no_launch_alive(q, float32_sum):
+    """A slot remembers which claim its bytes are by number, not by the launch: launches
+    in flight by the hundred leave, once done, only the few commands the plan keeps (a
+    ring holding every launch until it came round kept them for the cyclic collector to
+    scan, in a process with a large heap a full collection every few thousand launches)."""
+    x = _zeros(q)
+    body, set_step = _stepper(x)
+    values = [1.0 + (k % 89) / 64 for k in range(400)]
+    for v in values:
+        set_step(v)
+        q.parallel_for(sycl.range(N), body)
+    q.wait()
+    np.testing.assert_array_equal(np.asarray(x), np.full(N, float32_sum(values)))
+    ring = _plan_of(body, q).ring[1]
+    assert ring.made >= 64  # many slots were in flight
+    alive = sum(1 for o in gc.get_objects() if type(o) is RingLaunch and o.ring is ring)
+    assert 1 <= alive <= launch._RECENT + 1
+    sycl.free(x, q)
+
+
 @pytest.mark.parametrize("wait", [True, False])
 def test_launches_of_new_sizes_run_from_the_ring_each_over_its_own_range(q, wait):
     """A range of another size each launch (same launch facts) settles the kernel's ring
@@ -141,9 +161,11 @@ def test_launches_of_new_sizes_run_from_the_ring_each_over_its_own_range(q, wait
     np.testing.assert_array_equal(np.asarray(out), expected)
     plan = plans._PLANS[(id(count.__code__), id(q.get_device()))]
     ring = plan.ring[1]  # settled by the first sizes: the last size's launch ran from it
-    last = ring.newest.owner
-    assert isinstance(last, RingLaunch) and last.ring is ring
-    assert last.groups != ring.first.groups and last.origin.launch == sycl.range(3000)
+    newest = ring.newest  # the last claim's slot, holding the counts of 3000 items
+    assert newest.claim == ring.claims
+    groups = COUNTS.unpack(bytes(newest.memory[newest.counts]))
+    first = ring.first.groups
+    assert groups == (-(-3000 * first[0] // n), 1, 1) and groups != first
 
     x = sycl.malloc_shared(n, sycl.float32, q)
     q.memset(x, 0, n * 4).wait()

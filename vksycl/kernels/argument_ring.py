@@ -65,13 +65,16 @@ _PENDING: Final = _Known(False)
 
 
 class _Slot:
-    __slots__ = ("counts", "dispatch", "memory", "owner", "span")
+    __slots__ = ("claim", "counts", "dispatch", "memory", "span")
 
     def __init__(self, dispatch: Dispatch, memory: memoryview, start: int, size: int,
                  counts: int) -> None:
         self.dispatch, self.memory, self.span = dispatch, memory, slice(start, start + size)
         self.counts = slice(counts, counts + COUNTS.size)  # where its dispatch reads them
-        self.owner: object = None  # the launch whose bytes it holds
+        # the claim whose bytes it holds: a number, not the launch, which the slot would
+        # keep alive for as long as the ring takes to come round (the collector then
+        # scans launches by the thousand)
+        self.claim = 0
 
 
 class ArgumentRing:
@@ -98,6 +101,7 @@ class ArgumentRing:
         self.newest: _Slot | None = None  # the last of `slots`
         self.buffers: list[Buffer] = []
         self.free: list[_Slot] = []  # made, never claimed
+        self.claims = 0  # numbers each claim
         self.lock = threading.Lock()
         # its methods, bound once: every launch from the ring takes the lock
         self._acquire: Callable[[], Any] = self.lock.acquire
@@ -120,8 +124,9 @@ class ArgumentRing:
         `KernelLaunch.with_push` launches do) rather than one cached by its bytes."""
         return RingLaunch(self, push, origin, groups)
 
-    def claim(self, data: bytes, counts: bytes, owner: object) -> _Slot | None:
-        """A slot holding `data` and work-group `counts` of launch `owner` from now on,
+    def claim(self, data: bytes, counts: bytes) -> _Slot | None:
+        """A slot holding `data` and work-group `counts` from now on, under a claim
+        number of its own (`_Slot.claim`),
         once the work that read it is known to be finished: the newest (launches waited
         for one by one reuse one slot, and its recording), else the oldest, else a new
         one; once `_MOST_SLOTS` were made, the oldest if the device is done with it,
@@ -149,17 +154,18 @@ class ArgumentRing:
             memory = slot.memory
             memory[slot.span] = data
             memory[slot.counts] = counts
-            slot.owner = owner
+            self.claims += 1
+            slot.claim = self.claims
             slot.dispatch.part = _PENDING
             return slot
         finally:
             self._release()
 
-    def keep(self, slot: _Slot, owner: object) -> bool:
-        """Whether `slot` still holds the bytes of launch `owner`; if it does, no claim
-        takes it until the launch about to submit its dispatch was submitted."""
+    def keep(self, slot: _Slot, claim: int) -> bool:
+        """Whether `slot` still holds the bytes of its claim numbered `claim`; if it does,
+        no claim takes it until the launch about to submit its dispatch was submitted."""
         with self.lock:
-            if slot.owner is not owner:
+            if slot.claim != claim:
                 return False
             slot.dispatch.part = _PENDING
             return True
@@ -194,6 +200,7 @@ class RingLaunch(KernelLaunch):
     first launch."""
 
     _slot: _Slot | None = None  # the slot it claimed last
+    _claim = 0  # and the number of that claim
 
     def __init__(self, ring: ArgumentRing, push_constants: bytes, origin: Any,
                  groups: tuple[int, int, int]) -> None:
@@ -206,15 +213,16 @@ class RingLaunch(KernelLaunch):
 
     def dispatch(self, engine: Engine) -> Dispatch:
         slot, ring = self._slot, self.ring
-        if slot is not None and ring.keep(slot, self):
+        if slot is not None and ring.keep(slot, self._claim):
             return slot.dispatch  # it still holds our bytes
         if engine is not ring.engine:
             return super().dispatch(engine)
-        slot = ring.claim(self.push_constants, self.counts, self)
+        slot = ring.claim(self.push_constants, self.counts)
         if slot is None:  # every slot in flight: the push constants themselves
             self._like = ring.like
             return super().dispatch(engine)
-        self._slot = slot
+        # no other claim takes the slot before this launch is submitted
+        self._slot, self._claim = slot, slot.claim
         return slot.dispatch
 
     def for_graph(self) -> Command:

@@ -35,6 +35,27 @@ class queue_state(enum.Enum):
     recording = 1
 
 
+class _Errors:
+    """A queue's asynchronous errors. Calling it reports one: the engine keeps the
+    reporter of each launch's queue with its batch until the batch is done."""
+
+    __slots__ = ("items", "lock")
+
+    def __init__(self, lock: Any) -> None:
+        self.items: list[BaseException] = []
+        self.lock = lock
+
+    def __call__(self, err: BaseException) -> None:
+        with self.lock:
+            self.items.append(err)
+
+    def take(self) -> list[BaseException]:
+        """The errors reported so far, forgotten here."""
+        with self.lock:
+            items, self.items = self.items, []
+        return items
+
+
 class queue:
     """`queue()`, `queue(selector)`, `queue(device)`, `queue(context, device|selector)`,
     each with `property_list=[...]` and `async_handler=`, which may also follow in SYCL's
@@ -77,7 +98,9 @@ class queue:
         # pruning scans every outstanding event: it waits until their number doubled since
         # the last scan, so a long run of launches in flight costs no scan per launch
         self._prune_at = _PRUNE_AT
-        self._errors: list[BaseException] = []
+        # passed to the engine with every launch: one object (not a method bound per
+        # launch, which batches would keep alive and the collector would then scan)
+        self._errors = _Errors(self._lock)
         self.recording_graph: Any = None  # set while a command_graph records this queue
 
     # -- queries ---------------------------------------------------------------------
@@ -151,7 +174,7 @@ class queue:
             if self._in_order and self._last is not None:
                 deps = [*deps, self._last]
             ev = self._scheduler.execute(command, deps, self._profiling and command.profiled,
-                                         self._report)
+                                         self._errors)
             self._last = ev
             if len(self._outstanding) >= self._prune_at:
                 self._prune()
@@ -175,10 +198,6 @@ class queue:
         if len(outstanding) >= self._prune_at:
             outstanding[:] = [e for e in outstanding if not e.is_complete()]
         self._prune_at = max(_PRUNE_AT, 2 * len(outstanding))
-
-    def _report(self, err: BaseException) -> None:
-        with self._lock:
-            self._errors.append(err)
 
     def _shortcut(self, fill: Callable[[handler], Any], depends_on: Any) -> event:
         """Runs a command group function on a new handler and enqueues its command."""
@@ -345,16 +364,15 @@ class queue:
         engine = self._scheduler.engine
         engine.report_failures()
         with self._lock:
+            known = self._errors.items
             for e in pending:
                 err = e._submission.error if e._submission is not None else None
-                if err is not None and not any(err is known for known in self._errors):
-                    self._errors.append(err)
+                if err is not None and not any(err is k for k in known):
+                    known.append(err)
         raise engine.lost_error()
 
     def throw_asynchronous(self) -> None:
-        with self._lock:
-            errors, self._errors = self._errors, []
-        errors = [e for e in errors if consume(e)]
+        errors = [e for e in self._errors.take() if consume(e)]
         if not errors:
             return
         # the queue's handler, else its context's (SYCL 2020, 4.13.1.2)
