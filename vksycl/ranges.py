@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .exceptions import errc, exception
+from .runtime.engine import native_type
 
 
 def _size(v: Any, what: str) -> int:
@@ -39,10 +40,6 @@ def _dims(values: tuple[Any, ...], what: str) -> tuple[int, ...]:
     return out
 
 
-# the arguments of nd_ranges -> the object made
-_ND_RANGES: dict[tuple, Any] = {}
-
-
 def _operand(index: _Index, other: Any) -> tuple[int, ...] | None:
     """The other operand of an elementwise operator, one value per dimension."""
     if isinstance(other, _Index):
@@ -70,32 +67,74 @@ def _no_true_division(self: _Index, other: Any) -> Any:
     raise exception(errc.invalid, f"{self!r} / {other!r}: sizes divide with // in Python")
 
 
-class _Index(tuple):
+class _InternedIndex(tuple):
+    """What `IndexBase` (`native/interned.c`) does, where vksycl's native module cannot
+    load: indices are immutable, so equal values give the very object made before, which
+    a repeated launch then recognises by identity. Each class keeps its objects in its
+    own `_made`, by the values as they came (the key as it comes) and by their sizes."""
+
+    def __new__(cls, *values: Any) -> Any:
+        made = cls._made  # type: ignore[attr-defined]
+        try:
+            found = made.get(values)
+        except TypeError:  # a list among the sizes
+            return super().__new__(cls, cls._sizes(values))  # type: ignore[attr-defined]
+        if found is None:
+            sizes = cls._sizes(values)  # type: ignore[attr-defined]
+            found = made.get(sizes)  # `range((4, 2))` is `range(4, 2)`
+            if found is None:
+                found = super().__new__(cls, sizes)
+            if len(made) >= _MOST_MADE:
+                made.clear()
+            made[values] = made[sizes] = found
+        return found
+
+
+class _InternedNdRange:
+    """What `NdRangeBase` (`native/interned.c`) does, where vksycl's native module cannot
+    load: equal arguments give the very nd_range made before."""
+
+    __slots__ = ()
+
+    def __new__(cls, global_range: Any = None, local_range: Any = None, offset: Any = None
+                ) -> Any:
+        if global_range is None:  # unpickling: the slots are set next
+            return super().__new__(cls)
+        made = cls._made  # type: ignore[attr-defined]
+        key: tuple | None = (global_range, local_range, offset)
+        try:
+            found = made.get(key)
+        except TypeError:  # a list among the sizes
+            key = found = None
+        if found is None:
+            found = super().__new__(cls)
+            found._define(global_range, local_range, offset)
+            if key is not None:
+                if len(made) >= _MOST_MADE:
+                    made.clear()
+                made[key] = found
+        return found
+
+
+# objects a class keeps by their arguments (native/interned.c's MOST_MADE)
+_MOST_MADE = 512
+_IndexBase: Any = native_type("IndexBase") or _InternedIndex
+_NdRangeBase: Any = native_type("NdRangeBase") or _InternedNdRange
+
+
+class _Index(_IndexBase):
     """A tuple of 1 to 3 sizes with SYCL's accessors. Arithmetic is elementwise with an
     integer or an index of the same dimensions, as in SYCL (never tuple concatenation or
-    repetition: `range(n) * 2` is `range(2 * n)`)."""
+    repetition: `range(n) * 2` is `range(2 * n)`). Equal values give the very object
+    made before (`_IndexBase`)."""
 
     what = "index"
     _made: ClassVar[dict[tuple, Any]] = {}  # each subclass its own (`__init_subclass__`)
 
-    def __new__(cls, *values: Any) -> Any:
-        # Indices are immutable: equal sizes give the very object made before, which a
-        # repeated launch then recognises by identity. Each class keeps its own objects by
-        # the arguments that made them: the arguments' tuple is the key as it comes.
-        made = cls._made
-        try:
-            found = made.get(values)
-        except TypeError:  # a list among the sizes
-            return super().__new__(cls, _dims(values, cls.what))
-        if found is None:
-            sizes = tuple(_dims(values, cls.what))
-            found = made.get(sizes)  # `range((4, 2))` is `range(4, 2)`
-            if found is None:
-                found = super().__new__(cls, sizes)
-            if len(made) >= 512:
-                made.clear()
-            made[values] = made[sizes] = found
-        return found
+    @classmethod
+    def _sizes(cls, values: tuple) -> tuple[int, ...]:
+        """The sizes `values` stand for, checked."""
+        return tuple(_dims(values, cls.what))
 
     def __init_subclass__(cls) -> None:
         cls._made = {}
@@ -156,29 +195,12 @@ def check_work_items(launch: Any) -> None:
                         f"from Python take at most {MAX_WORK_ITEMS} (2**31 - 1)")
 
 
-class nd_range:
+class nd_range(_NdRangeBase):
     """A global range divided into work-groups of a local range. Immutable: equal
-    arguments give the very object made before, as for ranges."""
+    arguments give the very object made before, as for ranges (`_NdRangeBase`)."""
 
     __slots__ = ("_global", "_local", "_offset")
-
-    def __new__(cls, global_range: Any = None, local_range: Any = None, offset: Any = None
-                ) -> nd_range:
-        if global_range is None:  # unpickling: the slots are set next
-            return super().__new__(cls)
-        key = (global_range, local_range, offset)
-        try:
-            made = _ND_RANGES.get(key)
-        except TypeError:  # a list among the sizes
-            key = made = None
-        if made is None:
-            made = super().__new__(cls)
-            made._define(global_range, local_range, offset)
-            if key is not None:
-                if len(_ND_RANGES) >= 512:
-                    _ND_RANGES.clear()
-                _ND_RANGES[key] = made
-        return made
+    _made: ClassVar[dict[tuple, Any]] = {}
 
     def _define(self, global_range: Any, local_range: Any, offset: Any) -> None:
         g = global_range if type(global_range) is range else range(global_range)

@@ -6,18 +6,21 @@
 
 PyObject *PyInit_kp(void);
 int vksycl_add_native(PyObject *module);
+int vksycl_add_interned(PyObject *module);
 
 enum { MOST_SLOTS = 16 };
 static PyModuleDef_Slot slots[MOST_SLOTS];
 static PyModuleDef with_native;
 
-static int add_native(PyObject *module) { return vksycl_add_native(module); }
+static int add_native(PyObject *module) {
+    return vksycl_add_native(module) < 0 ? -1 : vksycl_add_interned(module);
+}
 
 PyMODINIT_FUNC PyInit__kp(void) {
     PyObject *made = PyInit_kp();
     if (made == NULL) return NULL;
     if (!PyObject_TypeCheck(made, &PyModuleDef_Type)) {  /* a module: single phase */
-        if (vksycl_add_native(made) < 0) {
+        if (add_native(made) < 0) {
             Py_DECREF(made);
             return NULL;
         }
