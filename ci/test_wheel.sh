@@ -22,9 +22,12 @@ mkdir "$work/run" && cd "$work/run"
 $py - "$work/venv" <<'EOF'
 import os, sys
 import vksycl
-from vksycl import mypyc_modules
+from vksycl import _native, mypyc_modules
 venv = os.path.realpath(sys.argv[1])
 assert os.path.realpath(vksycl.__file__).startswith(venv + os.sep), vksycl.__file__
+# vksycl's own C, which the vocabulary and events build on
+assert vksycl.range.__mro__[2] is _native.IndexBase, vksycl.range.__mro__
+assert vksycl.event.__mro__[1] is _native.EventCore, vksycl.event.__mro__
 assert mypyc_modules.loaded() == list(mypyc_modules.MODULES), mypyc_modules.loaded()
 files = [sys.modules[m].__file__ for m in mypyc_modules.MODULES]
 assert all(os.path.exists(f) for f in files), files

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${1:-python3}
 inputs=(CMakeLists.txt cmake pyproject.toml README.md LICENSE ci/build_mypyc.py ci/wheel.sh
-        vksycl spirv_gen third_party/kompute)
+        vksycl spirv_gen native third_party/kompute)
 tag=$("$python" -c 'import sys; print(sys.implementation.cache_tag)')
 key=$( (git ls-files -co --exclude-standard -- "${inputs[@]}" | LC_ALL=C sort |
         while read -r f; do [ -f "$f" ] && echo "$f $(sha256sum < "$f")"; done

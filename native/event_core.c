@@ -1,6 +1,6 @@
 /* `sycl.event`'s fields and its completion test, in C: every launch makes an event and
    most ask an earlier one whether it completed, which as Python cost a call frame and
-   a dozen attribute stores. Built into vksycl's Kompute module (`vksycl._kp.EventCore`);
+   a dozen attribute stores. Built into vksycl's native module (`vksycl._native.EventCore`);
    `runtime/event.py` derives `sycl.event` from it and adds the rest in Python. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -139,12 +139,12 @@ static PyType_Slot core_slots[] = {
 };
 
 static PyType_Spec core_spec = {
-    "vksycl._kp.EventCore", sizeof(EventCore), 0,
+    "vksycl._native.EventCore", sizeof(EventCore), 0,
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC, core_slots,
 };
 
-/* Adds vksycl's native types to the module. */
-int vksycl_add_native(PyObject *module) {
+/* Adds EventCore to the module. */
+int vksycl_add_event_core(PyObject *module) {
     if (str_done == NULL && (str_done = PyUnicode_InternFromString("done")) == NULL)
         return -1;
     if (str_is_complete == NULL &&

@@ -2,7 +2,7 @@
    immutable, so equal arguments give the very object made before (a repeated launch then
    knows its range by identity); most launches spelled with a new range therefore find
    theirs in a dict, which as a Python `__new__` cost an interpreter frame per range
-   (three for `nd_range(range(n), range(m))`). The class keeps the objects it made in its
+   (three for `nd_range(range(n), range(m))`). Built into `vksycl._native`. The class keeps the objects it made in its
    `_made` dict, by the arguments as they came and by the values they stand for, up to
    MOST_MADE of them. What is new is checked and defined in Python (`vksycl/ranges.py`):
    an index's `_sizes(values)`, an nd_range's `_define(global, local, offset)`. */
@@ -80,7 +80,7 @@ static PyType_Slot index_slots[] = {
 };
 
 static PyType_Spec index_spec = {
-    "vksycl._kp.IndexBase", 0, 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, index_slots,
+    "vksycl._native.IndexBase", 0, 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, index_slots,
 };
 
 /* NdRangeBase: `cls(global_range, local_range, offset=None)` is the object made before
@@ -134,7 +134,7 @@ static PyType_Slot nd_range_slots[] = {
 };
 
 static PyType_Spec nd_range_spec = {
-    "vksycl._kp.NdRangeBase", 0, 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    "vksycl._native.NdRangeBase", 0, 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     nd_range_slots,
 };
 

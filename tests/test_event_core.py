@@ -1,5 +1,5 @@
-"""`sycl.event`'s fields and completion test live in C (`native/event_core.c`, in the
-Kompute module); where that module cannot load, a Python class stands in. Both must
+"""`sycl.event`'s fields and completion test live in C (`native/event_core.c`, in
+`vksycl._native`); where that module cannot load, a Python class stands in. Both must
 behave alike, and `sycl.event` must be built on the native one wherever it loads."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import weakref
 import pytest
 
 import vksycl as sycl
-from vksycl.runtime import engine as engine_module
+from vksycl import _native
 from vksycl.runtime.event import _EventFields
 
-NATIVE = engine_module.native_type("EventCore")
+NATIVE = _native.EventCore
 KINDS = [pytest.param(NATIVE, id="native"), pytest.param(_EventFields, id="python")]
 
 
@@ -30,7 +30,7 @@ class _Work:
 
 
 def test_sycl_event_is_built_on_the_native_fields():
-    assert NATIVE is not None and NATIVE.__module__ == "vksycl._kp"
+    assert NATIVE is not None and NATIVE.__module__ == "vksycl._native"
     assert sycl.event.__mro__[1] is NATIVE
     assert not hasattr(sycl.event(), "__dict__")  # slots only, as the Python fields
 

@@ -31,6 +31,9 @@ ALLOWED = {
 TOP = {"vksycl", "vksycl.__main__", "vksycl.mypyc_modules"}
 # the patched Kompute binding, a compiled module private to vksycl (no source here)
 KOMPUTE = "vksycl._kp"
+# vksycl's own C (native/), on CPython's API alone: part of the vocabulary, which builds
+# on it, so every layer may import it
+NATIVE = "vksycl._native"
 
 Edge = tuple[str, str, int]  # (imported module, importing file, line)
 
@@ -72,7 +75,7 @@ def import_graph(root: Path) -> dict[str, list[Edge]]:
 
 
 def layer_of(module: str) -> str | None:
-    if module in VOCABULARY:
+    if module in VOCABULARY or module == NATIVE:
         return "vocabulary"
     if module in TOP:
         return "top"

@@ -9,7 +9,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .exceptions import errc, exception
-from .runtime.engine import native_type
 
 
 def _size(v: Any, what: str) -> int:
@@ -118,8 +117,13 @@ class _InternedNdRange:
 
 # objects a class keeps by their arguments (native/interned.c's MOST_MADE)
 _MOST_MADE = 512
-_IndexBase: Any = native_type("IndexBase") or _InternedIndex
-_NdRangeBase: Any = native_type("NdRangeBase") or _InternedNdRange
+_IndexBase: Any
+_NdRangeBase: Any
+try:
+    from ._native import IndexBase as _IndexBase
+    from ._native import NdRangeBase as _NdRangeBase
+except ImportError:  # a source checkout where vksycl's C was not built
+    _IndexBase, _NdRangeBase = _InternedIndex, _InternedNdRange
 
 
 class _Index(_IndexBase):

@@ -33,7 +33,7 @@ def build(source: str, edits: list[tuple[str, str]]) -> str:
         text = text.replace(old, new)
     with open(path, "w") as f:
         f.write(text)
-    skip = shutil.ignore_patterns("__pycache__", "_kp.*")
+    skip = shutil.ignore_patterns("__pycache__", "_kp.*", "_native.*")
     for package in ("vksycl", "spirv_gen"):
         shutil.copytree(package, os.path.join(target, package), ignore=skip)
     if os.path.isdir(os.path.join("build", "mypyc")):

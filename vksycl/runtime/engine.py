@@ -61,12 +61,6 @@ if not isinstance(kp, _NoKompute):
     validation.add_source(kp.Manager.take_validation_messages)
 
 
-def native_type(name: str) -> Any:
-    """One of vksycl's types in C (`native/`, built into the Kompute module), or None where
-    that module cannot load."""
-    return None if isinstance(kp, _NoKompute) else getattr(kp, name)
-
-
 def kompute_module() -> str:
     """Where the Kompute module was loaded from, or why it could not load."""
     if isinstance(kp, _NoKompute):

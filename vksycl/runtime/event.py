@@ -12,7 +12,7 @@ from typing import Any
 from .. import info
 from ..exceptions import errc, exception
 from ..info import event_command_status
-from .engine import Engine, native_type
+from .engine import Engine
 from .submission import Part, Submission
 
 
@@ -27,8 +27,8 @@ def consume(err: BaseException) -> bool:
 
 
 class _EventFields:
-    """`sycl.event`'s fields where the Kompute module, which holds them in C
-    (`native/event_core.c`), cannot load: no work runs there, so the two must only agree
+    """`sycl.event`'s fields in a source checkout where vksycl's native module, which holds
+    them in C (`native/event_core.c`), was not built: the two must agree
     (tests/test_event_core.py checks that they do)."""
 
     __slots__ = ("__weakref__", "_deps", "_engine", "_error", "_issued", "_issued_signal",
@@ -64,7 +64,11 @@ class _EventFields:
 # its queue profiles, and the times (submit, start, end ns) or the function computing
 # them once the work is done; weak references to the events it waited for (weak, so that
 # a long in-order chain of events does not keep every event alive).
-_FIELDS: Any = native_type("EventCore") or _EventFields
+_FIELDS: Any
+try:
+    from .._native import EventCore as _FIELDS
+except ImportError:  # a source checkout where vksycl's C was not built
+    _FIELDS = _EventFields
 
 
 class event(_FIELDS):  # type: ignore[misc]
