@@ -8,9 +8,11 @@
 
 int vksycl_add_event_core(PyObject *module);
 int vksycl_add_interned(PyObject *module);
+int vksycl_add_capture_path(PyObject *module);
 
 static int add_types(PyObject *module) {
-    return vksycl_add_event_core(module) < 0 ? -1 : vksycl_add_interned(module);
+    if (vksycl_add_event_core(module) < 0 || vksycl_add_interned(module) < 0) return -1;
+    return vksycl_add_capture_path(module);
 }
 
 static PyModuleDef_Slot slots[] = {

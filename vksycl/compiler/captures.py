@@ -17,6 +17,19 @@ from typing import Any
 
 import numpy as np
 
+try:
+    from .._native import (
+        ROOT_CELL,
+        ROOT_FNCELL,
+        ROOT_GLOBAL,
+        ROOT_MODULE,
+        ROOT_PARAM,
+        ROOT_SELF,
+        CapturePath,
+    )
+except ImportError:  # a source checkout where vksycl's C was not built
+    CapturePath = None
+
 
 def is_usm_ptr(obj: Any) -> bool:
     return hasattr(obj, "allocation") and hasattr(obj, "byte_offset") and hasattr(obj, "dtype")
@@ -37,8 +50,36 @@ def path_getter(path: tuple, pyfn: Any) -> Callable[[Any, tuple], Any]:
     at every launch. A path starts at a closure cell of the kernel, a module global, an
     explicit argument, a closure cell of a device function (`("fncell", path of the
     function, name)`), or the object a kernel method is bound to (`("self",)`), then
-    reads attributes."""
+    reads attributes. In C (`native/capture_path.c`) where vksycl's native module is
+    built: a launch reads each path with no interpreter frame."""
     fields = path[ROOT_LENGTH.get(path[0], 3):]
+    if CapturePath is None:
+        return python_path_getter(path, pyfn, fields)
+    return native_path_getter(path, pyfn, fields)
+
+
+def native_path_getter(path: tuple, pyfn: Any, fields: tuple) -> Callable[[Any, tuple], Any]:
+    """`path_getter`'s getter in C."""
+    assert CapturePath is not None
+    kind = path[0]
+    if kind == "self":
+        return CapturePath(ROOT_SELF, 0, None, fields, None)
+    if kind == "cell":
+        return CapturePath(ROOT_CELL, pyfn.__code__.co_freevars.index(path[1]), None,
+                           fields, None)
+    if kind == "fncell":
+        return CapturePath(ROOT_FNCELL, 0, path[2], fields, path_getter(path[1], pyfn))
+    if kind == "param":
+        return CapturePath(ROOT_PARAM, path[1], None, fields, None)
+    mod, name = path[1], path[2]
+    if mod == pyfn.__module__:
+        return CapturePath(ROOT_GLOBAL, 0, name, fields, None)
+    return CapturePath(ROOT_MODULE, 0, (mod, name), fields, None)
+
+
+def python_path_getter(path: tuple, pyfn: Any, fields: tuple) -> Callable[[Any, tuple], Any]:
+    """`path_getter`'s getter where vksycl's native module was not built."""
+    base: Callable[[Any, tuple], Any]
     if path[0] == "self":
         base = lambda fn, args: fn.__self__
     elif path[0] == "cell":
