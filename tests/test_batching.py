@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -243,7 +244,9 @@ def test_a_wait_forgets_only_what_it_waited_for(q, flag, monkeypatch):
     later = step(q, x, 5)
     waiter.join(60)
     assert not waiter.is_alive() and first.is_complete()
-    assert [e is later for e in q._outstanding] == [True]
+    # what is kept of it: its work, which a wait waits for
+    assert later._submission is not None
+    assert [w is later._submission for w in q._outstanding] == [True]
     q.wait()
     assert q._outstanding == []
     out = np.zeros(N, np.uint32)
@@ -528,3 +531,34 @@ def test_finished_submissions_are_forgotten_once_the_submission_reaching_the_lim
     q.memcpy(out, x, N * 4).wait()
     np.testing.assert_array_equal(out, expected_steps(range(3 * limit)))
     sycl.free(x, q)
+
+
+@pytest.mark.parametrize("in_order", [False, True])
+def test_launches_batched_together_are_kept_as_one_and_dropped_events_go(q, flag, in_order):
+    """While launches join one batch, the queue keeps that batch's first part for `wait`
+    and none of their events: an event its caller dropped is freed at once (none waits
+    for the cyclic collector), and `q.wait()` still waits for every launch."""
+    if in_order:
+        q = sycl.queue(q.get_device(), property_list=[sycl.property.queue.in_order()])
+    x = sycl.malloc_device(N, sycl.uint32, q)
+    q.memset(x, 0, 4 * N)
+    q.wait()
+    before = submissions(q)
+    first = busy(q, flag)
+    alive = []
+    ks = list(range(1, 41))
+    for k in ks:
+        e = step(q, x, k)
+        alive.append(weakref.ref(e))
+        del e
+    # all 40 joined the batch opened behind the busy kernel
+    assert submissions(q) - before <= 2
+    kept = list(q._outstanding)  # the busy kernel's submission, and the batch's part
+    assert len(kept) == 2 and all(type(w) is not sycl.event for w in kept)
+    assert sum(r() is not None for r in alive) <= 1  # an in-order queue's last
+    q.wait()
+    assert first.is_complete() and q._outstanding == []
+    out = np.zeros(N, np.uint32)
+    q.memcpy(out, x, 4 * N).wait()
+    sycl.free(x, q)
+    np.testing.assert_array_equal(out, expected_steps(ks))

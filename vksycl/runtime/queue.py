@@ -20,6 +20,7 @@ from .event import consume, event
 from .handler import PYTHON_KERNELS, closure_launch, handler
 from .host_commands import Barrier
 from .platform import device, select_device
+from .submission import Part
 
 _log = logging.getLogger("vksycl.queue")
 _RANGES: Final = (sycl_range, nd_range)
@@ -94,7 +95,8 @@ class queue:
         self._acquire: Callable[[], Any] = self._lock.acquire
         self._release: Callable[[], Any] = self._lock.release
         self._last: event | None = None
-        self._outstanding: list[event] = []
+        # what `wait` waits for: events, and the submissions and batch parts of others
+        self._outstanding: list[Any] = []
         # pruning scans every outstanding event: it waits until their number doubled since
         # the last scan, so a long run of launches in flight costs no scan per launch
         self._prune_at = _PRUNE_AT
@@ -176,27 +178,40 @@ class queue:
             ev = self._scheduler.execute(command, deps, self._profiling and command.profiled,
                                          self._errors)
             self._last = ev
-            if len(self._outstanding) >= self._prune_at:
+            # What `wait` will wait for: the work of a plain event handed to the device
+            # (what its own `wait` waits for), so that the event goes as soon as its caller
+            # lets go of it; one part per batch, the launches joining it after the first
+            # being waited for with it. Any other event is kept itself.
+            work: Any = ev._submission if type(ev) is event and ev._issued else None
+            outstanding = self._outstanding
+            if work is None:
+                work = ev
+            elif type(work) is Part and outstanding:
+                last = outstanding[-1]
+                if type(last) is Part and last.batch is work.batch and \
+                        last.report is work.report:
+                    return ev
+            if len(outstanding) >= self._prune_at:
                 self._prune()
-            self._outstanding.append(ev)
+            self._outstanding.append(work)
         finally:
             self._release()
         return ev
 
     def _prune(self) -> None:
-        """Forgets completed events. A queue's commands mostly finish in order, so the
+        """Forgets completed work. A queue's commands mostly finish in order, so the
         finished ones at the front go first, each asked once, up to the first one still
         running; only a list still as long as the threshold is scanned whole (a host
         task or another device's work holding the front)."""
         outstanding = self._outstanding
         done = 0
-        for e in outstanding:
-            if not e.is_complete():
+        for w in outstanding:
+            if not _complete(w):
                 break
             done += 1
         del outstanding[:done]
         if len(outstanding) >= self._prune_at:
-            outstanding[:] = [e for e in outstanding if not e.is_complete()]
+            outstanding[:] = [w for w in outstanding if not _complete(w)]
         self._prune_at = max(_PRUNE_AT, 2 * len(outstanding))
 
     def _shortcut(self, fill: Callable[[handler], Any], depends_on: Any) -> event:
@@ -326,16 +341,13 @@ class queue:
             # The latest command waiting in an open batch goes to the device now, behind
             # the work it runs, rather than once the waits reach it (a wait submits its
             # own batch).
-            last = pending[-1]._submission
+            last = pending[-1]
+            if isinstance(last, event):
+                last = last._submission
             if last is not None and not last.submitted:
                 last.flush()
-        for e in pending:
-            if type(e) is event and e._issued:  # what its `wait` does, without its call
-                sub: Any = e._submission  # its class's `wait`, looked up as event's does
-                if sub is not None:
-                    sub.wait()
-            else:
-                e.wait()
+        for w in pending:
+            w.wait()
         self._acquire()  # not `with`: a launch + wait passes here, and `with` costs more
         try:
             outstanding, n = self._outstanding, len(pending)
@@ -346,7 +358,7 @@ class queue:
             elif outstanding[:n] == pending:
                 del outstanding[:n]
             else:  # pruned meanwhile
-                self._outstanding = [e for e in outstanding if not e.is_complete()]
+                self._outstanding = [w for w in outstanding if not _complete(w)]
             self._prune_at = max(_PRUNE_AT, 2 * len(self._outstanding))
         finally:
             self._release()
@@ -357,7 +369,7 @@ class queue:
         if out is not None and out.failure is not None:  # a kernel's assertion failed
             out.raise_failure()
 
-    def _device_lost(self, pending: list[event]) -> NoReturn:
+    def _device_lost(self, pending: list[Any]) -> NoReturn:
         """The device was lost: the errors of the commands it took down become the
         queue's asynchronous errors (batched ones are reported to it already), and the
         wait raises."""
@@ -365,8 +377,9 @@ class queue:
         engine.report_failures()
         with self._lock:
             known = self._errors.items
-            for e in pending:
-                err = e._submission.error if e._submission is not None else None
+            for w in pending:
+                work = w._submission if isinstance(w, event) else w
+                err = work.error if work is not None else None
                 if err is not None and not any(err is k for k in known):
                     known.append(err)
         raise engine.lost_error()
@@ -392,6 +405,12 @@ class queue:
             self.wait()
         finally:
             self.throw_asynchronous()
+
+
+def _complete(work: Any) -> bool:
+    """Whether an entry of a queue's outstanding work (an event, or the submission or
+    batch part of one) is done."""
+    return work.is_complete() if isinstance(work, event) else work.done()
 
 
 def _events_first(kernel: Any, depends_on: Any) -> tuple[Any, Any]:
