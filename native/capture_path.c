@@ -6,8 +6,8 @@
    value. Each step reads the object's own field where the object is the kind expected
    (a function, a bound method, a cell, a tuple), else asks Python as the closure did,
    so that an unexpected object fails with the same exception. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "native.h"
+
 #include <stddef.h>
 #include <structmember.h>
 
@@ -245,21 +245,15 @@ static PyType_Spec path_spec = {
 
 /* Adds CapturePath and its roots (ROOT_SELF ...) to the module. */
 int vksycl_add_capture_path(PyObject *module) {
-    static const struct { PyObject **str; const char *text; } strings[] = {
-        {&str_self, "__self__"}, {&str_closure, "__closure__"}, {&str_globals, "__globals__"},
-        {&str_code, "__code__"}, {&str_freevars, "co_freevars"},
-    };
-    for (size_t k = 0; k < sizeof strings / sizeof strings[0]; ++k)
-        if (*strings[k].str == NULL &&
-            (*strings[k].str = PyUnicode_InternFromString(strings[k].text)) == NULL)
-            return -1;
+    if (vksycl_intern(&str_self, "__self__") < 0 ||
+        vksycl_intern(&str_closure, "__closure__") < 0 ||
+        vksycl_intern(&str_globals, "__globals__") < 0 ||
+        vksycl_intern(&str_code, "__code__") < 0 ||
+        vksycl_intern(&str_freevars, "co_freevars") < 0)
+        return -1;
     static const char *roots[] = {"ROOT_SELF", "ROOT_CELL", "ROOT_FNCELL", "ROOT_PARAM",
                                   "ROOT_GLOBAL", "ROOT_MODULE"};
     for (int k = 0; k < ROOTS; ++k)
         if (PyModule_AddIntConstant(module, roots[k], k) < 0) return -1;
-    PyObject *type = PyType_FromSpec(&path_spec);
-    if (type == NULL) return -1;
-    int failed = PyModule_AddObjectRef(module, "CapturePath", type);
-    Py_DECREF(type);
-    return failed;
+    return vksycl_add_type(module, "CapturePath", &path_spec, NULL);
 }

@@ -2,8 +2,8 @@
    most ask an earlier one whether it completed, which as Python cost a call frame and
    a dozen attribute stores. Built into vksycl's native module (`vksycl._native.EventCore`);
    `runtime/event.py` derives `sycl.event` from it and adds the rest in Python. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "native.h"
+
 #include <stddef.h>
 #include <structmember.h>
 
@@ -145,15 +145,9 @@ static PyType_Spec core_spec = {
 
 /* Adds EventCore to the module. */
 int vksycl_add_event_core(PyObject *module) {
-    if (str_done == NULL && (str_done = PyUnicode_InternFromString("done")) == NULL)
-        return -1;
-    if (str_is_complete == NULL &&
-        (str_is_complete = PyUnicode_InternFromString("is_complete")) == NULL)
+    if (vksycl_intern(&str_done, "done") < 0 ||
+        vksycl_intern(&str_is_complete, "is_complete") < 0)
         return -1;
     if (empty_tuple == NULL && (empty_tuple = PyTuple_New(0)) == NULL) return -1;
-    PyObject *type = PyType_FromSpec(&core_spec);
-    if (type == NULL) return -1;
-    int failed = PyModule_AddObjectRef(module, "EventCore", type);
-    Py_DECREF(type);
-    return failed;
+    return vksycl_add_type(module, "EventCore", &core_spec, NULL);
 }

@@ -6,8 +6,7 @@
    `_made` dict, by the arguments as they came and by the values they stand for, up to
    MOST_MADE of them. What is new is checked and defined in Python (`vksycl/ranges.py`):
    an index's `_sizes(values)`, an nd_range's `_define(global, local, offset)`. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "native.h"
 
 enum { MOST_MADE = 512 };
 
@@ -138,22 +137,12 @@ static PyType_Spec nd_range_spec = {
     nd_range_slots,
 };
 
-static int add_type(PyObject *module, const char *name, PyType_Spec *spec, PyObject *base) {
-    PyObject *type = base == NULL ? PyType_FromSpec(spec) : PyType_FromSpecWithBases(spec, base);
-    if (type == NULL) return -1;
-    int failed = PyModule_AddObjectRef(module, name, type);
-    Py_DECREF(type);
-    return failed;
-}
-
 /* Adds IndexBase and NdRangeBase to the module. */
 int vksycl_add_interned(PyObject *module) {
-    if (str_made == NULL && (str_made = PyUnicode_InternFromString("_made")) == NULL)
+    if (vksycl_intern(&str_made, "_made") < 0 || vksycl_intern(&str_sizes, "_sizes") < 0 ||
+        vksycl_intern(&str_define, "_define") < 0)
         return -1;
-    if (str_sizes == NULL && (str_sizes = PyUnicode_InternFromString("_sizes")) == NULL)
+    if (vksycl_add_type(module, "IndexBase", &index_spec, (PyObject *)&PyTuple_Type) < 0)
         return -1;
-    if (str_define == NULL && (str_define = PyUnicode_InternFromString("_define")) == NULL)
-        return -1;
-    if (add_type(module, "IndexBase", &index_spec, (PyObject *)&PyTuple_Type) < 0) return -1;
-    return add_type(module, "NdRangeBase", &nd_range_spec, NULL);
+    return vksycl_add_type(module, "NdRangeBase", &nd_range_spec, NULL);
 }

@@ -3,12 +3,20 @@
    wherever the interpreter does, Vulkan loader or not, so the public vocabulary (ranges)
    may build on it. The Python modules that use it keep stand-ins for a source checkout
    where it was not built. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "native.h"
 
-int vksycl_add_event_core(PyObject *module);
-int vksycl_add_interned(PyObject *module);
-int vksycl_add_capture_path(PyObject *module);
+int vksycl_add_type(PyObject *module, const char *name, PyType_Spec *spec, PyObject *base) {
+    PyObject *type = base == NULL ? PyType_FromSpec(spec) : PyType_FromSpecWithBases(spec, base);
+    if (type == NULL) return -1;
+    int failed = PyModule_AddObjectRef(module, name, type);
+    Py_DECREF(type);
+    return failed;
+}
+
+int vksycl_intern(PyObject **str, const char *text) {
+    if (*str == NULL) *str = PyUnicode_InternFromString(text);
+    return *str == NULL ? -1 : 0;
+}
 
 static int add_types(PyObject *module) {
     if (vksycl_add_event_core(module) < 0 || vksycl_add_interned(module) < 0) return -1;

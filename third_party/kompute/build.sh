@@ -14,7 +14,7 @@ case $1 in */*) python=$(cd "$(dirname "$1")" && pwd)/$(basename "$1") ;; *) pyt
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 suffix=$("$python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-key=$(cat "$here"/patches/*.patch "$here"/sources.sh "$here"/module_name.c "$root"/native/*.c \
+key=$(cat "$here"/patches/*.patch "$here"/sources.sh "$here"/module_name.c "$root"/native/* \
           "$root"/CMakeLists.txt "$0" | sha256sum | cut -c1-12)
 cached=${XDG_CACHE_HOME:-$HOME/.cache}/vksycl/kp/$key
 modules=("_kp$suffix" "_native$suffix")
