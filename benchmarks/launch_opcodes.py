@@ -22,10 +22,13 @@ a repeat, by way (`plans.WAYS`: plans made, repacks tried, kept launches or comm
 by accessors looked among); a streak or a repeat goes past none.
 
 With `--time ROUNDS` the launches are timed instead of counted: the launch path's
-modules compiled by mypyc (`vksycl/mypyc_modules.py`) run no opcodes to count.
+modules compiled by mypyc (`vksycl/mypyc_modules.py`) run no opcodes to count. With
+`--batching` too, every launch of a round joins one open batch, as on a GPU the host
+cannot outpace, so what a burst leaves alive until its wait (and the collector scans)
+counts as well.
 
     python3 benchmarks/launch_opcodes.py [--launches 50] [--top 0] [--spellings ...] [--wait]
-                                         [--time ROUNDS]
+                                         [--time ROUNDS [--batching]]
 """
 
 from __future__ import annotations
@@ -123,9 +126,13 @@ def main() -> None:
     ap.add_argument("--time", type=int, default=0, metavar="ROUNDS",
                     help="time the launches instead (µs per launch, the median of ROUNDS "
                     "rounds): what compiled modules cost, which have no opcodes to count")
+    ap.add_argument("--batching", action="store_true",
+                    help="with --time: every launch of a round joins one open batch")
     args = ap.parse_args()
     if args.time and args.wait:
         ap.error("--time times launches with the engine stubbed, not waited for")
+    if args.batching and not args.time:
+        ap.error("--batching goes with --time")
     q = sycl.queue()
     groups = command_groups(q)
     cases = {s: groups[s] if s in groups else vksycl_case(q, s)[:2] for s in args.spellings}
@@ -136,12 +143,15 @@ def main() -> None:
     what = "µs per launch" if args.time else "interpreter opcodes per launch"
     print(f"device: {q.get_device().get_info(sycl.info.device.name)}; Python "
           f"{sys.version.split()[0]}; {what}"
-          f"{', each waited for' if args.wait else ', engine stubbed'}, {args.launches} "
+          f"{', each waited for' if args.wait else ', engine stubbed'}"
+          f"{', batching' if args.batching else ''}, {args.launches} "
           f"launches; compiled by mypyc: {len(mypyc_modules.loaded())} of "
           f"{len(mypyc_modules.MODULES)} launch-path modules"
           f"{'' if args.time else '; all, then in vksycl itself'}")
     with contextlib.nullcontext() if args.wait else engine_stubbed(q._scheduler.engine):
         if args.time:
+            if args.batching:  # restored with the rest when the stub ends
+                q._scheduler.engine.batch_window_s = 10.0
             for name, us in timed_us(cases, args.launches, args.time).items():
                 print(f"  {name:52s} {us:7.2f}")
             return
