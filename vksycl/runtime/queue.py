@@ -97,7 +97,7 @@ class queue:
         self._last: event | None = None
         # what `wait` waits for: events, and the submissions and batch parts of others
         self._outstanding: list[Any] = []
-        # pruning scans every outstanding event: it waits until their number doubled since
+        # pruning scans every outstanding entry: it waits until their number doubled since
         # the last scan, so a long run of launches in flight costs no scan per launch
         self._prune_at = _PRUNE_AT
         # passed to the engine with every launch: one object (not a method bound per
