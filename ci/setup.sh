@@ -2,9 +2,9 @@
 # Installs everything vksycl needs on a Debian machine, idempotently: the Vulkan loader,
 # Mesa's lavapipe, the Khronos validation layer, headers and a compiler for Kompute, the
 # virtual environment .venv, vksycl itself in editable mode with its extras (MPI included:
-# mpi4py and MPICH wheels), its private patched Kompute module vksycl/_kp (built once, then
-# cached) and its mypyc modules. The wheel (ci/wheel.sh) builds the same two from the same
-# sources.
+# mpi4py and MPICH wheels), its private patched Kompute module vksycl/_kp and its own C
+# module vksycl/_native (built once, then cached), and its mypyc modules. The wheel
+# (ci/wheel.sh) builds the same from the same sources.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
