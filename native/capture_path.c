@@ -1,14 +1,16 @@
 /* How a kernel's launch reads one capture path (`self.x`, `cfg.scale`, a module global, an
    explicit argument's attribute), in C: a plan reads every such path again at each
-   launch to see whether the values are the ones its last command packed, which as a
-   Python closure cost an interpreter frame per path. `compiler/captures.py` builds one
-   per path (`path_getter`); calling it with (kernel function, arguments) returns the
-   value. Each step reads the object's own field where the object is the kind expected
-   (a function, a bound method, a cell, a tuple), else asks Python as the closure did,
-   so that an unexpected object fails with the same exception. */
+   launch to see whether the values are the ones its last command packed, which in
+   Python costs an interpreter frame per path. `compiler/captures.py` builds one per path
+   (`path_getter`; its `_PythonCapturePath` stands in where this module was not built);
+   calling it with (kernel function, arguments) returns the value. Each step reads the
+   object's own field where the object is the kind expected (a function, a bound method,
+   a cell, a tuple), else asks Python as the stand-in does, so that an unexpected object
+   fails with the same exception. */
 #include "native.h"
 
 #include <stddef.h>
+#include <string.h>
 #include <structmember.h>
 
 /* where a path starts */
@@ -147,17 +149,23 @@ static PyObject *path_call(PyObject *op, PyObject *const *args, size_t nargsf,
     return value;
 }
 
+/* the roots by name, in `enum root`'s order: what compiler/captures.py passes */
+static const char *root_names[ROOTS] = {"self", "cell", "fncell", "param", "global",
+                                        "module"};
+
 static int path_init(PyObject *op, PyObject *args, PyObject *kwds) {
     static char *names[] = {"root", "index", "key", "fields", "outer", NULL};
     CapturePath *self = (CapturePath *)op;
-    int root;
+    const char *name;
     Py_ssize_t index;
     PyObject *key, *fields, *outer;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "inOO!O:CapturePath", names, &root, &index,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "snOO!O:CapturePath", names, &name, &index,
                                      &key, &PyTuple_Type, &fields, &outer))
         return -1;
-    if (root < 0 || root >= ROOTS || index < 0) {
-        PyErr_SetString(PyExc_ValueError, "CapturePath: no such root");
+    int root = 0;
+    while (root < ROOTS && strcmp(name, root_names[root]) != 0) ++root;
+    if (root == ROOTS || index < 0) {
+        PyErr_Format(PyExc_ValueError, "CapturePath: no root %s at %zd", name, index);
         return -1;
     }
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(fields); ++k) {
@@ -219,9 +227,6 @@ static void path_dealloc(PyObject *op) {
 
 static PyMemberDef path_members[] = {
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(CapturePath, vectorcall), READONLY, NULL},
-    {"root", T_INT, offsetof(CapturePath, root), READONLY, "Where the path starts."},
-    {"fields", T_OBJECT, offsetof(CapturePath, fields), READONLY,
-     "The attributes read after its root."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -243,7 +248,7 @@ static PyType_Spec path_spec = {
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL, path_slots,
 };
 
-/* Adds CapturePath and its roots (ROOT_SELF ...) to the module. */
+/* Adds CapturePath to the module. */
 int vksycl_add_capture_path(PyObject *module) {
     if (vksycl_intern(&str_self, "__self__") < 0 ||
         vksycl_intern(&str_closure, "__closure__") < 0 ||
@@ -251,9 +256,5 @@ int vksycl_add_capture_path(PyObject *module) {
         vksycl_intern(&str_code, "__code__") < 0 ||
         vksycl_intern(&str_freevars, "co_freevars") < 0)
         return -1;
-    static const char *roots[] = {"ROOT_SELF", "ROOT_CELL", "ROOT_FNCELL", "ROOT_PARAM",
-                                  "ROOT_GLOBAL", "ROOT_MODULE"};
-    for (int k = 0; k < ROOTS; ++k)
-        if (PyModule_AddIntConstant(module, roots[k], k) < 0) return -1;
     return vksycl_add_type(module, "CapturePath", &path_spec, NULL);
 }

@@ -15,8 +15,8 @@ import vksycl as sycl
 from vksycl import _native
 from vksycl.compiler import captures
 
-GETTERS = [pytest.param(captures.native_path_getter, id="native"),
-           pytest.param(captures.python_path_getter, id="python")]
+READERS = [pytest.param(_native.CapturePath, id="native"),
+           pytest.param(captures._PythonCapturePath, id="python")]
 
 SCALE = 3.0
 
@@ -27,8 +27,17 @@ class Config:
         self.inner = types.SimpleNamespace(offset=5)
 
 
-def _getter(make, path: tuple, pyfn):
-    return make(path, pyfn, path[captures.ROOT_LENGTH.get(path[0], 3):])
+@pytest.fixture(params=READERS)
+def reader(request, monkeypatch):
+    """Each implementation in turn, as the one `path_getter` builds."""
+    monkeypatch.setattr(captures, "CapturePath", request.param)
+    return request.param
+
+
+def _getter(reader, path: tuple, pyfn):
+    get = captures.path_getter(path, pyfn)
+    assert type(get) is reader
+    return get
 
 
 def test_path_getter_builds_native_getters():
@@ -41,8 +50,7 @@ def test_path_getter_builds_native_getters():
     assert type(get) is _native.CapturePath and get(kernel, ()) == 2.0
 
 
-@pytest.mark.parametrize("make", GETTERS)
-def test_every_root_reads_the_value_it_holds_now(make):
+def test_every_root_reads_the_value_it_holds_now(reader):
     cfg = Config()
     helper_scale = 7
 
@@ -60,14 +68,14 @@ def test_every_root_reads_the_value_it_holds_now(make):
             return self.cfg.scale
 
     sim = Sim()
-    cell = _getter(make, ("cell", "cfg", "scale"), kernel)
-    deep = _getter(make, ("cell", "cfg", "inner", "offset"), kernel)
-    whole = _getter(make, ("cell", "cfg"), kernel)
-    glob = _getter(make, ("global", __name__, "SCALE"), kernel)
-    other = _getter(make, ("global", "numpy", "pi"), kernel)
-    param = _getter(make, ("param", 1, "real"), kernel)
-    fncell = _getter(make, ("fncell", ("cell", "helper"), "helper_scale"), kernel)
-    selfs = _getter(make, ("self", "cfg", "scale"), sim.step)
+    cell = _getter(reader, ("cell", "cfg", "scale"), kernel)
+    deep = _getter(reader, ("cell", "cfg", "inner", "offset"), kernel)
+    whole = _getter(reader, ("cell", "cfg"), kernel)
+    glob = _getter(reader, ("global", __name__, "SCALE"), kernel)
+    other = _getter(reader, ("global", "numpy", "pi"), kernel)
+    param = _getter(reader, ("param", 1, "real"), kernel)
+    fncell = _getter(reader, ("fncell", ("cell", "helper"), "helper_scale"), kernel)
+    selfs = _getter(reader, ("self", "cfg", "scale"), sim.step)
     assert cell(kernel, ()) == 2.0 and deep(kernel, ()) == 5 and whole(kernel, ()) is cfg
     assert glob(kernel, ()) == 3.0 and other(kernel, ()) == np.pi
     assert param(kernel, (0, 4.5)) == 4.5 and param(kernel, [0, 2j]) == 0.0
@@ -77,12 +85,11 @@ def test_every_root_reads_the_value_it_holds_now(make):
     cfg2 = Config()
     assert cell(kernel, ()) == 9.0 and deep(kernel, ()) == 6 and fncell(kernel, ()) == 8
     assert selfs(sim.step, ()) == 1.5 and whole(kernel, ()) is not cfg2
-    cell_of_method = _getter(make, ("cell", "cfg", "scale"), kernel)
+    cell_of_method = _getter(reader, ("cell", "cfg", "scale"), kernel)
     assert cell_of_method(types.MethodType(kernel, sim), ()) == 9.0
 
 
-@pytest.mark.parametrize("make", GETTERS)
-def test_failures_are_the_same_exceptions(make):
+def test_failures_are_the_same_exceptions(reader):
     cfg = Config()
 
     def kernel(i):
@@ -91,34 +98,39 @@ def test_failures_are_the_same_exceptions(make):
     def no_cells(i):
         return i
 
-    cell = _getter(make, ("cell", "cfg", "missing"), kernel)
+    cell = _getter(reader, ("cell", "cfg", "missing"), kernel)
     with pytest.raises(AttributeError, match="missing"):
         cell(kernel, ())
     with pytest.raises(TypeError):  # no closure at all
-        _getter(make, ("cell", "cfg"), kernel)(no_cells, ())
+        _getter(reader, ("cell", "cfg"), kernel)(no_cells, ())
     with pytest.raises(AttributeError, match="__self__"):
-        _getter(make, ("self", "x"), kernel)(kernel, ())
+        _getter(reader, ("self", "x"), kernel)(kernel, ())
     with pytest.raises(KeyError, match="NOT_A_GLOBAL"):
-        _getter(make, ("global", __name__, "NOT_A_GLOBAL"), kernel)(kernel, ())
+        _getter(reader, ("global", __name__, "NOT_A_GLOBAL"), kernel)(kernel, ())
     with pytest.raises(KeyError, match="no_such_module"):
-        _getter(make, ("global", "no_such_module", "x"), kernel)(kernel, ())
+        _getter(reader, ("global", "no_such_module", "x"), kernel)(kernel, ())
     with pytest.raises(IndexError):
-        _getter(make, ("param", 3), kernel)(kernel, (1,))
+        _getter(reader, ("param", 3), kernel)(kernel, (1,))
     emptied = types.FunctionType(kernel.__code__, globals(), "emptied", None,
                                  (types.CellType(),))
     with pytest.raises(ValueError, match="empty"):
-        _getter(make, ("cell", "cfg"), kernel)(emptied, ())
+        _getter(reader, ("cell", "cfg"), kernel)(emptied, ())
 
 
-def test_native_getter_refuses_bad_construction():
-    with pytest.raises(ValueError, match="no such root"):
-        _native.CapturePath(99, 0, None, (), None)
+@pytest.mark.parametrize("reader", [p.values[0] for p in READERS])
+def test_bad_construction_is_refused(reader):
+    with pytest.raises(ValueError, match="no root elsewhere"):
+        reader("elsewhere", 0, None, (), None)
+    with pytest.raises(ValueError, match="no root cell at -1"):
+        reader("cell", -1, None, (), None)
     with pytest.raises(TypeError, match="attribute names"):
-        _native.CapturePath(_native.ROOT_SELF, 0, None, (1,), None)
+        reader("self", 0, None, (1,), None)
     with pytest.raises(TypeError, match="another kind"):
-        _native.CapturePath(_native.ROOT_MODULE, 0, "numpy", (), None)
-    get = _native.CapturePath(_native.ROOT_SELF, 0, None, (), None)
-    with pytest.raises(TypeError, match="reads"):
+        reader("module", 0, "numpy", (), None)
+    with pytest.raises(TypeError, match="another kind"):
+        reader("fncell", 0, "x", (), None)
+    get = reader("self", 0, None, (), None)
+    with pytest.raises(TypeError):
         get(1)
 
 

@@ -235,7 +235,7 @@ q.wait()
 out = np.zeros(64, np.float32)
 q.memcpy(out, x, 256).wait()
 print(sycl.range.__mro__[2].__name__, sycl.event.__mro__[1].__name__,
-      captures.CapturePath, sycl.range(64) is sycl.range((64,)), float(out.min()),
+      captures.CapturePath.__name__, sycl.range(64) is sycl.range((64,)), float(out.min()),
       float(out.max()))
 '''
 
@@ -249,5 +249,5 @@ def test_a_checkout_without_the_native_module_launches_through_the_stand_ins(tmp
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
     # 0.25 + 0.5 + 0.75 + 1.0 from the method, 4 x 1.0 from the nd_range kernel
-    assert proc.stdout.split() == ["_InternedIndex", "_EventFields", "None", "True", "6.5",
-                                   "6.5"]
+    assert proc.stdout.split() == ["_InternedIndex", "_EventFields", "_PythonCapturePath",
+                                   "True", "6.5", "6.5"]

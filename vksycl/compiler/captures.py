@@ -17,19 +17,6 @@ from typing import Any
 
 import numpy as np
 
-try:
-    from .._native import (
-        ROOT_CELL,
-        ROOT_FNCELL,
-        ROOT_GLOBAL,
-        ROOT_MODULE,
-        ROOT_PARAM,
-        ROOT_SELF,
-        CapturePath,
-    )
-except ImportError:  # a source checkout where vksycl's C was not built
-    CapturePath = None
-
 
 def is_usm_ptr(obj: Any) -> bool:
     return hasattr(obj, "allocation") and hasattr(obj, "byte_offset") and hasattr(obj, "dtype")
@@ -45,71 +32,77 @@ def frozen(v: Any) -> Any:
     return v
 
 
+class _PythonCapturePath:
+    """What `vksycl._native.CapturePath` (`native/capture_path.c`) does, where vksycl's
+    native module was not built: `CapturePath(root, index, key, fields, outer)(function,
+    arguments)` reads one capture path. `root` names where it starts: "self", a closure
+    "cell" at `index`, a device function's cell named `key` ("fncell", the function read
+    by path `outer`), a "param" at `index`, a "global" named `key` of the kernel's own
+    module, or one of another "module" (`key`: (module, name)); then the attributes
+    `fields`."""
+
+    __slots__ = ("fields", "index", "key", "outer", "root")
+
+    def __init__(self, root: str, index: int, key: Any, fields: tuple, outer: Any) -> None:
+        if root not in _ROOTS or index < 0:
+            raise ValueError(f"CapturePath: no root {root} at {index}")
+        if not all(isinstance(f, str) for f in fields):
+            raise TypeError("CapturePath: fields are attribute names")
+        if (root == "module" and not (type(key) is tuple and len(key) == 2)) or \
+                (root == "fncell" and not callable(outer)):
+            raise TypeError("CapturePath: a key or outer path of another kind")
+        self.root, self.index, self.key, self.fields, self.outer = root, index, key, fields, \
+            outer
+
+    def __call__(self, fn: Any, args: Any) -> Any:
+        root = self.root
+        if root == "self":
+            v = fn.__self__
+        elif root == "cell":
+            v = fn.__closure__[self.index].cell_contents
+        elif root == "fncell":
+            f = self.outer(fn, args)
+            v = f.__closure__[f.__code__.co_freevars.index(self.key)].cell_contents
+        elif root == "param":
+            v = args[self.index]
+        elif root == "global":
+            v = fn.__globals__[self.key]
+        else:
+            v = sys.modules[self.key[0]].__dict__[self.key[1]]
+        for f in self.fields:
+            v = getattr(v, f)
+        return v
+
+
+_ROOTS = ("self", "cell", "fncell", "param", "global", "module")
+CapturePath: Any
+try:
+    from .._native import CapturePath
+except ImportError:  # a source checkout where vksycl's C was not built
+    CapturePath = _PythonCapturePath
+
+
 def path_getter(path: tuple, pyfn: Any) -> Callable[[Any, tuple], Any]:
     """How to read a capture path from (kernel function, arguments): built once, called
     at every launch. A path starts at a closure cell of the kernel, a module global, an
     explicit argument, a closure cell of a device function (`("fncell", path of the
     function, name)`), or the object a kernel method is bound to (`("self",)`), then
-    reads attributes. In C (`native/capture_path.c`) where vksycl's native module is
-    built: a launch reads each path with no interpreter frame."""
-    fields = path[ROOT_LENGTH.get(path[0], 3):]
-    if CapturePath is None:
-        return python_path_getter(path, pyfn, fields)
-    return native_path_getter(path, pyfn, fields)
-
-
-def native_path_getter(path: tuple, pyfn: Any, fields: tuple) -> Callable[[Any, tuple], Any]:
-    """`path_getter`'s getter in C."""
-    assert CapturePath is not None
+    reads attributes. A `CapturePath` reads it: in C, no interpreter frame per launch."""
+    reader = CapturePath
     kind = path[0]
+    fields = path[ROOT_LENGTH.get(kind, 3):]
     if kind == "self":
-        return CapturePath(ROOT_SELF, 0, None, fields, None)
+        return reader("self", 0, None, fields, None)
     if kind == "cell":
-        return CapturePath(ROOT_CELL, pyfn.__code__.co_freevars.index(path[1]), None,
-                           fields, None)
+        return reader("cell", pyfn.__code__.co_freevars.index(path[1]), None, fields, None)
     if kind == "fncell":
-        return CapturePath(ROOT_FNCELL, 0, path[2], fields, path_getter(path[1], pyfn))
+        return reader("fncell", 0, path[2], fields, path_getter(path[1], pyfn))
     if kind == "param":
-        return CapturePath(ROOT_PARAM, path[1], None, fields, None)
+        return reader("param", path[1], None, fields, None)
     mod, name = path[1], path[2]
     if mod == pyfn.__module__:
-        return CapturePath(ROOT_GLOBAL, 0, name, fields, None)
-    return CapturePath(ROOT_MODULE, 0, (mod, name), fields, None)
-
-
-def python_path_getter(path: tuple, pyfn: Any, fields: tuple) -> Callable[[Any, tuple], Any]:
-    """`path_getter`'s getter where vksycl's native module was not built."""
-    base: Callable[[Any, tuple], Any]
-    if path[0] == "self":
-        base = lambda fn, args: fn.__self__
-    elif path[0] == "cell":
-        i = pyfn.__code__.co_freevars.index(path[1])
-        base = lambda fn, args: fn.__closure__[i].cell_contents
-    elif path[0] == "fncell":
-        outer, name = path_getter(path[1], pyfn), path[2]
-
-        def base(fn: Any, args: tuple) -> Any:
-            f = outer(fn, args)
-            return f.__closure__[f.__code__.co_freevars.index(name)].cell_contents
-    elif path[0] == "param":
-        i = path[1]
-        base = lambda fn, args: args[i]
-    else:
-        mod, name = path[1], path[2]
-        if mod == pyfn.__module__:
-            base = lambda fn, args: fn.__globals__[name]
-        else:
-            base = lambda fn, args: sys.modules[mod].__dict__[name]
-    if not fields:
-        return base
-
-    def get(fn: Any, args: tuple) -> Any:
-        v = base(fn, args)
-        for f in fields:
-            v = getattr(v, f)
-        return v
-
-    return get
+        return reader("global", 0, name, fields, None)
+    return reader("module", 0, (mod, name), fields, None)
 
 
 def captured_value(pyfn: Any, path: tuple) -> Any:
