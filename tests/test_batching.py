@@ -562,3 +562,30 @@ def test_launches_batched_together_are_kept_as_one_and_dropped_events_go(q, flag
     q.memcpy(out, x, 4 * N).wait()
     sycl.free(x, q)
     np.testing.assert_array_equal(out, expected_steps(ks))
+
+
+def test_a_wait_finding_its_work_done_leaves_the_next_wait_blocking(q, monkeypatch):
+    """After a wait longer than the poll could cover, the next wait blocks at once. A wait
+    for earlier work the device finished meanwhile tells nothing of how long the device
+    takes, and leaves that as it was (before, it made the next long wait poll, taking a
+    core from a CPU device's work)."""
+    engine = q._scheduler.engine
+    monkeypatch.setattr(engine, "batch_window_s", 0.0)  # each command on its own
+    x = sycl.malloc_device(N, sycl.uint32, q)
+    out = sycl.malloc_device(BUSY, sycl.uint32, q)
+    try:
+        q.fill(x, np.uint32(0), N).wait()
+        first = step(q, x, 1)
+        long = busy(q, out, deps=[first])
+        long.wait()
+        waited = engine.last_wait_s
+        assert waited > 2 * engine.spin_wait_s
+        assert not first._submission.finished  # done on the device, not yet known here
+        first.wait()
+        assert engine.last_wait_s == waited
+        got = np.zeros(N, np.uint32)
+        q.memcpy(got, x, 4 * N).wait()
+        np.testing.assert_array_equal(got, expected_steps([1]))
+    finally:
+        sycl.free(x, q)
+        sycl.free(out, q)

@@ -144,25 +144,29 @@ class Submission:
             seq = self._sequence
             if seq is None:
                 return
-            engine = self._engine
-            started = time.perf_counter()
-            poll = engine.spin_wait_s if spin else 0.0
             # A blocking fence wait wakes up tens of microseconds after the device is
             # done; polling briefly first keeps short commands' latency low. Polling
             # takes a core from the work on a CPU device, so after a wait longer than
-            # the spin could cover, the next wait blocks at once. The poll keeps the
-            # interpreter's lock: handing it to another thread at every poll costs more
-            # than the poll.
-            if poll and engine.last_wait_s <= 2 * poll:
-                deadline = started + poll
-                while not seq.finish_if_signaled():
-                    if time.perf_counter() >= deadline:
-                        self._block(seq)
-                        break
-            elif not seq.finish_if_signaled():
-                self._block(seq)
-            if spin:
-                engine.last_wait_s = time.perf_counter() - started
+            # the spin could cover, the next wait blocks at once. A wait that finds the
+            # work done tells nothing of how long the device takes, and leaves that
+            # choice as it was: waits for earlier work found done (a graph's earlier
+            # segments, events waited for in turn) would otherwise make the next long
+            # wait poll. The poll keeps the interpreter's lock: handing it to another
+            # thread at every poll costs more than the poll.
+            if not seq.finish_if_signaled():
+                engine = self._engine
+                started = time.perf_counter()
+                poll = engine.spin_wait_s if spin else 0.0
+                if poll and engine.last_wait_s <= 2 * poll:
+                    deadline = started + poll
+                    while not seq.finish_if_signaled():
+                        if time.perf_counter() >= deadline:
+                            self._block(seq)
+                            break
+                else:
+                    self._block(seq)
+                if spin:
+                    engine.last_wait_s = time.perf_counter() - started
             self._finish(seq)
             return
         except exception:
@@ -312,9 +316,9 @@ class Part:
 class Recording:
     """Dispatch ops recorded once into sequences of their own (a command graph's segment)
     and submitted again at each replay. A replay takes a sequence no submission is
-    running; with none idle it records another (up to `RECORDING_COPIES`), else waits
-    for the oldest. Timed recordings are recorded again at each replay: their timestamp
-    queries are reset while recording."""
+    running (the oldest's fence asked first); with none idle it records another (up to
+    `RECORDING_COPIES`), else waits for the oldest. Timed recordings are recorded again
+    at each replay: their timestamp queries are reset while recording."""
 
     __slots__ = ("_busy", "_count", "_idle", "_lock", "dispatches", "retired", "timed")
 
@@ -332,8 +336,12 @@ class Recording:
     def take(self, engine: Submitter) -> Any:
         while True:
             with self._lock:
-                while self._busy and self._busy[0].finished:
-                    self._busy.popleft()
+                busy = self._busy
+                # a later submission's wait finishes earlier ones on the device (a fence
+                # covers all work submitted before it) but not here: asking the oldest's
+                # fence costs less than recording a copy or waiting
+                while busy and (busy[0].finished or (not self._idle and busy[0].done())):
+                    busy.popleft()
                 if self._idle:
                     seq = self._idle.pop()
                     if self.timed:
