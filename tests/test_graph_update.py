@@ -1,6 +1,8 @@
 """Executable graph update (sycl_ext_oneapi_graph 7.4, 7.5.2): dynamic parameters
 (scalars and USM pointers), ranges, dynamic command groups and whole-graph update, after
-DPC++'s sycl/test-e2e/Graph/Update tests. An update records again; it never compiles."""
+DPC++'s sycl/test-e2e/Graph/Update tests. An update never compiles: it writes a node's
+new arguments into the graph's memory where nothing can still read the old ones, else
+records again."""
 
 from __future__ import annotations
 
@@ -405,14 +407,11 @@ def test_single_task_pointer_update(q, mem):
     assert [int(np.asarray(o)[0]) for o in outs] == [100, 101, 102, 103]
 
 
-def test_updates_split_long_segments_around_the_updated_node(q, mem):
-    """A 20-node chain updated in its middle node: the segment is split once into the
-    nodes before, the node, and the nodes after; later updates record one dispatch."""
-    a = mem.zeros(N, np.int32)
+def _chain_of_20_in(g, q, a, factor):
+    """20 dependent nodes of `g` adding 1 to `a`, the middle one multiplying by `factor`
+    (a dynamic parameter of `g`)."""
     k_add, k_mul = kernel(q, add_scalar), kernel(q, mul_scalar)
     r = sycl.nd_range((N,), (WG,))
-    g = syclexp.command_graph(q)
-    factor = syclexp.dynamic_parameter(g, 1)
     nodes = []
     for j in range(20):
         props = [dep(nodes[-1])] if nodes else []
@@ -421,17 +420,62 @@ def test_updates_split_long_segments_around_the_updated_node(q, mem):
                                props))
         else:
             nodes.append(g.add(lambda h: (h.set_args(a, 1), h.parallel_for(r, k_add)), props))
+    return g, nodes
+
+
+def test_updates_split_long_segments_around_the_updated_node(q, mem):
+    """A 20-node chain updated in its middle node while its submissions wait, one after
+    another, behind a host task: the update cannot rewrite what they will read, so the
+    segment is split once into the nodes before, the node, and the nodes after, and later
+    updates record one dispatch. Each submission runs the value it was submitted with."""
+    import threading
+
+    a = mem.zeros(N, np.int32)
+    g = syclexp.command_graph(q)
+    factor = syclexp.dynamic_parameter(g, 1)
+    g, nodes = _chain_of_20_in(g, q, a, factor)
     exe = g.finalize([updatable()])
     assert len(exe._steps) == 1
-    want = 0
+    gate = threading.Event()
+    last = q.submit(lambda h: h.host_task(lambda: gate.wait(30)))
+    last = q.submit(lambda h: (h.depends_on(last), h.ext_oneapi_graph(exe)))
+    want = 19
     for v in range(2, 9):
         factor.update(v)
         exe.update(nodes[10])
-        q.ext_oneapi_graph(exe)
+        last = q.submit(lambda h, e=last: (h.depends_on(e), h.ext_oneapi_graph(exe)))
         want = ((want + 10) * v + 9) % (1 << 32)
         assert [len(s.dispatches) for s in exe._steps] == [10, 1, 9]
+    gate.set()
     q.wait()
     assert (values(a) == np.int64(want).astype(np.int32)).all()
+
+
+def test_updates_rewrite_arguments_without_recording(q, mem, monkeypatch):
+    """A node given a dynamic parameter reads its arguments from the graph's memory:
+    updated between replays that completed, its new value is written there, and no
+    segment is split or recorded again."""
+    a = mem.zeros(N, np.int32)
+    g = syclexp.command_graph(q)
+    factor = syclexp.dynamic_parameter(g, 1)
+    g, nodes = _chain_of_20_in(g, q, a, factor)
+    exe = g.finalize([updatable()])
+    q.ext_oneapi_graph(exe).wait()
+    [step] = exe._steps
+    recording = step.recording
+
+    def no_recording(*args, **kwargs):
+        raise AssertionError("an update recorded a segment")
+
+    monkeypatch.setattr(exe, "_record", no_recording)
+    want = 19
+    for v in [3, 0, 7, -2, 5]:
+        factor.update(v)
+        exe.update(nodes[10])
+        q.ext_oneapi_graph(exe).wait()
+        want = ((want + 10) * v + 9) % (1 << 32)
+        assert exe._steps == [step] and step.recording is recording
+        assert (values(a) == np.int64(want).astype(np.int32)).all()
 
 
 def test_update_after_a_deferred_submission(q, mem):
@@ -498,3 +542,102 @@ def test_updates_reuse_command_buffers(q, mem, monkeypatch):
     updates(range(9, 49))
     assert made == []
     assert (values(a) == total).all()
+
+
+def test_argument_slots_serve_again_once_submissions_are_done(q, mem):
+    """Updates made while submissions run take new slots; once those submissions are
+    done the old slots serve again, so the graph's argument memory stays one block over
+    hundreds of updates. Scalars and pointers both go through the slot."""
+    a, b = mem.zeros(N, np.int32), mem.zeros(N, np.int32)
+    g = syclexp.command_graph(q)
+    value = syclexp.dynamic_parameter(g, 1)
+    where = syclexp.dynamic_parameter(g, a)
+    k = kernel(q, add_scalar)
+    n = g.add(lambda h: (h.set_args(where, value), h.parallel_for(sycl.nd_range((N,), (WG,)),
+                                                                   k)))
+    exe = g.finalize([updatable()])
+    want = {id(a): 0, id(b): 0}
+    for v in range(1, 301):
+        target = a if v % 3 else b
+        value.update(v)
+        where.update(target)
+        exe.update(n)
+        q.ext_oneapi_graph(exe)
+        want[id(target)] += v
+        if v % 8 == 0:
+            q.wait()
+    q.wait()
+    assert (values(a) == want[id(a)]).all() and (values(b) == want[id(b)]).all()
+    assert len(exe._slots.buffers) == 1
+
+
+def test_update_range_of_a_node_reading_its_arguments_from_memory(q, mem):
+    """A range update changes the work-group counts recorded with the dispatch: the node
+    is recorded again, and value updates after it are written in place again."""
+    a = mem.zeros(N, np.int32)
+    g = syclexp.command_graph(q)
+    value = syclexp.dynamic_parameter(g, 1)
+    k = kernel(q, add_scalar)
+    n = g.add(lambda h: (h.set_args(a, value), h.parallel_for(sycl.nd_range((N,), (WG,)), k)))
+    exe = g.finalize([updatable()])
+    q.ext_oneapi_graph(exe).wait()
+    n.update_nd_range(sycl.nd_range((N // 4,), (WG,)))
+    exe.update(n)
+    [step] = exe._steps
+    q.ext_oneapi_graph(exe).wait()
+    value.update(100)
+    exe.update(n)
+    assert exe._steps == [step]  # written in place
+    q.ext_oneapi_graph(exe).wait()
+    want = np.full(N, 1, np.int32)
+    want[: N // 4] += 1 + 100
+    np.testing.assert_array_equal(values(a), want)
+
+
+def test_update_after_the_graph_became_a_sub_graph(q, mem):
+    """A graph another graph took in as a node runs, in that graph, what it ran when it
+    was taken in; updated afterwards, its own submissions run the new value, recorded
+    again rather than rewritten where the other graph reads."""
+    a = mem.zeros(N, np.int32)
+    child = syclexp.command_graph(q)
+    value = syclexp.dynamic_parameter(child, 1)
+    k = kernel(q, add_scalar)
+    n = child.add(lambda h: (h.set_args(a, value),
+                             h.parallel_for(sycl.nd_range((N,), (WG,)), k)))
+    child_exe = child.finalize([updatable()])
+    parent = syclexp.command_graph(q)
+    parent.add(lambda h: h.ext_oneapi_graph(child_exe))
+    parent_exe = parent.finalize()
+    for v in (5, 7):
+        value.update(v)
+        child_exe.update(n)
+        q.ext_oneapi_graph(child_exe).wait()
+        q.ext_oneapi_graph(parent_exe).wait()
+    assert (values(a) == 5 + 1 + 7 + 1).all()
+
+
+def test_replays_waited_for_one_by_one_record_each_segment_once(q, mem):
+    """Waiting for a replay waits for its last segment; the fences of the others, done by
+    then, are asked at the next replay before another copy of their segment is recorded,
+    so a split graph replayed and waited for in turn records each segment once."""
+    import threading
+
+    a = mem.zeros(N, np.int32)
+    g = syclexp.command_graph(q)
+    factor = syclexp.dynamic_parameter(g, 1)
+    g, nodes = _chain_of_20_in(g, q, a, factor)
+    exe = g.finalize([updatable()])
+    gate = threading.Event()
+    held = q.submit(lambda h: h.host_task(lambda: gate.wait(30)))
+    q.submit(lambda h: (h.depends_on(held), h.ext_oneapi_graph(exe)))
+    factor.update(2)
+    exe.update(nodes[10])  # a submission pending: recorded again, split
+    gate.set()
+    q.wait()
+    want = 19
+    for _ in range(6):
+        q.ext_oneapi_graph(exe).wait()
+        want = (want + 10) * 2 + 9
+    assert [len(s.dispatches) for s in exe._steps] == [10, 1, 9]
+    assert [s.recording._count for s in exe._steps] == [1, 1, 1]
+    assert (values(a) == want).all()

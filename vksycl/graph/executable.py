@@ -8,9 +8,16 @@ steps between two host steps (or a staging flush) into one sequence of their own
 by level: a barrier starts each level, and the nodes of one level (no edges between
 them) may run at once. A submission is one `GraphRun` command through the scheduler:
 its pre-recorded segments are submitted as they are, host steps run between them. An
-update builds the updated kernel nodes' commands again (push constants, no compilation)
+update builds the updated kernel nodes' commands again (new arguments, no compilation)
 and records again only the segments holding them; submissions already made keep the
 sequences they run.
+
+In a graph finalized updatable, a kernel node given a dynamic parameter reads its
+arguments from a slot of the graph's own memory (`runtime.argument_slots`): an update
+bringing new values for the same kernel and work-groups writes them there and records
+nothing, when no submission of the graph can still read them (7.5.2: updates reach only
+later submissions). Otherwise the node takes a new slot and its segment is recorded
+again; the old slot serves again once the submissions that could read it are done.
 
 A submission takes part in the buffers' eager dependency tracking as one command group
 requiring every accessor its nodes use: it follows the earlier command groups on that
@@ -24,6 +31,7 @@ import threading
 from typing import Any
 
 from ..exceptions import errc, exception
+from ..runtime.argument_slots import SlotLaunch, argument_slots
 from ..runtime.commands import Command, GpuStep, HostStep, LowerContext, Step
 from ..runtime.context import scheduler_for
 from ..runtime.engine import Buffer
@@ -86,21 +94,27 @@ class executable_command_graph:
         self._engine = scheduler_for(self._device).engine
         self._staging: list[Buffer] = []
         self._ctx = LowerContext(self._engine, self._staging_buffer)
-        # what each node records (Command.for_graph): the graph keeps it while its steps
-        # are recorded, since a copy's memory goes back to the allocator with it
-        self._held = [c.for_graph() for c in self._commands]
+        self._lock = threading.RLock()
+        # submissions not known to be complete, and whether another graph took this one's
+        # steps in (a sub-graph node): an update may rewrite arguments in memory (a slot,
+        # a fused kernel's argument block) in place only when nothing can still read them
+        self._pending: list[event] = []
+        self._nested = False
+        # the graph's argument memory, the nodes recording from a slot of it, and slots
+        # replaced while submissions that may read them ran, with those submissions
+        self._slots = argument_slots(self._device) if self._updatable else None
+        self._in_slots: dict[int, SlotLaunch] = {}
+        self._retired: list[tuple[SlotLaunch, list[event]]] = []
+        # what each node records (Command.for_graph, or a launch from a slot): the graph
+        # keeps it while its steps are recorded, since a copy's memory goes back to the
+        # allocator with it
+        self._held = [self._recorded(i, c) for i, c in enumerate(self._commands)]
         self._lowered = [self._lower(c) for c in self._held]
         self._fusion = Fusion(self._device, self._commands, self._order,
                               [n._type for n in nodes], self._lower,
                               [_launched_with(n) for n in nodes]) \
             if has(props, property.graph.perform_fusion) else None
-        self._lock = threading.RLock()
         self._last: event | None = None  # the last submission, for graphs with host steps
-        # submissions not known to be complete, and whether another graph took this one's
-        # steps in (a sub-graph node): an update may rewrite a fused kernel's argument
-        # block in place only when nothing can still read it
-        self._pending: list[event] = []
-        self._nested = False
         self._build()
 
     def get_context(self) -> Any:
@@ -139,6 +153,20 @@ class executable_command_graph:
         while len(self._staging) <= i:
             self._staging.append(self._engine.buffer(_STAGING_BYTES, host_visible=True))
         return self._staging[i]
+
+    def _recorded(self, i: int, command: Command) -> Command:
+        """What node i records for `command`: a launch from a slot of the graph's memory
+        for a kernel node given a dynamic parameter (not once another graph took this
+        one's steps in: its slots could never serve again), else `command.for_graph()`."""
+        self._in_slots.pop(i, None)
+        n = self._nodes[i]
+        if self._slots is not None and not self._nested and \
+                n._type is node_type.kernel and getattr(n._handler, "dynamic", None):
+            launch = self._slots.launch(command, _launched_with(n))
+            if launch is not None:
+                self._in_slots[i] = launch
+                return launch.command
+        return command.for_graph()
 
     def _lower(self, command: Command) -> list[Step]:
         if isinstance(command, GraphRun):  # a sub-graph: its nodes, in its order
@@ -314,8 +342,11 @@ class executable_command_graph:
         is recorded again; a long one is first split around the updated nodes, so that
         updating them again records only their own dispatches."""
         changed: dict[int, list[list[Dispatch]]] = {}
+        rewritten: set[int] = set()  # nodes whose new arguments went into their slots
         reshaped = False
         moved = False
+        idle = self._idle()
+        self._release_retired()
         for i, _, accesses in pairs:
             old = self._accesses[i]
             moved = moved or len(old) != len(accesses) or \
@@ -326,7 +357,14 @@ class executable_command_graph:
         for i, command, _ in pairs:
             if command is self._commands[i]:
                 continue
-            own = command.for_graph()
+            slot_launch = self._in_slots.get(i)
+            if slot_launch is not None:
+                if idle and slot_launch.rewrite(command):
+                    self._commands[i] = command
+                    rewritten.add(i)
+                    continue
+                self._retired.append((slot_launch, [] if idle else list(self._pending)))
+            own = self._recorded(i, command)
             lowered = self._lower(own)
             gpu = [s.dispatches for s in lowered if isinstance(s, GpuStep)]
             old = [s for s in self._lowered[i] if isinstance(s, GpuStep)]
@@ -336,9 +374,9 @@ class executable_command_graph:
             reshaped = reshaped or len(gpu) != len(old) or not all(gpu) or \
                 any(isinstance(s, HostStep) for s in lowered)
             changed[i] = gpu
-        if self._fusion is not None and changed:
-            fused, regrouped = self._fusion.refresh(set(changed), self._commands,
-                                                    self._idle())
+        if self._fusion is not None and (changed or rewritten):
+            fused, regrouped = self._fusion.refresh(set(changed) | rewritten,
+                                                    self._commands, idle)
             reshaped = reshaped or regrouped
             changed = {i: gpu for i, gpu in changed.items() if not self._fusion.hides(i)}
             changed.update(fused)
@@ -365,6 +403,20 @@ class executable_command_graph:
                 members.append(_members(piece))
                 steps.append(self._record(piece))
         self._plan, self._members, self._steps = plan, members, steps
+
+    def _release_retired(self) -> None:
+        """Gives the graph's memory back the slots that updates replaced, once the
+        submissions that could read them are done. Another graph that took this one's
+        steps in reads them for as long as it lives: none serves again then."""
+        if self._nested:
+            return
+        kept = []
+        for launch, submissions in self._retired:
+            if all(e.is_complete() for e in submissions):
+                self._slots.release(launch)  # type: ignore[union-attr]
+            else:
+                kept.append((launch, submissions))
+        self._retired = kept
 
     def _retire(self, step: Step) -> None:
         """A segment an update replaced gives its command buffers back to the engine."""

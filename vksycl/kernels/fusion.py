@@ -88,7 +88,7 @@ def _domain(o: Origin) -> Domain:
     return domain(local, (*counts, 1, 1, 1)[:3], (*shape[3][::-1], 1, 1, 1)[:3])
 
 
-def _kernel_of(command: Command, launched: Any) -> Any:
+def kernel_of(command: Command, launched: Any) -> Any:
     """The Python kernel a node's command runs: the one its node was launched with (a
     command reused from an earlier launch of the same code and arguments may name that
     launch's function, perhaps gone since), else the one the command was built from."""
@@ -347,7 +347,7 @@ class _Run:
         if len(self.group) > 1 and self.facts is not None:
             made = _make(self.device, self.commands, self.group, self.parts, self.facts,
                          self.barriers, self.locate, self.max_push,
-                         [_kernel_of(self.commands[i], self.kernels[i]) for i in self.group])
+                         [kernel_of(self.commands[i], self.kernels[i]) for i in self.group])
             if isinstance(made, str):
                 for i in self.group:
                     self.reasons.setdefault(i, made)
@@ -357,7 +357,7 @@ class _Run:
 
     def add(self, i: int) -> None:
         command = self.commands[i]
-        pyfn = _kernel_of(command, self.kernels[i])
+        pyfn = kernel_of(command, self.kernels[i])
         why = _unfusable(command, pyfn)
         m = None
         if why is None:

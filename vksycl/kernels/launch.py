@@ -28,6 +28,7 @@ from ..exceptions import errc, exception
 from ..runtime import handler as _handler
 from ..runtime.commands import KernelLaunch
 from ..runtime.handler import PYTHON_KERNELS
+from . import graph_arguments  # noqa: F401  (registers the graphs' argument memory)
 from .argument_ring import ArgumentRing
 from .device_checks import check_supported, group_counts
 from .fusion import Origin

@@ -1,0 +1,54 @@
+"""The hook through which an updatable graph's kernel nodes read their arguments from
+memory that an update rewrites in place. Finding a kernel's argument-block variant needs
+the compiler, which the graph layer never imports: the kernel front ends register the
+maker of a graph's slots (`use_argument_slots`) when `vksycl.kernels.graph_arguments` is
+imported, as they register the fuser. Without one, every node records its arguments as
+push constants and an update records its segment again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from .commands import Command
+
+
+class SlotLaunch(Protocol):
+    """A kernel node's launch from a slot of its graph's argument memory: `command`, what
+    the graph records, reads its arguments there."""
+
+    command: Command
+
+    def rewrite(self, command: Command) -> bool:
+        """Writes the arguments of `command` (the node's new command) into the slot when
+        its dispatch runs the same kernel over the same work-groups, and says whether it
+        did. The caller makes sure no submission can still read the slot."""
+        ...
+
+
+class ArgumentSlots(Protocol):
+    """One executable graph's argument memory."""
+
+    def launch(self, command: Command, kernel: Any) -> SlotLaunch | None:
+        """`command` (what a node's command records in a graph, `Command.for_graph`) as a
+        launch from a slot of its own, or None where its kernel cannot read its arguments
+        from memory as it packs them; `kernel` is what the node was launched with."""
+        ...
+
+    def release(self, launch: SlotLaunch) -> None:
+        """The slot of `launch` may serve another launch: nothing reads it any more."""
+        ...
+
+
+_maker: Callable[[Any], ArgumentSlots] | None = None
+
+
+def use_argument_slots(maker: Callable[[Any], ArgumentSlots]) -> None:
+    global _maker
+    _maker = maker
+
+
+def argument_slots(device: Any) -> ArgumentSlots | None:
+    """A new graph's argument memory on `device`, or None when no front end registered
+    a maker."""
+    return None if _maker is None else _maker(device)
