@@ -797,3 +797,53 @@ def test_a_buffer_reinterpreted_as_a_struct_twin_runs_the_twins_kernel(q):
             q.submit(lambda h, view=view: h.parallel_for(
                 sycl.range(8), bump(sycl.accessor(view, h))))
     np.testing.assert_array_equal(data["v"], np.full(8, 102, np.float32))
+
+
+@syclexp.nd_range_kernel(1)
+def _add_to(x: sycl.ptr[sycl.float32], v: sycl.float32):
+    i = this_work_item.get_nd_item(1).get_global_linear_id()
+    x[i] = x[i] + v
+
+
+@pytest.mark.parametrize("spelling", ["same range object", "new scalar each launch",
+                                      "nd_launch, same arguments", "nd_launch, new scalar"])
+def test_a_settled_launch_through_a_queue_of_another_context_is_refused(q, spelling):
+    """However settled a launch is (its command repeated, a streak of new values, an
+    argument ring), the same launch through a queue of another context takes the full
+    way and refuses memory of the first context; the first context's launches go on."""
+    n, launches = 256, 40
+    a = sycl.malloc_shared(n, sycl.float32, q)
+    a[:] = 0
+    rng, r = sycl.range(n), sycl.nd_range((n,), (64,))
+    args = (a, np.float32(1.0))
+    delta = 1.0
+
+    def bump(i):
+        a[i] = a[i] + delta
+
+    def launch(queue, k):
+        nonlocal delta
+        if spelling == "same range object":
+            return queue.parallel_for(rng, bump)
+        if spelling == "new scalar each launch":
+            delta = 1.0 + k
+            return queue.parallel_for(rng, bump)
+        if spelling == "nd_launch, same arguments":
+            return syclexp.nd_launch(queue, r, _add_to, *args)
+        return syclexp.nd_launch(queue, r, _add_to, a, np.float32(1.0 + k))
+
+    want = 0.0
+    for k in range(launches):
+        launch(q, k)
+        want += 1.0 if spelling in ("same range object", "nd_launch, same arguments") \
+            else 1.0 + k
+    q.wait()
+    other = sycl.queue(sycl.context(q.get_device()), q.get_device())
+    with pytest.raises(sycl.exception, match="another context") as err:
+        launch(other, launches)
+    assert err.value.code() == sycl.errc.invalid
+    launch(q, launches).wait()
+    want += 1.0 if spelling in ("same range object", "nd_launch, same arguments") \
+        else 1.0 + launches
+    np.testing.assert_array_equal(np.asarray(a), np.full(n, want, np.float32))
+    sycl.free(a, q)
