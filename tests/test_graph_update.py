@@ -641,3 +641,25 @@ def test_replays_waited_for_one_by_one_record_each_segment_once(q, mem):
     assert [len(s.dispatches) for s in exe._steps] == [10, 1, 9]
     assert [s.recording._count for s in exe._steps] == [1, 1, 1]
     assert (values(a) == want).all()
+
+
+def test_an_update_while_a_submission_s_command_group_runs_leaves_it_its_values(q, mem):
+    """A submission's command exists before its command group submits it (another thread
+    may update meanwhile): an update then takes a new slot rather than rewriting the one
+    that command reads."""
+    a = mem.zeros(N, np.int32)
+    g = syclexp.command_graph(q)
+    value = syclexp.dynamic_parameter(g, 1)
+    k = kernel(q, add_scalar)
+    n = g.add(lambda h: (h.set_args(a, value), h.parallel_for(sycl.nd_range((N,), (WG,)), k)))
+    exe = g.finalize([updatable()])
+
+    def cgf(h):
+        h.ext_oneapi_graph(exe)
+        value.update(5)
+        exe.update(n)
+
+    q.submit(cgf).wait()
+    assert (values(a) == 1).all()
+    q.ext_oneapi_graph(exe).wait()
+    assert (values(a) == 6).all()

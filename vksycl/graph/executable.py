@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import heapq
 import threading
+import weakref
 from typing import Any
 
 from ..exceptions import errc, exception
@@ -95,16 +96,17 @@ class executable_command_graph:
         self._staging: list[Buffer] = []
         self._ctx = LowerContext(self._engine, self._staging_buffer)
         self._lock = threading.RLock()
-        # submissions not known to be complete, and whether another graph took this one's
-        # steps in (a sub-graph node): an update may rewrite arguments in memory (a slot,
-        # a fused kernel's argument block) in place only when nothing can still read them
-        self._pending: list[event] = []
+        # submissions not known to be complete (from when their command is made, before
+        # they have an event), and whether another graph took this one's steps in (a
+        # sub-graph node): an update may rewrite arguments in memory (a slot, a fused
+        # kernel's argument block) in place only when nothing can still read them
+        self._pending: list[_Submitted] = []
         self._nested = False
         # the graph's argument memory, the nodes recording from a slot of it, and slots
         # replaced while submissions that may read them ran, with those submissions
         self._slots = argument_slots(self._device) if self._updatable else None
         self._in_slots: dict[int, SlotLaunch] = {}
-        self._retired: list[tuple[SlotLaunch, list[event]]] = []
+        self._retired: list[tuple[SlotLaunch, list[_Submitted]]] = []
         # what each node records (Command.for_graph, or a launch from a slot): the graph
         # keeps it while its steps are recorded, since a copy's memory goes back to the
         # allocator with it
@@ -264,20 +266,23 @@ class executable_command_graph:
             else:
                 if run.runs_on_host and self._last is not None:
                     h.depends_on(self._last)
-                h.enqueued = [self._submitted]
+                submitted = _Submitted(run)
+                self._pending = [*self._still_pending(), submitted]
+                h.enqueued = [lambda ev: self._submitted(submitted, ev)]
             return run
 
-    def _submitted(self, ev: event) -> None:
-        self._last = ev
-        self._pending = [*self._still_pending(), ev]
+    def _submitted(self, submitted: _Submitted, ev: event) -> None:
+        with self._lock:
+            submitted.event = ev
+            self._last = ev
 
-    def _still_pending(self) -> list[event]:
-        return [e for e in self._pending if not e.is_complete()]
+    def _still_pending(self) -> list[_Submitted]:
+        return [s for s in self._pending if s.pending()]
 
     def _idle(self) -> bool:
-        """Whether no submission of this graph may still run, and no other graph runs its
-        steps: what an update may then change in place reaches only later submissions,
-        as 7.5.2 has it."""
+        """Whether no submission of this graph may still run (none made and not yet
+        submitted either), and no other graph runs its steps: what an update may then
+        change in place reaches only later submissions, as 7.5.2 has it."""
         self._pending = self._still_pending()
         return not self._pending and not self._nested
 
@@ -412,7 +417,7 @@ class executable_command_graph:
             return
         kept = []
         for launch, submissions in self._retired:
-            if all(e.is_complete() for e in submissions):
+            if not any(s.pending() for s in submissions):
                 self._slots.release(launch)  # type: ignore[union-attr]
             else:
                 kept.append((launch, submissions))
@@ -425,6 +430,22 @@ class executable_command_graph:
 
     def __repr__(self) -> str:
         return f"syclexp.command_graph[executable]({len(self._nodes)} nodes)"
+
+
+class _Submitted:
+    """A submission of the graph, from when its command is made: pending while that
+    command lives without an event (its command group has yet to submit it), then while
+    its event is not complete."""
+
+    __slots__ = ("event", "run")
+
+    def __init__(self, run: GraphRun) -> None:
+        self.run = weakref.ref(run)
+        self.event: event | None = None
+
+    def pending(self) -> bool:
+        ev = self.event
+        return self.run() is not None if ev is None else not ev.is_complete()
 
 
 def _accesses(n: node) -> list[Any]:
