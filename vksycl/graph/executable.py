@@ -69,8 +69,11 @@ class GraphRun(Command):
         self.keep_alive = tuple(graph._held) + graph._fused_commands()
         self.runs_on_host = graph._runs_on_host
         self.profiled = graph._profiling
+        self.submitted: _Submitted | None = None  # the graph's record of this submission
 
     def lower(self, ctx: LowerContext) -> list[Step]:
+        if self.submitted is not None:
+            self.submitted.started = True
         return self.steps
 
 
@@ -110,7 +113,12 @@ class executable_command_graph:
         # what each node records (Command.for_graph, or a launch from a slot): the graph
         # keeps it while its steps are recorded, since a copy's memory goes back to the
         # allocator with it
-        self._held = [self._recorded(i, c) for i, c in enumerate(self._commands)]
+        self._held: list[Command] = []
+        for i, c in enumerate(self._commands):
+            own, launch = self._recorded(i, c, True)
+            self._held.append(own)
+            if launch is not None:
+                self._in_slots[i] = launch
         self._lowered = [self._lower(c) for c in self._held]
         self._fusion = Fusion(self._device, self._commands, self._order,
                               [n._type for n in nodes], self._lower,
@@ -156,19 +164,20 @@ class executable_command_graph:
             self._staging.append(self._engine.buffer(_STAGING_BYTES, host_visible=True))
         return self._staging[i]
 
-    def _recorded(self, i: int, command: Command) -> Command:
-        """What node i records for `command`: a launch from a slot of the graph's memory
-        for a kernel node given a dynamic parameter (not once another graph took this
-        one's steps in: its slots could never serve again), else `command.for_graph()`."""
-        self._in_slots.pop(i, None)
+    def _recorded(self, i: int, command: Command, finalizing: bool
+                  ) -> tuple[Command, SlotLaunch | None]:
+        """What node i records for `command`, and the slot launch it is: a launch from a
+        slot of the graph's memory for a kernel node given a dynamic parameter (not once
+        another graph took this one's steps in: its slots could never serve again), else
+        `command.for_graph()`. Only finalize compiles a kernel's argument-block variant:
+        an update to a kernel without one records push constants."""
         n = self._nodes[i]
         if self._slots is not None and not self._nested and \
                 n._type is node_type.kernel and getattr(n._handler, "dynamic", None):
-            launch = self._slots.launch(command, _launched_with(n))
+            launch = self._slots.launch(command, _launched_with(n), finalizing)
             if launch is not None:
-                self._in_slots[i] = launch
-                return launch.command
-        return command.for_graph()
+                return launch.command, launch
+        return command.for_graph(), None
 
     def _lower(self, command: Command) -> list[Step]:
         if isinstance(command, GraphRun):  # a sub-graph: its nodes, in its order
@@ -266,7 +275,7 @@ class executable_command_graph:
             else:
                 if run.runs_on_host and self._last is not None:
                     h.depends_on(self._last)
-                submitted = _Submitted(run)
+                submitted = run.submitted = _Submitted(run)
                 self._pending = [*self._still_pending(), submitted]
                 h.enqueued = [lambda ev: self._submitted(submitted, ev)]
             return run
@@ -352,6 +361,8 @@ class executable_command_graph:
         moved = False
         idle = self._idle()
         self._release_retired()
+        # what a slot replaced now may be read by: one list for all the nodes
+        readers = [] if idle else list(self._pending)
         for i, _, accesses in pairs:
             old = self._accesses[i]
             moved = moved or len(old) != len(accesses) or \
@@ -363,14 +374,23 @@ class executable_command_graph:
             if command is self._commands[i]:
                 continue
             slot_launch = self._in_slots.get(i)
-            if slot_launch is not None:
-                if idle and slot_launch.rewrite(command):
-                    self._commands[i] = command
-                    rewritten.add(i)
-                    continue
-                self._retired.append((slot_launch, [] if idle else list(self._pending)))
-            own = self._recorded(i, command)
-            lowered = self._lower(own)
+            if slot_launch is not None and idle and slot_launch.rewrite(command):
+                self._commands[i] = command
+                rewritten.add(i)
+                continue
+            own, launch = self._recorded(i, command, False)
+            try:
+                lowered = self._lower(own)
+            except BaseException:
+                if launch is not None:  # recorded nowhere
+                    self._slots.release(launch)  # type: ignore[union-attr]
+                raise
+            if slot_launch is not None:  # the node's segment no longer reads it
+                self._retired.append((slot_launch, readers))
+            if launch is None:
+                self._in_slots.pop(i, None)
+            else:
+                self._in_slots[i] = launch
             gpu = [s.dispatches for s in lowered if isinstance(s, GpuStep)]
             old = [s for s in self._lowered[i] if isinstance(s, GpuStep)]
             self._commands[i] = command
@@ -415,13 +435,13 @@ class executable_command_graph:
         steps in reads them for as long as it lives: none serves again then."""
         if self._nested:
             return
-        kept = []
-        for launch, submissions in self._retired:
-            if not any(s.pending() for s in submissions):
-                self._slots.release(launch)  # type: ignore[union-attr]
-            else:
-                kept.append((launch, submissions))
-        self._retired = kept
+        done = 0
+        for launch, readers in self._retired:  # oldest first: stop at one still read
+            if any(s.pending() for s in readers):
+                break
+            self._slots.release(launch)  # type: ignore[union-attr]
+            done += 1
+        del self._retired[:done]
 
     def _retire(self, step: Step) -> None:
         """A segment an update replaced gives its command buffers back to the engine."""
@@ -434,18 +454,23 @@ class executable_command_graph:
 
 class _Submitted:
     """A submission of the graph, from when its command is made: pending while that
-    command lives without an event (its command group has yet to submit it), then while
-    its event is not complete."""
+    command lives without an event (its command group has yet to submit it), for good
+    once the scheduler took its steps without an event coming back (a submission that
+    failed part-way may have left work on the device), else while its event is not
+    complete."""
 
-    __slots__ = ("event", "run")
+    __slots__ = ("event", "run", "started")
 
     def __init__(self, run: GraphRun) -> None:
         self.run = weakref.ref(run)
         self.event: event | None = None
+        self.started = False
 
     def pending(self) -> bool:
         ev = self.event
-        return self.run() is not None if ev is None else not ev.is_complete()
+        if ev is None:
+            return self.started or self.run() is not None
+        return not ev.is_complete()
 
 
 def _accesses(n: node) -> list[Any]:

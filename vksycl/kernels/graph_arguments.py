@@ -23,7 +23,7 @@ import numpy as np
 from ..compiler.kernel import CompiledKernel, load_or_compile
 from ..exceptions import exception
 from ..runtime import argument_slots as hook
-from ..runtime.commands import Command, KernelLaunch
+from ..runtime.commands import Command, KernelLaunch, ReductionLaunch
 from ..runtime.context import scheduler_for
 from ..runtime.engine import Buffer
 from .fusion import kernel_of
@@ -43,13 +43,17 @@ def _layout(ck: CompiledKernel) -> tuple:
             [(a.path, a.kind, a.piece, a.push_offset, str(a.dtype)) for a in ck.args])
 
 
-def block_kernel(pyfn: Any, ck: CompiledKernel) -> CompiledKernel | None:
+def block_kernel(pyfn: Any, ck: CompiledKernel, compile: bool = True
+                 ) -> CompiledKernel | None:
     """The argument-block variant of push-constant kernel `ck` (compiled once, then from
     the caches), when it reads the same packed bytes: the same fields at the same
-    offsets, the same values compiled in, over the same work-groups."""
+    offsets, the same values compiled in, over the same work-groups. Without `compile`,
+    only one made before."""
     known = _BLOCKS.get(id(ck))
     if known is not None and known[0] is ck:
         return known[1]
+    if not compile:
+        return None
     spec = dataclasses.replace(ck.spec, args_in_memory=True)
     extra = ("argument block of", _layout(ck))
     try:
@@ -97,7 +101,10 @@ class SlotLaunch:
 
 def _plain(command: Command) -> KernelLaunch | None:
     """`command` as a graph records it when that is a plain push-constant launch of a
-    kernel vksycl compiled (no bindings, no memory of its own), else None."""
+    kernel vksycl compiled (no bindings, no memory of its own), else None. A reduction's
+    launch never is: asked, it would make scratch memory of its own."""
+    if not isinstance(command, KernelLaunch) or isinstance(command, ReductionLaunch):
+        return None
     plain = command.for_graph()
     if type(plain) is not KernelLaunch or plain.origin is None or plain.bound or \
             plain.keep_alive or plain.origin.ck.spec.args_in_memory:
@@ -115,12 +122,12 @@ class ArgumentSlots:
         self.buffers: list[Buffer] = []
         self.free: dict[int, list[_Slot]] = {}  # by slot size
 
-    def launch(self, command: Command, kernel: Any) -> SlotLaunch | None:
+    def launch(self, command: Command, kernel: Any, compile: bool) -> SlotLaunch | None:
         plain = _plain(command)
         if plain is None:
             return None
         pyfn = kernel_of(plain, kernel)
-        block = None if pyfn is None else block_kernel(pyfn, plain.origin.ck)
+        block = None if pyfn is None else block_kernel(pyfn, plain.origin.ck, compile)
         if block is None:
             return None
         size = -(-max(block.args_size, 1) // _ALIGN) * _ALIGN

@@ -29,10 +29,11 @@ class SlotLaunch(Protocol):
 class ArgumentSlots(Protocol):
     """One executable graph's argument memory."""
 
-    def launch(self, command: Command, kernel: Any) -> SlotLaunch | None:
-        """`command` (what a node's command records in a graph, `Command.for_graph`) as a
+    def launch(self, command: Command, kernel: Any, compile: bool) -> SlotLaunch | None:
+        """`command` (a node's command, recorded as `Command.for_graph` makes it) as a
         launch from a slot of its own, or None where its kernel cannot read its arguments
-        from memory as it packs them; `kernel` is what the node was launched with."""
+        from memory as it packs them, or (without `compile`) has no variant doing so made
+        yet; `kernel` is what the node was launched with."""
         ...
 
     def release(self, launch: SlotLaunch) -> None:

@@ -337,11 +337,19 @@ class Recording:
         while True:
             with self._lock:
                 busy = self._busy
-                # a later submission's wait finishes earlier ones on the device (a fence
-                # covers all work submitted before it) but not here: asking the oldest's
-                # fence costs less than recording a copy or waiting
-                while busy and (busy[0].finished or (not self._idle and busy[0].done())):
+                while busy:
+                    sub = busy[0]
+                    if not sub.finished and not self._idle:
+                        # a later submission's wait finishes earlier ones on the device
+                        # (a fence covers all work submitted before it) but not here:
+                        # asking the oldest's fence costs less than recording a copy or
+                        # waiting (a thread waiting for it finishes it itself)
+                        sub.done()
+                    if not sub.finished:
+                        break
                     busy.popleft()
+                    if sub.error is not None:  # it failed: its sequence never comes back
+                        self._count -= 1
                 if self._idle:
                     seq = self._idle.pop()
                     if self.timed:
