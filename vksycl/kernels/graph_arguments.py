@@ -18,8 +18,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Final
 
-import numpy as np
-
 from ..compiler.kernel import CompiledKernel, load_or_compile
 from ..exceptions import exception
 from ..runtime import argument_slots as hook
@@ -68,13 +66,13 @@ def block_kernel(pyfn: Any, ck: CompiledKernel, compile: bool = True
 
 @dataclasses.dataclass(eq=False)
 class _Slot:
-    memory: np.ndarray  # the host's view of its block's bytes
+    memory: memoryview  # the host's view of its block's bytes
     start: int
     size: int  # the bytes it spans (its stride)
     address: int
 
     def write(self, data: bytes) -> None:
-        self.memory[self.start:self.start + len(data)] = np.frombuffer(data, np.uint8)
+        self.memory[self.start:self.start + len(data)] = data
 
 
 class SlotLaunch:
@@ -144,7 +142,8 @@ class ArgumentSlots:
                                         host_writes_only=True)
             self.buffers.append(buffer)
             assert buffer.host is not None  # host-visible memory
-            free += [_Slot(buffer.host, k * size, size, buffer.address + k * size)
+            memory = buffer.host.data
+            free += [_Slot(memory, k * size, size, buffer.address + k * size)
                      for k in reversed(range(_SLOTS_PER_BLOCK))]
         return free.pop()
 
