@@ -677,7 +677,9 @@ def sub_scalar(ptr: sycl.ptr[sycl.int32], value: sycl.int32):
 def test_switching_a_dynamic_command_group_to_a_kernel_never_compiles(q, mem, monkeypatch):
     """Finalize compiles the argument-block variant of the kernel each node runs; an
     update to a command group of another kernel records that kernel's push constants
-    rather than compile its variant, and switching back finds the slot's variant."""
+    rather than compile its variant, and switching back finds the slot's variant. The
+    rebuilds bringing new values make no argument ring (whose variant would compile):
+    a graph's commands are never launched eagerly."""
     from vksycl.kernels import graph_arguments
 
     a = mem.zeros(N, np.int32)
@@ -691,9 +693,6 @@ def test_switching_a_dynamic_command_group_to_a_kernel_never_compiles(q, mem, mo
     n = g.add(dcg)
     exe = g.finalize([updatable()])
     q.ext_oneapi_graph(exe).wait()
-    for v in range(100, 106):  # rebuilds with new values: each kernel's argument ring
-        value.update(v)
-    value.update(3)
 
     def no_compiling(*args, **kwargs):
         raise AssertionError("an update compiled a kernel")

@@ -8,7 +8,9 @@ from typing import Any
 
 from ..exceptions import errc, exception
 from ..properties import work_group_scratch_size
+from ..runtime.argument_slots import building
 from ..runtime.buffers import accessor
+from ..runtime.commands import Command
 from ..runtime.event import event
 from ..runtime.handler import handler
 from ..runtime.queue import queue
@@ -49,6 +51,10 @@ class graph_handler(handler):
             self.dynamic.append((None, acc))
             acc = acc._value
         handler.require(self, acc)
+
+    def _launch(self, kernel: Any, launch: Any, properties: Any) -> Command:
+        with building():
+            return handler._launch(self, kernel, launch, properties)
 
     def _check_dependencies(self, events: list[event]) -> None:
         self._graph._event_nodes(events)

@@ -16,6 +16,7 @@ from typing import Any
 from ..exceptions import errc, exception
 from ..ranges import nd_range
 from ..ranges import range as sycl_range
+from ..runtime.argument_slots import building
 from ..runtime.commands import Command
 from ..runtime.context import context
 from ..runtime.event import event
@@ -33,7 +34,8 @@ def rebuild(h: handler, launch: Any = None) -> Command:
     """The command of `h`'s kernel with its current arguments, over `launch` (by default
     the range it was enqueued with)."""
     kernel, old, properties = h.launch_recipe
-    return handler._launch(h, kernel, old if launch is None else launch, properties)
+    with building():
+        return handler._launch(h, kernel, old if launch is None else launch, properties)
 
 
 class node:

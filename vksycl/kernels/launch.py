@@ -26,6 +26,7 @@ from ..compiler.free_function import FreeFunctionKernel
 from ..compiler.kernel import CompiledKernel
 from ..exceptions import errc, exception
 from ..runtime import handler as _handler
+from ..runtime.argument_slots import BUILDS
 from ..runtime.commands import KernelLaunch
 from ..runtime.handler import PYTHON_KERNELS
 from . import graph_arguments  # noqa: F401  (registers the graphs' argument memory)
@@ -182,6 +183,8 @@ def _ring_for(plan: Plan, p: Prepared, last: tuple, pyfn: Any, device: Any) -> A
     """The argument ring of prepared kernel `p`'s launches with new values, once there
     were `RING_AFTER` of them (False when its argument-block variant cannot take them);
     None before."""
+    if BUILDS.depth:  # a graph's command: recorded, never launched from a ring
+        return None
     settled = plan.ring
     if settled is not None and settled[0] is p:
         return settled[1]

@@ -3,11 +3,17 @@ memory that an update rewrites in place. Finding a kernel's argument-block varia
 the compiler, which the graph layer never imports: the kernel front ends register the
 maker of a graph's slots (`use_argument_slots`) when `vksycl.kernels.graph_arguments` is
 imported, as they register the fuser. Without one, every node records its arguments as
-push constants and an update records its segment again."""
+push constants and an update records its segment again.
+
+Commands built for a graph (`building`) are recorded, never launched eagerly: the front
+ends make none of what speeds up eager launches of new values for them (an argument
+ring, whose kernel variant would be compiled, and memory taken, at an update)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from .commands import Command
@@ -53,3 +59,20 @@ def argument_slots(device: Any) -> ArgumentSlots | None:
     """A new graph's argument memory on `device`, or None when no front end registered
     a maker."""
     return None if _maker is None else _maker(device)
+
+
+class _Builds(threading.local):
+    depth = 0  # commands this thread is building for a graph
+
+
+BUILDS = _Builds()
+
+
+@contextlib.contextmanager
+def building() -> Iterator[None]:
+    """Commands built in the block are a graph's."""
+    BUILDS.depth += 1
+    try:
+        yield
+    finally:
+        BUILDS.depth -= 1
