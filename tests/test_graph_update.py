@@ -54,6 +54,16 @@ def values(p, n=N):
     return np.asarray(p)[:n].copy()
 
 
+def adding_node(q, a):
+    """An updatable graph of one node adding a dynamic parameter (1 at first) to `a`:
+    the parameter, the node and the executable graph."""
+    g = syclexp.command_graph(q)
+    value = syclexp.dynamic_parameter(g, 1)
+    k = kernel(q, add_scalar)
+    n = g.add(lambda h: (h.set_args(a, value), h.parallel_for(sycl.nd_range((N,), (WG,)), k)))
+    return value, n, g.finalize([updatable()])
+
+
 def test_scalar_dynamic_parameter(q, mem):
     a = mem.zeros(N, np.int32)
     g = syclexp.command_graph(q)
@@ -102,11 +112,7 @@ def test_update_between_replays_in_flight(q, mem):
     """Submissions made before an update keep the old value; the update does not wait
     for them to run (7.5.2)."""
     a = mem.zeros(N, np.int32)
-    g = syclexp.command_graph(q)
-    value = syclexp.dynamic_parameter(g, 1)
-    k = kernel(q, add_scalar)
-    n = g.add(lambda h: (h.set_args(a, value), h.parallel_for(sycl.nd_range((N,), (WG,)), k)))
-    exe = g.finalize([updatable()])
+    value, n, exe = adding_node(q, a)
     total = 0
     for step in range(1, 21):
         for _ in range(10):
@@ -578,11 +584,7 @@ def test_update_range_of_a_node_reading_its_arguments_from_memory(q, mem):
     is recorded again, and value updates after it (a range of the same compiled variant)
     are written in place again."""
     a = mem.zeros(N, np.int32)
-    g = syclexp.command_graph(q)
-    value = syclexp.dynamic_parameter(g, 1)
-    k = kernel(q, add_scalar)
-    n = g.add(lambda h: (h.set_args(a, value), h.parallel_for(sycl.nd_range((N,), (WG,)), k)))
-    exe = g.finalize([updatable()])
+    value, n, exe = adding_node(q, a)
     q.ext_oneapi_graph(exe).wait()
     n.update_nd_range(sycl.nd_range((N // 2,), (WG,)))
     exe.update(n)
@@ -651,11 +653,7 @@ def test_an_update_while_a_submission_s_command_group_runs_leaves_it_its_values(
     may update meanwhile): an update then takes a new slot rather than rewriting the one
     that command reads."""
     a = mem.zeros(N, np.int32)
-    g = syclexp.command_graph(q)
-    value = syclexp.dynamic_parameter(g, 1)
-    k = kernel(q, add_scalar)
-    n = g.add(lambda h: (h.set_args(a, value), h.parallel_for(sycl.nd_range((N,), (WG,)), k)))
-    exe = g.finalize([updatable()])
+    value, n, exe = adding_node(q, a)
 
     def cgf(h):
         h.ext_oneapi_graph(exe)

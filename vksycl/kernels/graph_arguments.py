@@ -26,6 +26,7 @@ from ..runtime.context import scheduler_for
 from ..runtime.engine import Buffer
 from .fusion import kernel_of
 from .marshal import ADDRESS
+from .plans import argument_layout
 
 _SLOTS_PER_BLOCK: Final = 32
 _ALIGN: Final = 16  # a slot's start: the widest argument field's alignment and more
@@ -33,12 +34,6 @@ _ALIGN: Final = 16  # a slot's start: the widest argument field's alignment and 
 # id of a push-constant kernel -> (it, its argument-block variant or None): kept with the
 # kernel, so that the id names it as long as the entry lives
 _BLOCKS: dict[int, tuple[CompiledKernel, CompiledKernel | None]] = {}
-
-
-def _layout(ck: CompiledKernel) -> tuple:
-    """Where a kernel reads each argument from, and what it compiled in."""
-    return (ck.args_size, ck.coarsen, ck.spec.local, ck.spec_values,
-            [(a.path, a.kind, a.piece, a.push_offset, str(a.dtype)) for a in ck.args])
 
 
 def block_kernel(pyfn: Any, ck: CompiledKernel, compile: bool = True
@@ -53,12 +48,12 @@ def block_kernel(pyfn: Any, ck: CompiledKernel, compile: bool = True
     if not compile:
         return None
     spec = dataclasses.replace(ck.spec, args_in_memory=True)
-    extra = ("argument block of", _layout(ck))
+    extra = ("argument block of", argument_layout(ck))
     try:
         block: CompiledKernel | None = load_or_compile(pyfn, spec, ("graph", id(ck)), extra)
     except exception:
         block = None  # its push-constant kernel compiled: the node runs that one
-    if block is not None and _layout(block) != _layout(ck):
+    if block is not None and argument_layout(block) != argument_layout(ck):
         block = None
     _BLOCKS[id(ck)] = (ck, block)
     return block

@@ -566,10 +566,14 @@ def block_variant(pyfn: Any, plan: Plan, p: Prepared) -> CompiledKernel | None:
     group counts serve both."""
     spec_key, spec_fn = plan.variants[1]
     ck = _prepared(pyfn, (p.key[0], spec_key, *p.key[2:]), spec_fn).ck
-    same = ck.args_size == p.ck.args_size and ck.coarsen == p.ck.coarsen and \
-        ck.spec.local == p.ck.spec.local and \
-        [a.push_offset for a in ck.args] == [a.push_offset for a in p.ck.args]
-    return ck if same else None
+    return ck if argument_layout(ck) == argument_layout(p.ck) else None
+
+
+def argument_layout(ck: CompiledKernel) -> tuple:
+    """What two variants of a kernel must share for one's packed arguments to serve the
+    other: where each argument lies, the values compiled in, and the work-groups."""
+    return (ck.args_size, ck.coarsen, ck.spec.local, ck.spec_values,
+            [(a.path, a.kind, a.piece, a.push_offset, str(a.dtype)) for a in ck.args])
 
 
 def _attribute_record(pyfn: Any, captured: tuple, globals_: tuple, p: Prepared
