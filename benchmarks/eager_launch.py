@@ -214,19 +214,28 @@ def vksycl_case(q: sycl.queue, spelling: str
     return launch, q.wait, check
 
 
-def raw_kp_case(q: sycl.queue):
-    from vksycl import _kp as kp
+def bump_command(q: sycl.queue, n: int) -> tuple[Any, int]:
+    """vksycl's command of `x[i] = x[i] + 1.0` over `n` items of new USM, and the offset
+    of its pointer in the push constants: for a peer that runs vksycl's kernel on memory
+    of its own."""
     from vksycl.kernels.launch import build_launch, compiled
-    from vksycl.runtime.engine import rename_entry_point
 
-    x = sycl.malloc_device(N, sycl.float32, q)
+    x = sycl.malloc_device(n, sycl.float32, q)
 
     def body(i):
         x[i] = x[i] + 1.0
 
-    command = build_launch(q.get_device(), body, sycl.range(N))
-    (slot,) = [a.push_offset for a in compiled(q.get_device(), body, sycl.range(N)).args
+    command = build_launch(q.get_device(), body, sycl.range(n))
+    (slot,) = [a.push_offset for a in compiled(q.get_device(), body, sycl.range(n)).args
                if a.kind == "ptr"]
+    return command, slot
+
+
+def raw_kp_case(q: sycl.queue):
+    from vksycl import _kp as kp
+    from vksycl.runtime.engine import rename_entry_point
+
+    command, slot = bump_command(q, N)
     mgr = kp.Manager(q.get_device().vulkan.index)
     tensor = mgr.tensor_t(np.zeros(N, np.float32), kp.TensorTypes.device)
     push = bytearray(command.push_constants)  # the kernel's pointer, to kp's own tensor

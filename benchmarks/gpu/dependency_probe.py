@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
+from pathlib import Path
 
 import numpy as np
 import vulkan as vk
 
 import vksycl as sycl
-from vksycl.kernels.launch import build_launch, compiled
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from eager_launch import bump_command
 
 ITEMS = 64
 CHAIN = 100
@@ -40,15 +45,7 @@ FORMS = ("pipeline barrier", "synchronization2 barrier", "events", "synchronizat
 def kernel() -> tuple[bytes, str, bytes, int]:
     """vksycl's SPIR-V of `x[i] = x[i] + 1.0` over 64 items: (module, entry point, push
     constants, offset of the pointer in them)."""
-    q = sycl.queue()
-    x = sycl.malloc_device(ITEMS, sycl.float32, q)
-
-    def body(i):
-        x[i] = x[i] + 1.0
-
-    command = build_launch(q.get_device(), body, sycl.range(ITEMS))
-    (slot,) = [a.push_offset for a in compiled(q.get_device(), body, sycl.range(ITEMS)).args
-               if a.kind == "ptr"]
+    command, slot = bump_command(sycl.queue(), ITEMS)
     return command.spirv, command.entry, command.push_constants, slot
 
 
