@@ -1,8 +1,9 @@
 """Executable graph update (sycl_ext_oneapi_graph 7.4, 7.5.2): dynamic parameters
 (scalars and USM pointers), ranges, dynamic command groups and whole-graph update, after
 DPC++'s sycl/test-e2e/Graph/Update tests. An update never compiles: it writes a node's
-new arguments into the graph's memory where nothing can still read the old ones, else
-records again."""
+new arguments into the graph's memory, from the host where nothing can still read the old
+ones, on the device ahead of the next submission where every submission that may read
+them is already on its way to the device, else records again."""
 
 from __future__ import annotations
 
@@ -552,10 +553,11 @@ def test_updates_reuse_command_buffers(q, mem, monkeypatch):
     np.testing.assert_array_equal(values(a), want)
 
 
-def test_argument_slots_serve_again_once_submissions_are_done(q, mem):
-    """Updates made while submissions run take new slots; once those submissions are
-    done the old slots serve again, so the graph's argument memory stays one block over
-    hundreds of updates. Scalars and pointers both go through the slot."""
+def test_updates_while_submissions_run_write_the_slot_on_the_device(q, mem, monkeypatch):
+    """Updates made while the graph's submissions, all handed to the device, may still
+    read the node's slot: the next submission writes the new arguments there before its
+    own dispatch, so nothing is recorded and no slot is taken, and every submission adds
+    the values it was submitted with. Scalars and pointers both go through the slot."""
     a, b = mem.zeros(N, np.int32), mem.zeros(N, np.int32)
     g = syclexp.command_graph(q)
     value = syclexp.dynamic_parameter(g, 1)
@@ -564,19 +566,89 @@ def test_argument_slots_serve_again_once_submissions_are_done(q, mem):
     n = g.add(lambda h: (h.set_args(where, value), h.parallel_for(sycl.nd_range((N,), (WG,)),
                                                                    k)))
     exe = g.finalize([updatable()])
-    want = {id(a): 0, id(b): 0}
-    for v in range(1, 301):
+    q.ext_oneapi_graph(exe)  # pending from here on
+    [step] = exe._steps
+    recording = step.recording
+
+    def no_recording(*args, **kwargs):
+        raise AssertionError("an update recorded a segment")
+
+    monkeypatch.setattr(exe, "_record", no_recording)
+    want = {id(a): 1, id(b): 0}
+    for v in range(2, 302):
         target = a if v % 3 else b
         value.update(v)
         where.update(target)
         exe.update(n)
         q.ext_oneapi_graph(exe)
         want[id(target)] += v
-        if v % 8 == 0:
+        if v % 50 == 0:
             q.wait()
     q.wait()
     assert (values(a) == want[id(a)]).all() and (values(b) == want[id(b)]).all()
+    assert exe._steps == [step] and step.recording is recording
+    assert len(exe._slots.buffers) == 1 and not exe._retired
+
+
+def test_argument_slots_serve_again_once_submissions_are_done(q, mem):
+    """Updates made while a submission waits for its dependencies cannot write the slot
+    it will read, on the host or on the device: they take new slots. Once those
+    submissions are done the old slots serve again, so the graph's argument memory stays
+    one block over a hundred such updates."""
+    import threading
+
+    a = mem.zeros(N, np.int32)
+    value, n, exe = adding_node(q, a)
+    want = 0
+    for v in range(2, 102):
+        gate = threading.Event()
+        held = q.submit(lambda h, gate=gate: h.host_task(lambda: gate.wait(30)))
+        q.submit(lambda h, held=held: (h.depends_on(held), h.ext_oneapi_graph(exe)))
+        want += v - 1  # the value it was submitted with
+        value.update(v)
+        exe.update(n)
+        gate.set()
+        if v % 8 == 0:
+            q.wait()
+    q.wait()
+    assert (values(a) == want).all()
     assert len(exe._slots.buffers) == 1
+
+
+def test_a_slot_written_from_the_host_is_not_overwritten_by_an_older_device_write(q, mem):
+    """An update made while a submission ran queues its device write; the graph then goes
+    idle before any submission carried it, and a newer update writes the slot from the
+    host: the older write is dropped, not run by the next submission."""
+    a = mem.zeros(N, np.int32)
+    value, n, exe = adding_node(q, a)
+    q.ext_oneapi_graph(exe)
+    value.update(5)
+    exe.update(n)  # while the first submission may still read the slot
+    q.wait()
+    value.update(7)
+    exe.update(n)  # idle: from the host
+    q.ext_oneapi_graph(exe).wait()
+    assert (values(a) == 1 + 7).all()
+
+
+def test_a_device_write_whose_submission_never_went_is_carried_by_the_next(q, mem):
+    """A command group that fails after taking the graph never submits it: the slot write
+    it carried goes with the next submission instead."""
+    a = mem.zeros(N, np.int32)
+    value, n, exe = adding_node(q, a)
+    q.ext_oneapi_graph(exe)
+    value.update(5)
+    exe.update(n)
+
+    def failing(h):
+        h.ext_oneapi_graph(exe)
+        raise RuntimeError("the command group fails")
+
+    with pytest.raises(RuntimeError):
+        q.submit(failing)
+    q.wait()
+    q.ext_oneapi_graph(exe).wait()
+    assert (values(a) == 1 + 5).all()
 
 
 def test_update_range_of_a_node_reading_its_arguments_from_memory(q, mem):

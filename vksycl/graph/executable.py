@@ -15,9 +15,12 @@ sequences they run.
 In a graph finalized updatable, a kernel node given a dynamic parameter reads its
 arguments from a slot of the graph's own memory (`runtime.argument_slots`): an update
 bringing new values for the same kernel and work-groups writes them there and records
-nothing, when no submission of the graph can still read them (7.5.2: updates reach only
-later submissions). Otherwise the node takes a new slot and its segment is recorded
-again; the old slot serves again once the submissions that could read it are done.
+nothing (7.5.2: updates reach only later submissions): from the host when no submission
+of the graph can still read them; while submissions that were all handed to the device
+may, by dispatches the graph's next submission runs before its segments (the device
+queue orders them after the earlier submissions' reads). Otherwise the node takes a new
+slot and its segment is recorded again; the old slot serves again once the submissions
+that could read it are done.
 
 A submission takes part in the buffers' eager dependency tracking as one command group
 requiring every accessor its nodes use: it follows the earlier command groups on that
@@ -76,6 +79,10 @@ class GraphRun(Command):
             self.submitted.started = True
         return self.steps
 
+    def write_first(self, writes: list[Dispatch]) -> None:
+        """Runs `writes` (new arguments going into slots) before the graph's steps."""
+        self.steps = [GpuStep(writes), *self.steps]
+
 
 class executable_command_graph:
     """A finalized graph: its topology is fixed; kernel nodes may be updated when it was
@@ -110,6 +117,11 @@ class executable_command_graph:
         self._slots = argument_slots(self._device) if self._updatable else None
         self._in_slots: dict[int, SlotLaunch] = {}
         self._retired: list[tuple[SlotLaunch, list[_Submitted]]] = []
+        # by node, the dispatches writing its slot's new arguments, which submissions run
+        # first (`rewrite_when_run`) until one carrying them was handed to the device;
+        # the submissions carrying them, with what each carries
+        self._writes: dict[int, list[Dispatch]] = {}
+        self._carriers: list[tuple[_Submitted, dict[int, list[Dispatch]]]] = []
         # what each node records (Command.for_graph, or a launch from a slot): the graph
         # keeps it while its steps are recorded, since a copy's memory goes back to the
         # allocator with it
@@ -269,6 +281,9 @@ class executable_command_graph:
                             "or context than the queue's")
         with self._lock:
             run = GraphRun(self)
+            self._settle_writes()
+            if self._writes:  # a sub-graph's steps write them too
+                run.write_first([d for writes in self._writes.values() for d in writes])
             h.requirements += self._requirements  # bound to this context when added
             if q.recording_graph is not None or isinstance(h, graph_handler):
                 self._nested = True
@@ -277,6 +292,8 @@ class executable_command_graph:
                     h.depends_on(self._last)
                 submitted = run.submitted = _Submitted(run)
                 self._pending = [*self._still_pending(), submitted]
+                if self._writes:
+                    self._carriers.append((submitted, dict(self._writes)))
                 h.enqueued = [lambda ev: self._submitted(submitted, ev)]
             return run
 
@@ -294,6 +311,28 @@ class executable_command_graph:
         change in place reaches only later submissions, as 7.5.2 has it."""
         self._pending = self._still_pending()
         return not self._pending and not self._nested
+
+    def _settle_writes(self) -> None:
+        """Forgets the slot writes that a submission carrying them took to the device (a
+        newer write of the same node stays); a submission that never went keeps none."""
+        kept = []
+        for submitted, carried in self._carriers:
+            ev = submitted.event
+            if ev is not None and ev._issued:
+                for i, writes in carried.items():
+                    if self._writes.get(i) is writes:
+                        del self._writes[i]
+            elif submitted.pending():
+                kept.append((submitted, carried))
+        self._carriers = kept
+
+    def _handed_over(self) -> bool:
+        """Whether every submission of this graph that may still run was handed to the
+        device: the next submission's first dispatches then run after all of them, in
+        the device queue's order. A submission waiting for its dependencies, or whose
+        command group has yet to submit it, was not."""
+        return not self._nested and self._fusion is None and not self._profiling and \
+            all(s.event is not None and s.event._issued for s in self._pending)
 
     # -- update ------------------------------------------------------------------------
     def update(self, target: Any) -> None:
@@ -361,6 +400,7 @@ class executable_command_graph:
         moved = False
         idle = self._idle()
         self._release_retired()
+        self._settle_writes()
         # what a slot replaced now may be read by: one list for all the nodes
         readers = [] if idle else list(self._pending)
         for i, _, accesses in pairs:
@@ -376,8 +416,16 @@ class executable_command_graph:
             slot_launch = self._in_slots.get(i)
             if slot_launch is not None and idle and slot_launch.rewrite(command):
                 self._commands[i] = command
+                self._writes.pop(i, None)  # older values than these
                 rewritten.add(i)
                 continue
+            if slot_launch is not None and not idle and self._handed_over():
+                writes = slot_launch.rewrite_when_run(command)
+                if writes is not None:
+                    self._commands[i] = command
+                    self._writes[i] = writes
+                    rewritten.add(i)
+                    continue
             own, launch = self._recorded(i, command, False)
             try:
                 lowered = self._lower(own)
@@ -387,6 +435,7 @@ class executable_command_graph:
                 raise
             if slot_launch is not None:  # the node's segment no longer reads it
                 self._retired.append((slot_launch, readers))
+                self._writes.pop(i, None)
             if launch is None:
                 self._in_slots.pop(i, None)
             else:

@@ -5,9 +5,11 @@ A kernel node given a dynamic parameter runs the argument-block variant of its k
 the one an argument ring runs: the same fields at the same offsets, read from memory
 whose address is its one push constant. Its dispatch is recorded once, with the address
 of a slot of its graph's own memory; an update bringing new values for the same kernel
-over the same work-groups writes the slot's bytes. The graph does that only where no
-submission of it can still read the slot; elsewhere the node takes a new slot and its
-segment is recorded again, as for a node of push constants.
+over the same work-groups writes the slot's bytes: from the host where no submission of
+the graph can still read the slot, else on the device, by dispatches that the graph's
+next submission runs first (every earlier one having been handed to the device before
+it). Where neither holds, the node takes a new slot and its segment is recorded again,
+as for a node of push constants.
 
 Slots lie in the device's own host-visible memory where the device maps it (a resizable
 BAR), as the rings' do: the host only writes them, and a kernel reading its arguments
@@ -24,6 +26,8 @@ from ..runtime import argument_slots as hook
 from ..runtime.commands import Command, KernelLaunch, ReductionLaunch
 from ..runtime.context import scheduler_for
 from ..runtime.engine import Buffer
+from ..runtime.memops import prepare_writes, write_dispatches
+from ..runtime.submission import Dispatch
 from .fusion import kernel_of
 from .marshal import ADDRESS
 from .plans import argument_layout
@@ -84,12 +88,26 @@ class SlotLaunch:
         slot.write(command.push_constants)
 
     def rewrite(self, command: Command) -> bool:
+        data = self._arguments(command)
+        if data is None:
+            return False
+        self.slot.write(data)
+        return True
+
+    def rewrite_when_run(self, command: Command) -> list[Dispatch] | None:
+        data = self._arguments(command)
+        if data is None:
+            return None
+        return write_dispatches(self.slots.engine, self.slot.address, data)
+
+    def _arguments(self, command: Command) -> bytes | None:
+        """The bytes `command` packs, when its dispatch would be this one's: the same
+        kernel over the same work-groups."""
         plain = _plain(command)
         if plain is None or plain.origin.ck is not self.ck or \
                 plain.groups != self.command.groups:
-            return False
-        self.slot.write(plain.push_constants)
-        return True
+            return None
+        return plain.push_constants
 
 
 def _plain(command: Command) -> KernelLaunch | None:
@@ -112,6 +130,7 @@ class ArgumentSlots:
 
     def __init__(self, device: Any) -> None:
         self.engine = scheduler_for(device).engine
+        prepare_writes(self.engine)  # finalize makes what an update's device write runs
         self.buffers: list[Buffer] = []
         self.free: dict[int, list[_Slot]] = {}  # by slot size
 

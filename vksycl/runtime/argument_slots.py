@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from .commands import Command
+from .submission import Dispatch
 
 
 class SlotLaunch(Protocol):
@@ -29,6 +30,12 @@ class SlotLaunch(Protocol):
         """Writes the arguments of `command` (the node's new command) into the slot when
         its dispatch runs the same kernel over the same work-groups, and says whether it
         did. The caller makes sure no submission can still read the slot."""
+        ...
+
+    def rewrite_when_run(self, command: Command) -> list[Dispatch] | None:
+        """Where `rewrite` would write, the dispatches that write those bytes into the
+        slot when they run instead, else None. The caller runs them after every
+        submission that may still read the slot, and before the next one's dispatch."""
         ...
 
 

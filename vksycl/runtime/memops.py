@@ -298,6 +298,21 @@ def _fill_bytes(engine: Engine, dst: int, n: int, pattern: bytes):
                            struct.pack("<Q3I", dst & ~3, dst & 3, n, len(pattern)) + words)
 
 
+def write_dispatches(engine: Engine, dst: int, data: bytes) -> list:
+    """Dispatches writing `data` at device address `dst` when they run, its bytes carried
+    in their push constants (64 to a dispatch): no staging memory to keep alive, and the
+    write lands in order with the work around it."""
+    return [_fill_bytes(engine, dst + at, len(piece), piece)
+            for at in range(0, len(data), _MAX_PUSH_PATTERN)
+            for piece in (data[at: at + _MAX_PUSH_PATTERN],)]
+
+
+def prepare_writes(engine: Engine) -> None:
+    """Makes the pipeline `write_dispatches` runs (a dispatch made, never submitted), so
+    that writes made later build none: a graph's update compiles nothing."""
+    _fill_bytes(engine, 0, 4, bytes(4))
+
+
 def _fill_dispatches(engine: Engine, dst: int, n: int, pattern: bytes) -> list:
     """Dispatches filling n bytes at address dst, the pattern's first byte first; a 16-byte
     body of a pattern that divides 16 goes through the vector kernel."""
