@@ -313,13 +313,17 @@ def test_updating_a_scalar_in_a_long_fused_chain_checks_only_its_node(q, mem,
     assert exe.fusion_report().groups == [list(range(12))] and not proofs
 
 
-def test_an_update_rewrites_a_fused_argument_block_only_when_no_run_can_read_it(q, mem):
+def test_an_update_rewrites_a_fused_argument_block_only_where_no_run_can_read_it(q, mem):
     """A fused kernel reading its arguments from a block (15 members' arguments outgrow
     the push constants): an update while no submission of the graph is pending writes the
-    new arguments into that block, the recorded dispatch staying as it is; an update
-    while one is pending (behind a slow kernel) makes a new block, so the pending run
-    keeps the value it was submitted with (7.5.2), as does one once another graph took the
-    graph in as a sub-graph."""
+    new arguments into that block from the host, the recorded dispatch staying as it is;
+    an update while one is pending on the device (behind a slow kernel) keeps the block
+    too, the next submission writing the changed field into it on the device first; one
+    while a submission waits for its dependencies makes a new block. Each run keeps the
+    value it was submitted with (7.5.2), as does one once another graph took the graph in
+    as a sub-graph."""
+    import threading
+
     x = mem.of(np.arange(N, dtype=np.float32))
     acc, slow = mem.zeros(N, np.float32), mem.zeros(N, np.float32)
     ts = [mem.zeros(N, np.float32) for _ in range(14)]
@@ -353,12 +357,24 @@ def test_an_update_rewrites_a_fused_argument_block_only_when_no_run_can_read_it(
     pending = q.ext_oneapi_graph(exe)  # behind the slow kernel
     factor.update(np.float32(5))
     exe.update(middle)
-    if not pending.is_complete():  # pending all through the update: a block of its own
-        assert exe._fusion.groups[0].command is not fused
+    assert exe._fusion.groups[0].command is fused  # written on the device, in order
     q.ext_oneapi_graph(exe).wait()
     pending.wait()
     expected = expected + np.arange(N) * 3 + np.arange(N) * 5
     np.testing.assert_array_equal(mem.view(acc, N), expected)
+    gate = threading.Event()
+    held = q.submit(lambda h: h.host_task(lambda: gate.wait(30)))
+    waiting = q.submit(lambda h: (h.depends_on(held), h.ext_oneapi_graph(exe)))
+    factor.update(np.float32(4))
+    exe.update(middle)
+    assert exe._fusion.groups[0].command is not fused  # a block of its own
+    gate.set()
+    waiting.wait()
+    q.ext_oneapi_graph(exe).wait()
+    expected = expected + np.arange(N) * 5 + np.arange(N) * 4
+    np.testing.assert_array_equal(mem.view(acc, N), expected)
+    factor.update(np.float32(5))
+    exe.update(middle)
     # as a sub-graph, its steps are recorded in the outer graph: updates no longer write
     # in place, and the outer graph keeps what it was finalized with
     outer = syclexp.command_graph(q)
@@ -372,6 +388,51 @@ def test_an_update_rewrites_a_fused_argument_block_only_when_no_run_can_read_it(
     np.testing.assert_array_equal(mem.view(acc, N), expected + np.arange(N) * 5)
     q.ext_oneapi_graph(exe).wait()
     np.testing.assert_array_equal(mem.view(acc, N), expected + np.arange(N) * 12)
+
+
+def test_updates_of_a_fused_graph_in_a_loop_that_never_waits_record_nothing(q, mem,
+                                                                           monkeypatch):
+    """A fused kernel reading its arguments from a block, updated before each of a run of
+    submissions that are never waited for: each update's changed field goes into the
+    block on the device, ahead of the next submission; nothing is recorded, the fused
+    command stays, and every submission adds the factor it was submitted with."""
+    x = mem.of(np.arange(N, dtype=np.float32))
+    acc = mem.zeros(N, np.float32)
+    ts = [mem.zeros(N, np.float32) for _ in range(15)]
+    scale, accumulate = (bundle_kernel(q, fn) for fn in (fk.free_scale, fk.free_accumulate))
+    g = syclexp.command_graph(q)
+    factor = syclexp.dynamic_parameter(g, np.float32(1))
+    nd = sycl.nd_range((N,), (8,))
+    last = middle = None
+    for j, (src, dst) in enumerate(zip([x, *ts[:-1]], ts, strict=True)):
+        s = factor if j == 7 else np.float32(1)
+        dep = [] if last is None else [syclexp.property.node.depends_on(last)]
+        last = g.add(lambda h, src=src, dst=dst, s=s: (h.set_args(src, dst, s),
+                                                       h.parallel_for(nd, scale)), dep)
+        middle = last if j == 7 else middle
+    g.add(lambda h: (h.set_args(ts[-1], acc, np.float32(1)), h.parallel_for(nd, accumulate)),
+          [syclexp.property.node.depends_on(last)])
+    exe = g.finalize([*FUSE, syclexp.property.graph.updatable()])
+    assert exe.fusion_report().groups == [list(range(16))]
+    assert "argument block" in exe.fusion_report().notes[0][0]
+    fused = exe._fusion.groups[0].command
+    q.ext_oneapi_graph(exe)  # pending from here on
+    [step] = exe._steps
+
+    def no_recording(*args, **kwargs):
+        raise AssertionError("an update recorded a segment")
+
+    monkeypatch.setattr(exe, "_record", no_recording)
+    total = 1.0
+    for v in (2, 3, 0.5, 7, 4, 6):
+        factor.update(np.float32(v))
+        exe.update(middle)
+        q.ext_oneapi_graph(exe)
+        total += v
+    q.wait()
+    assert exe._fusion.groups[0].command is fused and exe._steps == [step]
+    np.testing.assert_array_equal(mem.view(acc, N), np.arange(N, dtype=np.float32) *
+                                  np.float32(total))
 
 
 def test_print_graph_shows_fused_groups(q, mem, tmp_path):

@@ -120,8 +120,9 @@ class executable_command_graph:
         # by node, the dispatches writing its slot's new arguments, which submissions run
         # first (`rewrite_when_run`) until one carrying them was handed to the device;
         # the submissions carrying them, with what each carries
-        self._writes: dict[int, list[Dispatch]] = {}
-        self._carriers: list[tuple[_Submitted, dict[int, list[Dispatch]]]] = []
+        # (a fused group's under ("group", k))
+        self._writes: dict[Any, list[Dispatch]] = {}
+        self._carriers: list[tuple[_Submitted, dict[Any, list[Dispatch]]]] = []
         # what each node records (Command.for_graph, or a launch from a slot): the graph
         # keeps it while its steps are recorded, since a copy's memory goes back to the
         # allocator with it
@@ -331,7 +332,7 @@ class executable_command_graph:
         device: the next submission's first dispatches then run after all of them, in
         the device queue's order. A submission waiting for its dependencies, or whose
         command group has yet to submit it, was not."""
-        return not self._nested and self._fusion is None and not self._profiling and \
+        return not self._nested and not self._profiling and \
             all(s.event is not None and s.event._issued for s in self._pending)
 
     # -- update ------------------------------------------------------------------------
@@ -401,6 +402,7 @@ class executable_command_graph:
         idle = self._idle()
         self._release_retired()
         self._settle_writes()
+        on_device = not idle and self._handed_over()
         # what a slot replaced now may be read by: one list for all the nodes
         readers = [] if idle else list(self._pending)
         for i, _, accesses in pairs:
@@ -419,7 +421,8 @@ class executable_command_graph:
                 self._writes.pop(i, None)  # older values than these
                 rewritten.add(i)
                 continue
-            if slot_launch is not None and not idle and self._handed_over():
+            if slot_launch is not None and on_device and \
+                    (self._fusion is None or not self._fusion.hides(i)):
                 writes = slot_launch.rewrite_when_run(command)
                 if writes is not None:
                     self._commands[i] = command
@@ -449,8 +452,8 @@ class executable_command_graph:
                 any(isinstance(s, HostStep) for s in lowered)
             changed[i] = gpu
         if self._fusion is not None and (changed or rewritten):
-            fused, regrouped = self._fusion.refresh(set(changed) | rewritten,
-                                                    self._commands, idle)
+            fused, regrouped = self._fusion.refresh(set(changed) | rewritten, self._commands,
+                                                    idle, on_device, self._writes)
             reshaped = reshaped or regrouped
             changed = {i: gpu for i, gpu in changed.items() if not self._fusion.hides(i)}
             changed.update(fused)

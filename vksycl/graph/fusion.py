@@ -22,6 +22,7 @@ from typing import Any
 
 from ..runtime.commands import Command, GpuStep, Step
 from ..runtime.fusion import FusedGroup, fuser
+from ..runtime.submission import Dispatch
 from .properties import node_type
 
 _BREAKS = {
@@ -101,19 +102,33 @@ class Fusion:
     def commands(self) -> tuple[Command, ...]:
         return tuple(g.command for g in self.groups)
 
-    def refresh(self, changed: set[int], commands: list[Command], in_place: bool = False
+    def refresh(self, changed: set[int], commands: list[Command], in_place: bool = False,
+                on_device: bool = False, writes: dict[Any, list[Dispatch]] | None = None
                 ) -> tuple[dict[int, list[list[Any]]], bool]:
         """Updates the groups holding changed nodes: the new GPU steps of each running
         holder, and whether a group started or stopped running fused. `in_place`: no
         submission can still read the groups' argument blocks, so a running group whose
         fused kernel reads its arguments from one has them rewritten there, and its
-        recorded steps stay as they are."""
+        recorded steps stay as they are. `on_device`: every submission that may read the
+        blocks was handed to the device, so a running group's new arguments go into its
+        block by dispatches, added to `writes` (the graph's writes its next submission
+        runs first) under `("group", k)`. A group rewritten from the host or given a new
+        command drops its entry there: older than what its block holds, or aimed at a
+        block that goes."""
         new: dict[int, list[list[Any]]] = {}
         regrouped = False
         for k, g in enumerate(self.groups):
             if changed.isdisjoint(g.members):
                 continue
-            made = g.refresh([commands[m] for m in g.members], in_place and self.active[k])
+            key = ("group", k)
+            added: list[Dispatch] | None = [] if on_device and self.active[k] else None
+            made = g.refresh([commands[m] for m in g.members], in_place and self.active[k],
+                             added)
+            if writes is not None:
+                if added:
+                    writes[key] = [*writes.get(key, ()), *added]  # each holds what changed
+                elif made is not g.command or in_place:
+                    writes.pop(key, None)
             if made is g.command:  # the same dispatch, its argument block rewritten
                 continue
             if isinstance(made, str):

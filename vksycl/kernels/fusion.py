@@ -35,6 +35,8 @@ from ..runtime import fusion as hook
 from ..runtime.commands import Command, KernelLaunch, ReductionLaunch
 from ..runtime.context import scheduler_for
 from ..runtime.handler import PYTHON_KERNELS
+from ..runtime.memops import write_dispatches
+from ..runtime.submission import Dispatch
 from .device_checks import group_counts
 from .marshal import ADDRESS, ArgumentBlock
 from .marshal import ADDRESS_KINDS as _ADDRESSES
@@ -212,19 +214,28 @@ class FusedKernels:
         return out
 
     def _command(self, commands: list[KernelLaunch], changed: Iterable[int],
-                 in_place: bool = False) -> KernelLaunch:
+                 in_place: bool = False, writes: list[Dispatch] | None = None
+                 ) -> KernelLaunch:
         """The fused kernel's command, the `changed` members' arguments packed anew: the
-        same command with its argument block rewritten where `in_place` allows."""
+        same command with its argument block rewritten where `in_place` allows, or with
+        dispatches rewriting the changed fields added to `writes` (`refresh`)."""
         f = self.fused
         out = bytearray(self.packed)
+        fields = []
         for j in changed:
             data = _packed(commands[j])
             for off, n, src in self.fields[j]:
                 out[off:off + n] = data[src:src + n]
+                fields.append((off, n))
         push = self.packed = bytes(out)
-        if in_place and f.args_in_memory:
+        if f.args_in_memory and (in_place or writes is not None):
             block = self.command.keep_alive[0]
-            block.allocation.host_bytes()[:len(push)] = np.frombuffer(push, np.uint8)
+            if in_place:
+                block.allocation.host_bytes()[:len(push)] = np.frombuffer(push, np.uint8)
+            else:
+                engine = scheduler_for(self.device).engine
+                for off, n in fields:
+                    writes += write_dispatches(engine, block.address + off, push[off:off + n])
             return self.command
         keep: tuple = ()
         if f.args_in_memory:
@@ -232,7 +243,8 @@ class FusedKernels:
             push, keep = ADDRESS.pack(block.address), (block,)
         return KernelLaunch(f.name, f.binary, f.entry, push, self.groups, keep_alive=keep)
 
-    def refresh(self, commands: list[Command], in_place: bool = False) -> Command | str:
+    def refresh(self, commands: list[Command], in_place: bool = False,
+                writes: list[Dispatch] | None = None) -> Command | str:
         """The fused kernel's command for the members' new commands, or why they no longer
         fuse (`FusedGroup.refresh`). Members whose command is the one last verified keep
         their accesses; where the others' all come out as they were (a scalar no address
@@ -263,7 +275,7 @@ class FusedKernels:
                 return "with the new arguments the memory the kernels share is no " \
                        "longer proven to be used by the same work-item"
         self.verified = (list(kernels), concretes)
-        return self._command(kernels, changed, in_place)
+        return self._command(kernels, changed, in_place, writes)
 
 
 def _watched(m: Member, at: dict[tuple, int]) -> list[tuple[int, int]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from .commands import Command
+from .submission import Dispatch
 
 
 class FusedGroup(Protocol):
@@ -19,11 +20,15 @@ class FusedGroup(Protocol):
     command: Command
     notes: list[str]
 
-    def refresh(self, commands: list[Command], in_place: bool = False) -> Command | str:
+    def refresh(self, commands: list[Command], in_place: bool = False,
+                writes: list[Dispatch] | None = None) -> Command | str:
         """The fused command for the members' current commands (new arguments, no
         compilation), or why the fused kernel does not hold for them. `in_place`: nothing
         reads the fused command's argument block any more, so new arguments may be written
-        into it, the same command coming back."""
+        into it, the same command coming back. `writes`: runs that may read the block were
+        all handed to the device, so the same command may come back with dispatches
+        writing the new arguments into the block added to `writes`, which the caller runs
+        before the command's next run."""
         ...
 
 
