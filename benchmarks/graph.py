@@ -389,7 +389,8 @@ def main() -> None:
         line += f"; torch fill_ + replay {t['update']:.0f} us"
     print(line + f" [{'checked' if u['ok'] else 'WRONG'}]")
     line = (f"(c') the same, the graph fused: {fu['update']:.0f} us, of which the update "
-            f"{fu['alone']:.1f} us"
+            f"{fu['alone']:.1f} us; with the replay before it still running "
+            f"{fu['pending']:.1f} us"
             + (f", {fu['update'] / t['update']:.2f}x torch's" if t else "")
             + f" [{'checked' if fu['ok'] else 'WRONG'}]")
     print(line)
