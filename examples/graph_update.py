@@ -1,7 +1,10 @@
 """Executable graph update (sycl_ext_oneapi_graph, usage guide "Dynamic Parameters",
 "Dynamic Command Groups", "Whole Graph Update"): a finalized graph gets new kernel
-arguments, a new range and another kernel without being built again. Updates change
-push constants and record the command buffer again; nothing is compiled.
+arguments, a new range and another kernel without being built again. A node given a
+dynamic parameter reads its arguments from the graph's memory: an update writes the new
+values there and records nothing, even while earlier submissions still run (the next
+submission writes them on the device first). A new range or another kernel records the
+node again. Nothing is compiled.
 
     .venv/bin/python examples/graph_update.py
 """
@@ -56,6 +59,20 @@ def main() -> int:
     q.ext_oneapi_graph(exe).wait()                  # y2 = 3x
     ok = ok and np.array_equal(np.asarray(y1)[:N], np.arange(N))
     ok = ok and np.array_equal(np.asarray(y2)[:N], 3 * np.arange(N))
+
+    # a time-stepping loop that never waits: each submission adds x times its own alpha
+    np.asarray(y1)[:N] = 0
+    out.update(y1)
+    for step in range(1, 11):
+        alpha.update(float(step))
+        exe.update(node)
+        q.ext_oneapi_graph(exe)
+    q.wait()                                        # y1 = (1 + 2 + ... + 10) x
+    ok = ok and np.array_equal(np.asarray(y1)[:N], 55 * np.arange(N))
+    np.asarray(y1)[:N] = np.arange(N)               # back to y1 = x, alpha 3 into y2
+    alpha.update(3.0)
+    out.update(y2)
+    exe.update(node)
 
     # a new range for the same node
     node.update_nd_range(sycl.nd_range((N // 2,), (WG,)))
