@@ -16,6 +16,7 @@ from vksycl.ext.oneapi import experimental as syclexp
 
 sys.path.append(str(Path(__file__).parent))
 import fusion_kernels as fk
+from busy_kernel import busy
 
 N = 1000
 FUSE = [syclexp.property.graph.perform_fusion()]
@@ -390,12 +391,10 @@ def test_an_update_rewrites_a_fused_argument_block_only_where_no_run_can_read_it
     np.testing.assert_array_equal(mem.view(acc, N), expected + np.arange(N) * 12)
 
 
-def test_updates_of_a_fused_graph_in_a_loop_that_never_waits_record_nothing(q, mem,
-                                                                           monkeypatch):
-    """A fused kernel reading its arguments from a block, updated before each of a run of
-    submissions that are never waited for: each update's changed field goes into the
-    block on the device, ahead of the next submission; nothing is recorded, the fused
-    command stays, and every submission adds the factor it was submitted with."""
+def factor_chain(q, mem):
+    """A graph of 15 scale kernels and an accumulation fused into one kernel reading its
+    arguments from a block, the eighth scale's factor a dynamic parameter (1 at first):
+    the executable graph, the parameter, its node and the accumulator."""
     x = mem.of(np.arange(N, dtype=np.float32))
     acc = mem.zeros(N, np.float32)
     ts = [mem.zeros(N, np.float32) for _ in range(15)]
@@ -415,7 +414,18 @@ def test_updates_of_a_fused_graph_in_a_loop_that_never_waits_record_nothing(q, m
     exe = g.finalize([*FUSE, syclexp.property.graph.updatable()])
     assert exe.fusion_report().groups == [list(range(16))]
     assert "argument block" in exe.fusion_report().notes[0][0]
+    return exe, factor, middle, acc
+
+
+def test_updates_of_a_fused_graph_in_a_loop_that_never_waits_record_nothing(q, mem,
+                                                                           monkeypatch):
+    """A fused kernel reading its arguments from a block, updated before each of a run of
+    submissions that are never waited for: each update's changed field goes into the
+    block on the device, ahead of the next submission; nothing is recorded, the fused
+    command stays, and every submission adds the factor it was submitted with."""
+    exe, factor, middle, acc = factor_chain(q, mem)
     fused = exe._fusion.groups[0].command
+    busy(q, mem.zeros(4, np.uint32), 64)
     q.ext_oneapi_graph(exe)  # pending from here on
     [step] = exe._steps
 
@@ -427,12 +437,29 @@ def test_updates_of_a_fused_graph_in_a_loop_that_never_waits_record_nothing(q, m
     for v in (2, 3, 0.5, 7, 4, 6):
         factor.update(np.float32(v))
         exe.update(middle)
+        assert ("group", 0) in exe._writes
         q.ext_oneapi_graph(exe)
         total += v
     q.wait()
     assert exe._fusion.groups[0].command is fused and exe._steps == [step]
     np.testing.assert_array_equal(mem.view(acc, N), np.arange(N, dtype=np.float32) *
                                   np.float32(total))
+
+
+def test_a_fused_graph_taken_in_as_a_sub_graph_runs_its_queued_writes(q, mem):
+    """A fused block's new field queued as a device write when another graph takes the
+    graph in: that graph writes it before the fused kernel runs."""
+    exe, factor, middle, acc = factor_chain(q, mem)
+    busy(q, mem.zeros(4, np.uint32), 64)
+    q.ext_oneapi_graph(exe)
+    factor.update(np.float32(5))
+    exe.update(middle)
+    assert ("group", 0) in exe._writes
+    outer = syclexp.command_graph(q)
+    outer.add(lambda h: h.ext_oneapi_graph(exe))
+    outer_exe = outer.finalize()
+    q.ext_oneapi_graph(outer_exe).wait()
+    np.testing.assert_array_equal(mem.view(acc, N), np.arange(N, dtype=np.float32) * 6)
 
 
 def test_print_graph_shows_fused_groups(q, mem, tmp_path):

@@ -7,6 +7,9 @@ them is already on its way to the device, else records again."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -15,6 +18,9 @@ from vksycl.ext.oneapi import experimental as syclexp
 from vksycl.ext.oneapi import this_work_item
 from vksycl.kernels import plans
 from vksycl.runtime.context import scheduler_for
+
+sys.path.append(str(Path(__file__).parent))  # the busy kernel beside this file
+from busy_kernel import busy
 
 N = 256
 WG = 32
@@ -615,15 +621,23 @@ def test_argument_slots_serve_again_once_submissions_are_done(q, mem):
     assert len(exe._slots.buffers) == 1
 
 
+def pending_run(q, mem, exe) -> sycl.event:
+    """A submission of `exe` on the device behind a busy kernel: pending for as long as
+    a test's updates take."""
+    busy(q, mem.zeros(4, np.uint32), 64)
+    return q.ext_oneapi_graph(exe)
+
+
 def test_a_slot_written_from_the_host_is_not_overwritten_by_an_older_device_write(q, mem):
     """An update made while a submission ran queues its device write; the graph then goes
     idle before any submission carried it, and a newer update writes the slot from the
     host: the older write is dropped, not run by the next submission."""
     a = mem.zeros(N, np.int32)
     value, n, exe = adding_node(q, a)
-    q.ext_oneapi_graph(exe)
+    pending_run(q, mem, exe)
     value.update(5)
     exe.update(n)  # while the first submission may still read the slot
+    assert list(exe._writes) == [0]  # queued for the next submission
     q.wait()
     value.update(7)
     exe.update(n)  # idle: from the host
@@ -636,9 +650,10 @@ def test_a_device_write_whose_submission_never_went_is_carried_by_the_next(q, me
     it carried goes with the next submission instead."""
     a = mem.zeros(N, np.int32)
     value, n, exe = adding_node(q, a)
-    q.ext_oneapi_graph(exe)
+    pending_run(q, mem, exe)
     value.update(5)
     exe.update(n)
+    assert list(exe._writes) == [0]
 
     def failing(h):
         h.ext_oneapi_graph(exe)
@@ -649,6 +664,30 @@ def test_a_device_write_whose_submission_never_went_is_carried_by_the_next(q, me
     q.wait()
     q.ext_oneapi_graph(exe).wait()
     assert (values(a) == 1 + 5).all()
+
+
+def test_a_graph_taken_in_as_a_sub_graph_runs_the_writes_its_arguments_wait_for(q, mem):
+    """An update queued as a device write (a submission pending) when another graph takes
+    the graph in: that graph runs the write before the graph's nodes, so it adds the new
+    value; an update after that records the graph's own nodes again and leaves the other
+    graph what it took in."""
+    a = mem.zeros(N, np.int32)
+    value, n, exe = adding_node(q, a)
+    pending_run(q, mem, exe)
+    value.update(5)
+    exe.update(n)
+    assert list(exe._writes) == [0]
+    outer = syclexp.command_graph(q)
+    outer.add(lambda h: h.ext_oneapi_graph(exe))
+    outer_exe = outer.finalize()
+    value.update(9)
+    exe.update(n)  # the other graph keeps 5
+    q.wait()
+    for _ in range(3):
+        q.ext_oneapi_graph(outer_exe).wait()
+    assert (values(a) == 1 + 3 * 5).all()
+    q.ext_oneapi_graph(exe).wait()
+    assert (values(a) == 1 + 3 * 5 + 9).all()
 
 
 def test_update_range_of_a_node_reading_its_arguments_from_memory(q, mem):
@@ -817,13 +856,8 @@ def test_an_update_failing_for_memory_leaves_the_node_its_slot(q, mem, monkeypat
 def test_a_replay_after_its_segment_s_submissions_failed_records_anew(q, mem):
     """Submissions a lost device failed never give their sequences back: a replay finding
     every copy of its segment failed records a new one rather than wait for them."""
-    import sys
     import threading
     import time
-    from pathlib import Path
-
-    sys.path.append(str(Path(__file__).parent))  # the busy kernel beside this file
-    from busy_kernel import busy
 
     a, out = mem.zeros(N, np.int32), mem.zeros(1, np.uint32)
     g = syclexp.command_graph(q)
@@ -834,13 +868,13 @@ def test_a_replay_after_its_segment_s_submissions_failed_records_anew(q, mem):
     for _ in range(3):
         q.ext_oneapi_graph(exe)
     recording = exe._steps[0].recording
-    busy = list(recording._busy)
-    assert len(busy) == 3
+    in_flight = list(recording._busy)
+    assert len(in_flight) == 3
     deadline = time.monotonic() + 30
-    while not all(s.finished or s._sequence.fence_signaled() for s in busy):
+    while not all(s.finished or s._sequence.fence_signaled() for s in in_flight):
         assert time.monotonic() < deadline
         time.sleep(0.001)
-    for s in busy:  # as a lost device leaves them (their work done, here)
+    for s in in_flight:  # as a lost device leaves them (their work done, here)
         s.fail(sycl.errc.runtime, "the device was lost")
     replay = threading.Thread(target=lambda: q.ext_oneapi_graph(exe).wait(), daemon=True)
     replay.start()

@@ -193,10 +193,12 @@ class executable_command_graph:
         return command.for_graph(), None
 
     def _lower(self, command: Command) -> list[Step]:
-        if isinstance(command, GraphRun):  # a sub-graph: its nodes, in its order
-            child = command.graph
+        if isinstance(command, GraphRun):  # a sub-graph: its nodes, in its order, after
+            child = command.graph  # the writes its arguments still wait for
             with child._lock:
-                return [s for i in child._order for s in child._steps_for(i)]
+                writes = child._queued_writes()
+                return [*([GpuStep(writes)] if writes else []),
+                        *(s for i in child._order for s in child._steps_for(i))]
         return command.lower(self._ctx)
 
     def _build(self) -> None:
@@ -282,18 +284,17 @@ class executable_command_graph:
                             "or context than the queue's")
         with self._lock:
             run = GraphRun(self)
-            self._settle_writes()
-            if self._writes:  # a sub-graph's steps write them too
-                run.write_first([d for writes in self._writes.values() for d in writes])
             h.requirements += self._requirements  # bound to this context when added
             if q.recording_graph is not None or isinstance(h, graph_handler):
-                self._nested = True
+                self._nested = True  # the other graph's finalize takes the writes too
             else:
                 if run.runs_on_host and self._last is not None:
                     h.depends_on(self._last)
                 submitted = run.submitted = _Submitted(run)
                 self._pending = [*self._still_pending(), submitted]
-                if self._writes:
+                writes = self._queued_writes()
+                if writes:
+                    run.write_first(writes)
                     self._carriers.append((submitted, dict(self._writes)))
                 h.enqueued = [lambda ev: self._submitted(submitted, ev)]
             return run
@@ -313,13 +314,19 @@ class executable_command_graph:
         self._pending = self._still_pending()
         return not self._pending and not self._nested
 
+    def _queued_writes(self) -> list[Dispatch]:
+        """The writes of new arguments that the graph's next run must make first."""
+        self._settle_writes()
+        return [d for writes in self._writes.values() for d in writes]
+
     def _settle_writes(self) -> None:
         """Forgets the slot writes that a submission carrying them took to the device (a
-        newer write of the same node stays); a submission that never went keeps none."""
+        newer write of the same node stays); a submission that never went, or failed on
+        the way, keeps none."""
         kept = []
         for submitted, carried in self._carriers:
             ev = submitted.event
-            if ev is not None and ev._issued:
+            if ev is not None and ev._issued and ev._error is None:
                 for i, writes in carried.items():
                     if self._writes.get(i) is writes:
                         del self._writes[i]
