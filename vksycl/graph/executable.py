@@ -117,10 +117,10 @@ class executable_command_graph:
         self._slots = argument_slots(self._device) if self._updatable else None
         self._in_slots: dict[int, SlotLaunch] = {}
         self._retired: list[tuple[SlotLaunch, list[_Submitted]]] = []
-        # by node, the dispatches writing its slot's new arguments, which submissions run
-        # first (`rewrite_when_run`) until one carrying them was handed to the device;
-        # the submissions carrying them, with what each carries
-        # (a fused group's under ("group", k))
+        # the dispatches writing new arguments that submissions run first until one
+        # carrying them was handed to the device (`rewrite_when_run`), by node (a fused
+        # group's under ("group", k)); and the submissions carrying them, with what each
+        # carries
         self._writes: dict[Any, list[Dispatch]] = {}
         self._carriers: list[tuple[_Submitted, dict[Any, list[Dispatch]]]] = []
         # what each node records (Command.for_graph, or a launch from a slot): the graph
