@@ -434,10 +434,11 @@ def test_updates_of_a_fused_graph_in_a_loop_that_never_waits_record_nothing(q, m
 
     monkeypatch.setattr(exe, "_record", no_recording)
     total = 1.0
-    for v in (2, 3, 0.5, 7, 4, 6):
+    for k, v in enumerate((2, 3, 0.5, 7, 4, 6)):
         factor.update(np.float32(v))
         exe.update(middle)
-        assert ("group", 0) in exe._writes
+        # the first behind the busy kernel for sure; later ones may find the graph idle
+        assert k or ("group", 0) in exe._writes
         q.ext_oneapi_graph(exe)
         total += v
     q.wait()

@@ -71,6 +71,13 @@ def adding_node(q, a):
     return value, n, g.finalize([updatable()])
 
 
+def pending_run(q, mem, exe) -> sycl.event:
+    """A submission of `exe` on the device behind a busy kernel: pending for as long as
+    a test's updates take."""
+    busy(q, mem.zeros(4, np.uint32), 64)
+    return q.ext_oneapi_graph(exe)
+
+
 def test_scalar_dynamic_parameter(q, mem):
     a = mem.zeros(N, np.int32)
     g = syclexp.command_graph(q)
@@ -572,7 +579,7 @@ def test_updates_while_submissions_run_write_the_slot_on_the_device(q, mem, monk
     n = g.add(lambda h: (h.set_args(where, value), h.parallel_for(sycl.nd_range((N,), (WG,)),
                                                                    k)))
     exe = g.finalize([updatable()])
-    q.ext_oneapi_graph(exe)  # pending from here on
+    pending_run(q, mem, exe)
     [step] = exe._steps
     recording = step.recording
 
@@ -586,6 +593,7 @@ def test_updates_while_submissions_run_write_the_slot_on_the_device(q, mem, monk
         value.update(v)
         where.update(target)
         exe.update(n)
+        assert v > 2 or list(exe._writes) == [0]  # the first behind the busy kernel
         q.ext_oneapi_graph(exe)
         want[id(target)] += v
         if v % 50 == 0:
@@ -619,13 +627,6 @@ def test_argument_slots_serve_again_once_submissions_are_done(q, mem):
     q.wait()
     assert (values(a) == want).all()
     assert len(exe._slots.buffers) == 1
-
-
-def pending_run(q, mem, exe) -> sycl.event:
-    """A submission of `exe` on the device behind a busy kernel: pending for as long as
-    a test's updates take."""
-    busy(q, mem.zeros(4, np.uint32), 64)
-    return q.ext_oneapi_graph(exe)
 
 
 def test_a_slot_written_from_the_host_is_not_overwritten_by_an_older_device_write(q, mem):
