@@ -131,27 +131,23 @@ def bench_update(q: sycl.queue, n: int, wg: int, fuse: bool) -> dict[str, float]
     exe = g.finalize([syclexp.property.graph.updatable()] +
                      ([syclexp.property.graph.perform_fusion()] if fuse else []))
     updates = 0
-    alone: list[float] = []  # the update's own time, replay aside
 
-    def update() -> None:
+    def timed_update(times: list[float]) -> None:
+        """The next update, its own time appended to `times`."""
         nonlocal updates
         updates += 1
         t0 = time.perf_counter()
         step.update(1 + updates % 2)
         exe.update(first)
-        alone.append(time.perf_counter() - t0)
-        q.ext_oneapi_graph(exe).wait()
+        times.append(time.perf_counter() - t0)
 
-    update_us = median_us(update, n)
+    alone: list[float] = []  # the update's own time, replay aside
+    update_us = median_us(lambda: (timed_update(alone), q.ext_oneapi_graph(exe).wait()), n)
     # the same updates made while the replay before each one still runs (a loop that
     # never waits): each replay is submitted, not waited for
     pending: list[float] = []
     for _ in range(n):
-        updates += 1
-        t0 = time.perf_counter()
-        step.update(1 + updates % 2)
-        exe.update(first)
-        pending.append(time.perf_counter() - t0)
+        timed_update(pending)
         q.ext_oneapi_graph(exe)
     q.wait()
     # each update's replay adds 1 + updates % 2 in the first node

@@ -78,6 +78,19 @@ def pending_run(q, mem, exe) -> sycl.event:
     return q.ext_oneapi_graph(exe)
 
 
+def queued_write(q, mem):
+    """A one-node graph (`adding_node`) submitted behind a busy kernel, then updated to 5
+    while that submission is pending: the update waits as a device write for the next
+    submission. (a, value, node, exe)."""
+    a = mem.zeros(N, np.int32)
+    value, n, exe = adding_node(q, a)
+    pending_run(q, mem, exe)
+    value.update(5)
+    exe.update(n)
+    assert list(exe._writes) == [0]
+    return a, value, n, exe
+
+
 def test_scalar_dynamic_parameter(q, mem):
     a = mem.zeros(N, np.int32)
     g = syclexp.command_graph(q)
@@ -633,12 +646,7 @@ def test_a_slot_written_from_the_host_is_not_overwritten_by_an_older_device_writ
     """An update made while a submission ran queues its device write; the graph then goes
     idle before any submission carried it, and a newer update writes the slot from the
     host: the older write is dropped, not run by the next submission."""
-    a = mem.zeros(N, np.int32)
-    value, n, exe = adding_node(q, a)
-    pending_run(q, mem, exe)
-    value.update(5)
-    exe.update(n)  # while the first submission may still read the slot
-    assert list(exe._writes) == [0]  # queued for the next submission
+    a, value, n, exe = queued_write(q, mem)
     q.wait()
     value.update(7)
     exe.update(n)  # idle: from the host
@@ -649,12 +657,7 @@ def test_a_slot_written_from_the_host_is_not_overwritten_by_an_older_device_writ
 def test_a_device_write_whose_submission_never_went_is_carried_by_the_next(q, mem):
     """A command group that fails after taking the graph never submits it: the slot write
     it carried goes with the next submission instead."""
-    a = mem.zeros(N, np.int32)
-    value, n, exe = adding_node(q, a)
-    pending_run(q, mem, exe)
-    value.update(5)
-    exe.update(n)
-    assert list(exe._writes) == [0]
+    a, _, _, exe = queued_write(q, mem)
 
     def failing(h):
         h.ext_oneapi_graph(exe)
@@ -672,12 +675,7 @@ def test_a_graph_taken_in_as_a_sub_graph_runs_the_writes_its_arguments_wait_for(
     the graph in: that graph runs the write before the graph's nodes, so it adds the new
     value; an update after that records the graph's own nodes again and leaves the other
     graph what it took in."""
-    a = mem.zeros(N, np.int32)
-    value, n, exe = adding_node(q, a)
-    pending_run(q, mem, exe)
-    value.update(5)
-    exe.update(n)
-    assert list(exe._writes) == [0]
+    a, value, n, exe = queued_write(q, mem)
     outer = syclexp.command_graph(q)
     outer.add(lambda h: h.ext_oneapi_graph(exe))
     outer_exe = outer.finalize()

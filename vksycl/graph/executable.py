@@ -325,8 +325,7 @@ class executable_command_graph:
         the way, keeps none."""
         kept = []
         for submitted, carried in self._carriers:
-            ev = submitted.event
-            if ev is not None and ev._issued and ev._error is None:
+            if submitted.handed_over(whole=True):
                 for i, writes in carried.items():
                     if self._writes.get(i) is writes:
                         del self._writes[i]
@@ -340,7 +339,7 @@ class executable_command_graph:
         the device queue's order. A submission waiting for its dependencies, or whose
         command group has yet to submit it, was not."""
         return not self._nested and not self._profiling and \
-            all(s.event is not None and s.event._issued for s in self._pending)
+            all(s.handed_over() for s in self._pending)
 
     # -- update ------------------------------------------------------------------------
     def update(self, target: Any) -> None:
@@ -530,6 +529,12 @@ class _Submitted:
         if ev is None:
             return self.started or self.run() is not None
         return not ev.is_complete()
+
+    def handed_over(self, whole: bool = False) -> bool:
+        """Whether the scheduler is done handing its work to the device; with `whole`,
+        and none of it failed on the way."""
+        ev = self.event
+        return ev is not None and ev._issued and not (whole and ev._error is not None)
 
 
 def _accesses(n: node) -> list[Any]:
